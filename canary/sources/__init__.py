@@ -1,0 +1,37 @@
+"""Where upstream text comes from.
+
+A source reads files of one package at one ref (a released version or a git ref).
+Paths are always in the *installed* layout, relative to site-packages:
+``transformers/trainer.py``, ``trl/trainer/sft_trainer.py``. A source maps them to its
+own layout (``src/transformers/...`` in the transformers repository).
+
+Sources know nothing about checks or about the cache: :mod:`canary.upstream` puts the
+cache in front of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+
+@runtime_checkable
+class Source(Protocol):
+    """Reads files of one package at one ref."""
+
+    package: str
+    ref: str
+
+    @property
+    def description(self) -> str:
+        """Human words for error messages: ``transformers 5.5.4 from the package index``."""
+        ...
+
+    def fetch(self, paths: Sequence[str]) -> dict[str, bytes | None]:
+        """Return each path's bytes, or ``None`` where the file does not exist at this ref.
+
+        Raises :class:`canary.errors.RefNotFound` when the ref itself does not exist and
+        :class:`canary.errors.FetchError` when the answer could not be had. Never returns
+        ``None`` for a file it merely failed to fetch.
+        """
+        ...
