@@ -1,0 +1,331 @@
+"""Upstream files read from GitHub raw: ``<base>/<owner>/<repo>/<ref>/<package_dir>/<path>``.
+
+Raw GitHub answers 404 both for a file missing at a ref and for a ref that does not
+exist at all. The two mean very different things to a check (a file dropped upstream
+vs. a typo in tags.toml), so the first 404 at a ref is followed by a probe of a file
+every ref has: ``<package_dir>/<package>/__init__.py``.
+
+Everything else that is not a clean 200 or 404 is retried (429, 5xx, dropped or cut
+short connections) or raised as :class:`~canary.errors.FetchError`; a file that could
+not be fetched is never reported as absent.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from urllib.parse import quote
+
+import requests
+import requests.adapters
+import requests.auth
+
+from canary.errors import FetchError, RefNotFound
+
+__all__ = ["DEFAULT_BASE_URL", "GitHubSource"]
+
+DEFAULT_BASE_URL = "https://raw.githubusercontent.com"
+BASE_URL_ENV = "CANARY_GITHUB_RAW_URL"
+TOKEN_ENV = "GITHUB_TOKEN"
+
+# A server asking for more than this is treated as asking for this: a canary run that
+# stalls for an hour on one Retry-After is worse than one that fails and says why.
+MAX_RETRY_AFTER = 60.0
+MAX_BACKOFF = 60.0
+
+_RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+_RETRY_AFTER_STATUSES = frozenset({429, 503})
+_RETRY_EXCEPTIONS = (
+    requests.ConnectionError,
+    requests.Timeout,
+    requests.exceptions.ChunkedEncodingError,
+    requests.exceptions.ContentDecodingError,
+)
+_CHUNK = 64 * 1024
+
+
+class _BearerAuth(requests.auth.AuthBase):
+    """Sends the token; passing it as ``auth`` also keeps ``~/.netrc`` from replacing it."""
+
+    def __init__(self, token: str) -> None:
+        self._token = token
+
+    def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
+        request.headers["Authorization"] = f"Bearer {self._token}"
+        return request
+
+    def __repr__(self) -> str:
+        return "_BearerAuth(<redacted>)"
+
+
+class _RetryableError(Exception):
+    """One attempt failed in a way the next attempt may not; ``delay`` is the server's ask."""
+
+    def __init__(self, reason: str, delay: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.delay = delay
+
+
+def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds to wait per a ``Retry-After`` header (delta-seconds or HTTP-date), capped.
+
+    ``None`` when the header is missing or unreadable, so the caller falls back to its
+    own backoff rather than trusting garbage.
+    """
+    if value is None or not value.strip():
+        return None
+    value = value.strip()
+    if value.isdigit():
+        seconds = float(value)
+    else:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:
+            # RFC 9110 dates are GMT; a naive result means the zone was "-0000".
+            return None
+        seconds = when.timestamp() - (time.time() if now is None else now)
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER)
+
+
+def backoff_delay(backoff: float, attempt: int) -> float:
+    """Exponential backoff before retry number ``attempt`` (0 for the first retry)."""
+    return min(backoff * (2**attempt), MAX_BACKOFF)
+
+
+def _looks_like_html(path: str, content_type: str, body: bytes) -> bool:
+    # Captive portals and corporate proxies answer 200 with a login page; parsing that
+    # as Python would surface as a baffling ParseError or, worse, a "drift".
+    if content_type.split(";", 1)[0].strip().lower() == "text/html" and not path.endswith(
+        (".html", ".htm")
+    ):
+        return True
+    if path.endswith((".py", ".pyi")):
+        head = body[:512].lstrip().lower()
+        return head.startswith((b"<!doctype html", b"<html"))
+    return False
+
+
+def _status_hint(status: int, headers: Mapping[str, str], has_token: bool) -> str:
+    if status == 403 and headers.get("X-RateLimit-Remaining") == "0":
+        if has_token:
+            return "rate limited even with GITHUB_TOKEN; wait for the limit to reset"
+        return "rate limited; set GITHUB_TOKEN to raise the limit"
+    if status == 401:
+        return "the token was rejected; check GITHUB_TOKEN"
+    if status == 403:
+        return "access denied; a private repository needs GITHUB_TOKEN"
+    return "unexpected answer"
+
+
+class GitHubSource:
+    """Files of one package at one git ref, read from GitHub raw.
+
+    ``package_dir`` is where the package sits in the repository (``"src"`` for
+    transformers and peft, ``""`` for trl). ``timeout`` limits the connect and each read,
+    and is also checked against the whole answer as chunks arrive, so a server that
+    trickles bytes just under the read limit still counts as a (retryable) failure.
+    ``retries`` is how many times a failed request is tried again. ``sleep`` is
+    injectable so tests need not wait.
+    """
+
+    def __init__(
+        self,
+        package: str,
+        repo: str,
+        ref: str,
+        package_dir: str = "",
+        *,
+        base_url: str | None = None,
+        token: str | None = None,
+        timeout: float = 30.0,
+        retries: int = 5,
+        backoff: float = 1.0,
+        session: requests.Session | None = None,
+        max_workers: int = 8,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if retries < 0:
+            raise ValueError(f"retries must be >= 0, not {retries}")
+        if max_workers < 1:
+            raise ValueError(f"max_workers must be >= 1, not {max_workers}")
+        self.package = package
+        self.repo = repo
+        self.ref = ref
+        self.package_dir = package_dir.strip("/")
+        self.base_url = (base_url or os.environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL).rstrip("/")
+        token = token if token is not None else os.environ.get(TOKEN_ENV)
+        self._auth = _BearerAuth(token) if token else None
+        self.timeout = timeout
+        self.retries = retries
+        self.backoff = backoff
+        self.max_workers = max_workers
+        self._sleep = sleep
+        self._owns_session = session is None
+        self._session = session if session is not None else self._new_session(max_workers)
+        # None: not known yet. Set once, under the lock, so concurrent 404s probe once.
+        self._ref_exists: bool | None = None
+        self._ref_lock = threading.Lock()
+
+    @staticmethod
+    def _new_session(max_workers: int) -> requests.Session:
+        session = requests.Session()
+        # Without this, workers beyond the default pool of 10 would open and drop
+        # connections with a warning on every request.
+        adapter = requests.adapters.HTTPAdapter(pool_maxsize=max(max_workers, 10))
+        session.mount("https://", adapter)
+        session.mount("http://", adapter)
+        return session
+
+    @property
+    def description(self) -> str:
+        via = "" if self.base_url == DEFAULT_BASE_URL else f" via {self.base_url}"
+        return f"{self.package} {self.ref} from GitHub ({self.repo}{via})"
+
+    def __repr__(self) -> str:
+        return (
+            f"GitHubSource(package={self.package!r}, repo={self.repo!r}, ref={self.ref!r}, "
+            f"package_dir={self.package_dir!r}, base_url={self.base_url!r})"
+        )
+
+    def url_for(self, path: str) -> str:
+        """The raw URL of an installed-layout ``path`` at this ref."""
+        if not path or path.startswith("/") or ".." in path.split("/"):
+            raise ValueError(f"not a relative path inside the package: {path!r}")
+        repo_path = f"{self.package_dir}/{path}" if self.package_dir else path
+        return f"{self.base_url}/{self.repo}/{quote(self.ref, safe='/')}/{quote(repo_path)}"
+
+    def fetch(self, paths: Sequence[str]) -> dict[str, bytes | None]:
+        """Each path's bytes, or ``None`` where the file does not exist at this ref.
+
+        Raises :class:`RefNotFound` when the ref does not exist and :class:`FetchError`
+        when any file could not be had; no partial result is returned.
+        """
+        unique = list(dict.fromkeys(paths))
+        for path in unique:
+            self.url_for(path)  # reject bad paths before any request goes out
+        if len(unique) <= 1 or self.max_workers == 1:
+            return {path: self._fetch_one(path) for path in unique}
+        pool = ThreadPoolExecutor(
+            max_workers=min(self.max_workers, len(unique)), thread_name_prefix="canary-github"
+        )
+        try:
+            futures = {pool.submit(self._fetch_one, path): path for path in unique}
+            done, _ = wait(futures, return_when=FIRST_EXCEPTION)
+            for future in done:
+                future.result()  # re-raises the first failure
+            return {futures[f]: f.result() for f in futures}
+        finally:
+            # On failure, do not keep hammering a server that is already unhappy.
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def close(self) -> None:
+        """Close the connection pool, unless the session was the caller's."""
+        if self._owns_session:
+            self._session.close()
+
+    def _fetch_one(self, path: str) -> bytes | None:
+        body = self._get(path)
+        if body is not None:
+            self._ref_exists = True
+            return body
+        if not self._check_ref(path):
+            sentinel = self.url_for(self._sentinel_path())
+            raise RefNotFound(
+                f"{self.repo} has no ref {self.ref!r} ({sentinel} is 404 too, and every "
+                f"ref of {self.package} has that file; asked for {path})"
+            )
+        return None
+
+    def _sentinel_path(self) -> str:
+        return f"{self.package}/__init__.py"
+
+    def _check_ref(self, missing_path: str) -> bool:
+        with self._ref_lock:
+            if self._ref_exists is None:
+                if missing_path == self._sentinel_path():
+                    self._ref_exists = False
+                else:
+                    # A FetchError here propagates and leaves the answer unknown, so a
+                    # later fetch asks again instead of trusting a failed probe.
+                    self._ref_exists = self._get(self._sentinel_path()) is not None
+            return self._ref_exists
+
+    def _get(self, path: str) -> bytes | None:
+        """The body at ``path``, ``None`` on 404; retries what may pass on a second try."""
+        url = self.url_for(path)
+        attempts = self.retries + 1
+        for attempt in range(attempts):
+            try:
+                return self._attempt(url, path)
+            except _RetryableError as failure:
+                if attempt + 1 == attempts:
+                    raise FetchError(
+                        f"{self.description}: could not fetch {url}: {failure.reason} "
+                        f"(gave up after {attempts} attempts)"
+                    ) from failure
+                delay = failure.delay
+                self._sleep(delay if delay is not None else backoff_delay(self.backoff, attempt))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _attempt(self, url: str, path: str) -> bytes | None:
+        deadline = time.monotonic() + self.timeout
+        try:
+            with self._session.get(
+                url, auth=self._auth, timeout=self.timeout, stream=True
+            ) as response:
+                status = response.status_code
+                if status == 404:
+                    return None
+                if status in _RETRY_STATUSES:
+                    delay = None
+                    if status in _RETRY_AFTER_STATUSES:
+                        delay = parse_retry_after(response.headers.get("Retry-After"))
+                    raise _RetryableError(f"HTTP {status}", delay)
+                if status != 200:
+                    hint = _status_hint(status, response.headers, self._auth is not None)
+                    raise FetchError(
+                        f"{self.description}: could not fetch {url}: HTTP {status} ({hint})"
+                    )
+                body = _read_body(response, deadline, self.timeout)
+                content_type = response.headers.get("Content-Type", "")
+        except requests.exceptions.SSLError as exc:
+            # A certificate problem will not fix itself between attempts.
+            raise FetchError(f"{self.description}: could not fetch {url}: {exc}") from exc
+        except _RETRY_EXCEPTIONS as exc:
+            raise _RetryableError(f"{type(exc).__name__}: {exc}") from exc
+        except requests.RequestException as exc:
+            raise FetchError(f"{self.description}: could not fetch {url}: {exc}") from exc
+        if _looks_like_html(path, content_type, body):
+            raise FetchError(
+                f"{self.description}: {url} answered 200 with an HTML page, not the file "
+                f"(a captive portal or proxy?); set {BASE_URL_ENV} to a reachable mirror"
+            )
+        return body
+
+
+def _read_body(response: requests.Response, deadline: float, timeout: float) -> bytes:
+    chunks = []
+    for chunk in response.iter_content(_CHUNK):
+        chunks.append(chunk)
+        if time.monotonic() > deadline:
+            raise _RetryableError(f"the answer took longer than {timeout:g}s")
+    body = b"".join(chunks)
+    expected = response.headers.get("Content-Length")
+    # With a Content-Encoding the header counts compressed bytes; urllib3 already
+    # checks those, so compare only what we can compare honestly.
+    encoding = response.headers.get("Content-Encoding", "identity").lower()
+    if (
+        expected is not None
+        and expected.isdigit()
+        and encoding == "identity"
+        and len(body) != int(expected)
+    ):
+        raise _RetryableError(f"body cut short: {len(body)} of {expected} bytes")
+    return body

@@ -1,0 +1,244 @@
+"""A real HTTP server on 127.0.0.1 that serves a fixture tree and misbehaves on cue.
+
+Tests talk to it through the same ``requests`` stack production uses, so what they
+exercise is the real wire: status lines, headers, dropped sockets, short bodies.
+
+    with LoopbackServer({"/o/r/main/src/pkg/__init__.py": b""}) as server:
+        server.script("/o/r/main/src/pkg/x.py", [Status(429, {"Retry-After": "2"}), Status(200)])
+        ...  # point the client at server.url
+        assert server.hits("/o/r/main/src/pkg/x.py") == 2
+
+A scripted path plays its responses in order, one per request; after the script runs
+out (or for an unscripted path) the tree answers: 200 with the file, or 404.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import sys
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+__all__ = [
+    "HTML_PAGE",
+    "Html",
+    "LoopbackServer",
+    "Recorded",
+    "Reset",
+    "Response",
+    "ShortBody",
+    "Status",
+    "Trickle",
+]
+
+HTML_PAGE = b"<!DOCTYPE html>\n<html><body>Please log in to the network.</body></html>\n"
+
+
+@dataclass(frozen=True)
+class Status:
+    """Answer ``code`` with ``headers``; ``body`` None means the tree's file (or a stock text)."""
+
+    code: int
+    headers: Mapping[str, str] = field(default_factory=dict)
+    body: bytes | None = None
+
+
+@dataclass(frozen=True)
+class Reset:
+    """Read the request, then drop the connection with a TCP reset and no answer."""
+
+
+@dataclass(frozen=True)
+class ShortBody:
+    """Announce the file's full Content-Length, send all but ``missing`` bytes, hang up."""
+
+    missing: int = 1
+
+
+@dataclass(frozen=True)
+class Trickle:
+    """Serve the file ``chunk`` bytes at a time with ``delay`` seconds between chunks."""
+
+    delay: float = 0.05
+    chunk: int = 1
+
+
+@dataclass(frozen=True)
+class Html:
+    """Answer 200 with an HTML page, as a captive portal does."""
+
+    content_type: str = "text/html; charset=utf-8"
+    body: bytes = HTML_PAGE
+
+
+Response = Status | Reset | ShortBody | Trickle | Html
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """One request as the server saw it; header names are lower-cased."""
+
+    method: str
+    path: str
+    headers: Mapping[str, str]
+
+
+class LoopbackServer:
+    """Threaded HTTP/1.1 server on an ephemeral loopback port. Use as a context manager."""
+
+    def __init__(self, files: Mapping[str, bytes] | None = None) -> None:
+        self.files: dict[str, bytes] = dict(files or {})
+        self.requests: list[Recorded] = []
+        self._scripts: dict[str, list[Response]] = {}
+        self._lock = threading.Lock()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -----------------------------------------------------------------
+
+    def start(self) -> LoopbackServer:
+        handler = type("_BoundHandler", (_Handler,), {"fixture": self})
+        self._httpd = _Server(("127.0.0.1", 0), handler)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> LoopbackServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        if self._httpd is None:
+            raise RuntimeError("server not started")
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    # -- setup and inspection -------------------------------------------------------
+
+    def add(self, path: str, body: bytes) -> None:
+        with self._lock:
+            self.files[path] = body
+
+    def script(self, path: str, responses: Iterable[Response]) -> None:
+        """Queue ``responses`` for ``path``, played one per request before the tree answers."""
+        with self._lock:
+            self._scripts.setdefault(path, []).extend(responses)
+
+    def hits(self, path: str | None = None) -> int:
+        """How many requests reached ``path`` (all paths when None)."""
+        with self._lock:
+            return sum(1 for r in self.requests if path is None or r.path == path)
+
+    def requests_for(self, path: str) -> list[Recorded]:
+        with self._lock:
+            return [r for r in self.requests if r.path == path]
+
+    def _next(self, recorded: Recorded) -> tuple[Response, bytes | None]:
+        with self._lock:
+            self.requests.append(recorded)
+            queue = self._scripts.get(recorded.path)
+            response: Response | None = queue.pop(0) if queue else None
+            file = self.files.get(recorded.path)
+        if response is None:
+            response = Status(200) if file is not None else Status(404)
+        return response, file
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    # The default backlog of 5 drops SYNs when a client opens 8+ connections at once,
+    # and the kernel's 1 s SYN retry then shows up as a mystery stall in tests.
+    request_queue_size = 128
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        # Clients hang up mid-answer on purpose here (timeouts, closed sessions); only
+        # a genuine bug in the fixture is worth a traceback.
+        if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            return
+        super().handle_error(request, client_address)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    fixture: LoopbackServer
+    protocol_version = "HTTP/1.1"  # keep-alive, as the real host does
+    timeout = 5  # a client that holds a connection open must not pin a thread forever
+
+    def do_GET(self) -> None:
+        path = self.path.split("?", 1)[0]
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        response, file = self.fixture._next(Recorded("GET", path, headers))
+        if isinstance(response, Status):
+            self._status(response, file)
+        elif isinstance(response, Reset):
+            self._reset()
+        elif isinstance(response, ShortBody):
+            body = file if file is not None else b"x" * 64
+            self._head(200, len(body), "text/plain; charset=utf-8")
+            self.wfile.write(body[: max(len(body) - response.missing, 0)])
+            self.wfile.flush()
+            self.close_connection = True
+        elif isinstance(response, Trickle):
+            body = file if file is not None else b"x" * 64
+            self._head(200, len(body), "text/plain; charset=utf-8")
+            for start in range(0, len(body), response.chunk):
+                self.wfile.write(body[start : start + response.chunk])
+                self.wfile.flush()
+                time.sleep(response.delay)
+        elif isinstance(response, Html):
+            self._head(200, len(response.body), response.content_type)
+            self.wfile.write(response.body)
+        else:  # pragma: no cover - a typo in a test's script
+            raise TypeError(f"unknown scripted response {response!r}")
+
+    def _status(self, response: Status, file: bytes | None) -> None:
+        if response.body is not None:
+            body = response.body
+        elif response.code == 200:
+            body = file if file is not None else b""
+        else:
+            body = f"{response.code}: {self.responses.get(response.code, ('',))[0]}\n".encode()
+        extra = {k.lower() for k in response.headers}
+        self.send_response(response.code)
+        for name, value in response.headers.items():
+            self.send_header(name, value)
+        if "content-type" not in extra:
+            self.send_header("Content-Type", "text/plain; charset=utf-8")
+        if "content-length" not in extra:
+            self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _head(self, code: int, length: int, content_type: str) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(length))
+        self.end_headers()
+        self.wfile.flush()
+
+    def _reset(self) -> None:
+        # SO_LINGER with a zero timeout makes close() send RST instead of FIN: the
+        # client sees "connection reset by peer", as behind a flaky middlebox.
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.connection.close()
+        self.close_connection = True
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass  # keep test output clean; the recorded requests say what happened
