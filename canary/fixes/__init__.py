@@ -46,6 +46,14 @@ FIXES: dict[str, Fix] = {
                 "[batch, seq, vocab] logits, under PEFT too"
             ),
         ),
+        Fix(
+            name="trainer construction hook",
+            module="canary.fixes.trainer_hooks",
+            summary=(
+                "wraps Trainer.__init__ to apply the accepts_loss_kwargs shadow and the "
+                "accumulation clamp to self.model after init (PEFT-after-load, model_init)"
+            ),
+        ),
     )
 }
 

@@ -1,0 +1,89 @@
+"""Apply the fixes from ``transformers.Trainer.__init__``.
+
+Running after the original ``__init__`` on ``self.model`` covers what a loader-time call
+cannot: a model wrapped by PEFT after loading, and ``Trainer(model_init=...)`` where the
+model only exists inside ``__init__``. Subclasses (TRL's SFTTrainer, ...) inherit the hook;
+trainers that force ``model_accepts_loss_kwargs = False`` after ``super().__init__()``
+(TRL's GRPO/DPO/KTO...) still win, because they assign after the hook ran.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from canary.fixes.accepts_loss_kwargs import apply_accepts_loss_kwargs_fix
+from canary.fixes.grad_accum_clamp import clamp_gradient_accumulation
+
+logger = logging.getLogger("canary.fixes")
+
+_MARK = "__canary_trainer_hook__"
+
+
+def apply_to_trainer(trainer: Any) -> dict[str, Any]:
+    """Apply both Trainer-level fixes to a constructed trainer; returns what was done.
+
+    Call it again after changing ``trainer.model`` (e.g. patching the chunked loss in
+    after construction).
+    """
+    shadowed = apply_accepts_loss_kwargs_fix(getattr(trainer, "model", None))
+    if shadowed is not None:
+        # Every release decides model_accepts_loss_kwargs from hasattr(unwrapped, ...)
+        # inside __init__, which already ran: set the decision itself to the shadowed value.
+        trainer.model_accepts_loss_kwargs = shadowed
+    clamped = clamp_gradient_accumulation(trainer)
+    return {"accepts_loss_kwargs": shadowed, "clamped": clamped}
+
+
+def hooks_installed() -> bool:
+    """Whether ``transformers.Trainer.__init__`` currently carries the hook."""
+    from transformers import Trainer
+
+    return bool(getattr(Trainer.__init__, _MARK, False))
+
+
+def install_trainer_hooks() -> bool:
+    """Wrap ``transformers.Trainer.__init__`` so every trainer gets :func:`apply_to_trainer`.
+
+    Idempotent: returns False if already installed.
+    """
+    from transformers import Trainer
+
+    if hooks_installed():
+        return False
+    original = Trainer.__init__
+
+    @functools.wraps(original)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        # No try/except: a fix that cannot apply must not leave a trainer that trains wrongly.
+        apply_to_trainer(self)
+
+    setattr(__init__, _MARK, True)
+    __init__.__canary_original__ = original  # type: ignore[attr-defined]
+    Trainer.__init__ = __init__
+    return True
+
+
+def uninstall_trainer_hooks() -> bool:
+    """Restore the original ``Trainer.__init__``; returns False if the hook was not there."""
+    from transformers import Trainer
+
+    if not hooks_installed():
+        return False
+    Trainer.__init__ = Trainer.__init__.__canary_original__  # type: ignore[attr-defined]
+    return True
+
+
+@contextmanager
+def trainer_hooks() -> Iterator[None]:
+    """Hooks installed for the duration of the block (restored even if it raises)."""
+    installed = install_trainer_hooks()
+    try:
+        yield
+    finally:
+        if installed:
+            uninstall_trainer_hooks()

@@ -1,0 +1,103 @@
+"""Runtime-tier pytest setup: hub offline, no network, tiny deterministic models."""
+
+from __future__ import annotations
+
+import os
+
+# Before anything imports huggingface_hub/transformers/datasets: they read these at import.
+for _var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
+    os.environ[_var] = "1"
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("WANDB_DISABLED", "true")
+
+import ipaddress  # noqa: E402
+import socket  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
+from typing import Any  # noqa: E402
+
+import pytest  # noqa: E402
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "gpu: needs CUDA; skipped with a reason without it")
+    config.addinivalue_line(
+        "markers", "allow_loopback: the test may open connections to 127.0.0.1/::1"
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="gpu case: torch.cuda.is_available() is False here")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+def _is_loopback(address: Any) -> bool:
+    host = address[0] if isinstance(address, tuple) else address
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@pytest.fixture(autouse=True)
+def _no_network(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Fail any test that opens an inet connection (loopback only with allow_loopback).
+
+    The connect raises, and the test fails afterwards even if the code under test swallowed
+    the error (huggingface_hub retries and falls back quietly).
+    """
+    allow_loopback = request.node.get_closest_marker("allow_loopback") is not None
+    attempts: list[str] = []
+    real_connect = socket.socket.connect
+    real_connect_ex = socket.socket.connect_ex
+    real_create_connection = socket.create_connection
+
+    def check(family: int, address: Any) -> None:
+        if family not in (socket.AF_INET, socket.AF_INET6):
+            return  # unix sockets: local IPC, not the network
+        if allow_loopback and _is_loopback(address):
+            return
+        attempts.append(repr(address))
+        raise OSError(f"canary runtime tier: network connection to {address!r} is forbidden")
+
+    def connect(self: socket.socket, address: Any) -> None:
+        check(self.family, address)
+        return real_connect(self, address)
+
+    def connect_ex(self: socket.socket, address: Any) -> int:
+        check(self.family, address)
+        return real_connect_ex(self, address)
+
+    def create_connection(address: Any, *args: Any, **kwargs: Any) -> socket.socket:
+        check(socket.AF_INET, address)
+        return real_create_connection(address, *args, **kwargs)
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
+    monkeypatch.setattr(socket, "create_connection", create_connection)
+    yield
+    assert not attempts, f"test opened network connections: {attempts}"
+
+
+@pytest.fixture
+def hooks() -> Iterator[None]:
+    """transformers.Trainer.__init__ carries the fixes for this test only."""
+    from canary.fixes.trainer_hooks import trainer_hooks
+
+    with trainer_hooks():
+        yield
+
+
+@pytest.fixture
+def tokenizer() -> Any:
+    from canary.runtime.models import tiny_tokenizer
+
+    return tiny_tokenizer()
