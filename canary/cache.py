@@ -1,0 +1,186 @@
+"""The on-disk cache under every source.
+
+Two kinds of entry live here:
+
+* **files**: one upstream file of one package at one ref, or the fact that it does not
+  exist there. A released version's files never change, so they are fetched once, ever;
+  a mutable ref (``main``) expires after a TTL.
+* **blobs**: derived data keyed by a digest (the code index of a file, by content hash).
+
+Every entry is written atomically (temp file in the same folder, then rename) and carries
+a header with its length and SHA-256, so a truncated or garbage entry (disk full, a killed
+process, a hand edit) is detected, dropped and refetched instead of being read as upstream
+source. A lock per fetch unit lets parallel workers share one cache without fetching the
+same wheel twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+_MAGIC = b"canary-cache-v1 "
+
+if sys.platform != "win32":
+    import fcntl
+else:  # pragma: no cover - no Windows runner here
+    fcntl = None
+
+
+def default_cache_dir() -> Path:
+    """``CANARY_CACHE_DIR``, else the platform's user cache folder."""
+    if configured := os.environ.get("CANARY_CACHE_DIR"):
+        return Path(configured).expanduser()
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches" / "canary"
+    if sys.platform == "win32":
+        return Path(os.environ.get("LOCALAPPDATA", Path.home())) / "canary" / "Cache"
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "canary"
+
+
+@dataclass(frozen=True)
+class FileKey:
+    """One upstream file: ``(index, transformers, 5.5.4, transformers/trainer.py)``."""
+
+    source: str
+    package: str
+    ref: str
+    path: str
+
+
+@dataclass(frozen=True)
+class Entry:
+    content: bytes | None  # None: the file does not exist at that ref
+    sha256: str | None
+    fetched_at: float
+
+
+class Cache:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    # -- files ---------------------------------------------------------------------------
+
+    def read_file(self, key: FileKey, *, max_age: float | None = None) -> Entry | None:
+        """The cached entry, or None on a miss, an expired entry or a damaged one."""
+        entry = _read_entry(self._file_path(key))
+        if entry is None:
+            return None
+        if max_age is not None and time.time() - entry.fetched_at > max_age:
+            return None
+        return entry
+
+    def write_file(self, key: FileKey, content: bytes | None) -> None:
+        _write_entry(self._file_path(key), content)
+
+    def _file_path(self, key: FileKey) -> Path:
+        parts = [_safe(key.source), _safe(key.package), _safe(key.ref)]
+        parts += [_safe(part) for part in key.path.split("/")]
+        return self.root.joinpath("files", *parts[:-1], parts[-1] + ".entry")
+
+    # -- blobs ---------------------------------------------------------------------------
+
+    def read_blob(self, namespace: str, digest: str) -> bytes | None:
+        entry = _read_entry(self._blob_path(namespace, digest))
+        return entry.content if entry else None
+
+    def write_blob(self, namespace: str, digest: str, content: bytes) -> None:
+        _write_entry(self._blob_path(namespace, digest), content)
+
+    def _blob_path(self, namespace: str, digest: str) -> Path:
+        return self.root / "blobs" / _safe(namespace) / digest[:2] / f"{_safe(digest)}.entry"
+
+    # -- locks ---------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def lock(self, name: str) -> Iterator[None]:
+        """Hold an exclusive lock shared by every process using this cache folder."""
+        path = self.root / "locks" / f"{_safe(name)}.lock"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a+b") as handle:
+            if fcntl is not None:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                if fcntl is not None:
+                    fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def _safe(part: str) -> str:
+    """A path component that cannot escape the cache folder or collide with another."""
+    if part in {"", ".", ".."}:
+        return quote(part, safe="") or "%00"
+    return quote(part, safe="._-+")
+
+
+def _parse_header(line: bytes) -> dict | None:
+    if not line.startswith(_MAGIC) or not line.endswith(b"\n"):
+        return None
+    try:
+        header = json.loads(line[len(_MAGIC) :])
+    except ValueError:
+        return None
+    return header if isinstance(header, dict) else None
+
+
+def _read_entry(path: Path) -> Entry | None:
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return None
+    newline = raw.find(b"\n")
+    header = _parse_header(raw[: newline + 1]) if newline >= 0 else None
+    if header is None:
+        return _drop(path)
+    body = raw[newline + 1 :]
+    try:
+        fetched_at = float(header["fetched_at"])
+        if header.get("absent"):
+            return (
+                Entry(content=None, sha256=None, fetched_at=fetched_at) if not body else _drop(path)
+            )
+        if len(body) != header["size"] or hashlib.sha256(body).hexdigest() != header["sha256"]:
+            return _drop(path)
+        return Entry(content=body, sha256=header["sha256"], fetched_at=fetched_at)
+    except (KeyError, TypeError, ValueError):
+        return _drop(path)
+
+
+def _drop(path: Path) -> None:
+    """Remove a damaged entry so the next read refetches it."""
+    with contextlib.suppress(OSError):
+        path.unlink()
+
+
+def _write_entry(path: Path, content: bytes | None) -> None:
+    if content is None:
+        header = {"absent": True, "fetched_at": time.time()}
+        body = b""
+    else:
+        header = {
+            "size": len(content),
+            "sha256": hashlib.sha256(content).hexdigest(),
+            "fetched_at": time.time(),
+        }
+        body = content
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".part")
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(_MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n")
+            stream.write(body)
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise

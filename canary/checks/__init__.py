@@ -1,0 +1,1 @@
+"""The catalog: one test module per upstream package (``pytest canary``)."""

@@ -1,0 +1,335 @@
+"""The pytest plugin: options, the ``upstream`` fixture, cases, version gates, broken releases.
+
+Each check module says which package it checks (``pytestmark =
+pytest.mark.upstream("transformers")``); every check in it runs once per case of that
+package, with ids ``<package>_<version with dots as underscores>``, so
+``pytest canary -k transformers_5_5`` selects exactly the 5.5.x releases.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from packaging.version import InvalidVersion, Version
+
+import canary
+from canary.cache import Cache, default_cache_dir
+from canary.catalog import Window
+from canary.errors import ConfigError
+from canary.sources import Source
+from canary.sources.index import IndexSource
+from canary.sources.local import LocalSource
+from canary.tags import Tags, load_tags
+from canary.upstream import MAIN, Case, FetchPolicy, Snapshot, Workspace
+
+RUNTIME_DIR = Path(canary.__file__).parent / "runtime"
+_RUN_KEY = pytest.StashKey["CanaryRun"]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("canary", "canary: upstream compatibility checks")
+    group.addoption(
+        "--canary-source",
+        choices=("auto", "github", "index"),
+        default="auto",
+        help="where upstream text comes from: auto (releases from the package index, main "
+        "from GitHub), github (everything from GitHub raw) or index (releases only)",
+    )
+    group.addoption(
+        "--canary-tags",
+        action="append",
+        default=[],
+        metavar="PKG=V1,V2",
+        help="check only these versions of PKG (repeatable); 'main' is allowed",
+    )
+    group.addoption(
+        "--canary-local",
+        action="append",
+        default=[],
+        metavar="PKG[@VERSION]=PATH",
+        help="check the tree at PATH as PKG (repository checkout or installed layout) "
+        "instead of its releases; its version is read from the tree unless given",
+    )
+    group.addoption(
+        "--canary-main", action="store_true", help="also check each package's main from GitHub"
+    )
+    group.addoption(
+        "--canary-offline",
+        action="store_true",
+        help="read the cache only; a miss is an error",
+    )
+    group.addoption(
+        "--canary-refresh",
+        action="store_true",
+        help="refetch mutable refs (main) now instead of after their TTL",
+    )
+    group.addoption(
+        "--canary-tags-file",
+        default=None,
+        metavar="PATH",
+        help="the tags.toml to read (default: tags.toml in the rootdir)",
+    )
+    group.addoption(
+        "--canary-workers",
+        type=int,
+        default=4,
+        metavar="N",
+        help="how many cases to fetch in parallel (default 4)",
+    )
+    group.addoption(
+        "--canary-runtime",
+        action="store_true",
+        help="also collect the runtime tier (canary/runtime) when collecting canary/",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for line in (
+        "upstream(package): the upstream package a canary check module checks",
+        "canary_check(reads, fix, window): set by @canary.catalog.check",
+        "gpu: needs CUDA; skipped with a reason elsewhere",
+    ):
+        config.addinivalue_line("markers", line)
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Keep the runtime tier out of ``pytest canary`` unless it was asked for."""
+    if collection_path != RUNTIME_DIR or config.getoption("canary_runtime"):
+        return None
+    for arg in config.args:
+        target = Path(arg.split("::", 1)[0]).resolve()
+        if target == RUNTIME_DIR or RUNTIME_DIR in target.parents:
+            return None
+    return True
+
+
+# -- the run: tags, cases, workspace ----------------------------------------------------
+
+
+@dataclass
+class CanaryRun:
+    tags: Tags
+    workspace: Workspace
+    source_mode: str
+    only: dict[str, list[str]]
+    local: dict[str, LocalSource]
+    include_main: bool
+    _cases: dict[str, list[Case]] = field(default_factory=dict)
+
+    def cases(self, package: str) -> list[Case]:
+        if package not in self._cases:
+            self._cases[package] = list(self._resolve(package))
+        return self._cases[package]
+
+    def _resolve(self, package: str) -> Iterator[Case]:
+        tags = self.tags.package(package)
+        if package in self.local:
+            yield Case(package, self.local[package].ref, "local")
+            return
+        labels = self.only.get(package, list(tags.versions))
+        if self.include_main and MAIN not in labels:
+            labels = [*labels, MAIN]
+        for label in labels:
+            if label == MAIN:
+                if self.source_mode == "index":
+                    raise ConfigError(
+                        "--canary-source index cannot check main (it is not on the package "
+                        "index); use --canary-source auto or github"
+                    )
+                yield Case(package, MAIN, "github")
+            else:
+                yield Case(package, label, "github" if self.source_mode == "github" else "index")
+
+    def make_source(self, case: Case) -> Source:
+        if case.source == "local":
+            return self.local[case.package]
+        if case.source == "index":
+            return IndexSource(case.package, case.label)
+        from canary.sources.github import GitHubSource
+
+        tags = self.tags.package(case.package)
+        ref = MAIN if case.label == MAIN else f"v{case.label}"
+        return GitHubSource(case.package, tags.repo, ref, tags.package_dir)
+
+
+def canary_run(config: pytest.Config) -> CanaryRun:
+    """The session's run, built on first use so unit-test sessions never read tags.toml."""
+    if _RUN_KEY not in config.stash:
+        config.stash[_RUN_KEY] = _build_run(config)
+    return config.stash[_RUN_KEY]
+
+
+def _build_run(config: pytest.Config) -> CanaryRun:
+    tags_file = config.getoption("canary_tags_file") or config.rootpath / "tags.toml"
+    tags = load_tags(Path(tags_file))
+    only = _parse_tag_filters(config.getoption("canary_tags"), tags)
+    local = _parse_local_trees(config.getoption("canary_local"), tags)
+    policy = FetchPolicy(
+        offline=config.getoption("canary_offline"),
+        refresh=config.getoption("canary_refresh"),
+    )
+    run = CanaryRun(
+        tags=tags,
+        workspace=None,  # type: ignore[arg-type] - set just below, it needs run.make_source
+        source_mode=config.getoption("canary_source"),
+        only=only,
+        local=local,
+        include_main=config.getoption("canary_main"),
+    )
+    run.workspace = Workspace(
+        run.make_source,
+        Cache(default_cache_dir()),
+        policy,
+        workers=max(1, config.getoption("canary_workers")),
+    )
+    config.add_cleanup(run.workspace.close)
+    return run
+
+
+def _parse_tag_filters(values: list[str], tags: Tags) -> dict[str, list[str]]:
+    only: dict[str, list[str]] = {}
+    for value in values:
+        package, sep, versions = value.partition("=")
+        if not sep or not versions.strip():
+            raise ConfigError(
+                f"--canary-tags {value!r}: expected PKG=V1,V2 (e.g. trl=0.25.1,1.0.0)"
+            )
+        tags.package(package)  # names the known packages on a typo
+        for version in (v.strip() for v in versions.split(",")):
+            if version != MAIN:
+                try:
+                    Version(version)
+                except InvalidVersion:
+                    raise ConfigError(
+                        f"--canary-tags {value!r}: {version!r} is not a version or 'main'"
+                    ) from None
+            only.setdefault(package, []).append(version)
+    return only
+
+
+def _parse_local_trees(values: list[str], tags: Tags) -> dict[str, LocalSource]:
+    local: dict[str, LocalSource] = {}
+    for value in values:
+        spec, sep, path = value.partition("=")
+        if not sep or not path:
+            raise ConfigError(f"--canary-local {value!r}: expected PKG=PATH or PKG@VERSION=PATH")
+        package, _, version = spec.partition("@")
+        tags.package(package)
+        if version:
+            try:
+                Version(version)
+            except InvalidVersion:
+                raise ConfigError(
+                    f"--canary-local {value!r}: {version!r} is not a version"
+                ) from None
+        local[package] = LocalSource.from_path(package, Path(path), version=version or None)
+    return local
+
+
+# -- parametrizing checks ---------------------------------------------------------------
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "upstream" not in metafunc.fixturenames:
+        return
+    package_marker = metafunc.definition.get_closest_marker("upstream")
+    if package_marker is None or not package_marker.args:
+        raise pytest.UsageError(
+            f"{metafunc.definition.nodeid} takes `upstream` but its module does not say which "
+            f"package: add pytestmark = pytest.mark.upstream('<package>')"
+        )
+    package = package_marker.args[0]
+    run = _run_or_usage_error(metafunc.config)
+    window = _window(metafunc.definition)
+    tags = run.tags.package(package)
+    params = []
+    for case in run.cases(package):
+        marks = []
+        if case.source != "local" and (reason := tags.broken_reason(case.label)):
+            marks.append(
+                pytest.mark.xfail(
+                    reason=f"{case} is listed as broken in tags.toml: {reason}",
+                    raises=pytest.fail.Exception,
+                    strict=False,
+                )
+            )
+        if (version := case.known_version) is not None and window.excludes(version):
+            marks.append(pytest.mark.skip(reason=_outside(case, window)))
+        params.append(pytest.param(case, id=case.id, marks=marks))
+    metafunc.parametrize("upstream", params, indirect=True)
+
+
+def _run_or_usage_error(config: pytest.Config) -> CanaryRun:
+    try:
+        return canary_run(config)
+    except ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def _window(item: pytest.Item | pytest.Function | object) -> Window:
+    marker = item.get_closest_marker("canary_check")  # type: ignore[attr-defined]
+    return marker.kwargs["window"] if marker else Window()
+
+
+def _reads(item: pytest.Item) -> tuple[str, ...]:
+    marker = item.get_closest_marker("canary_check")
+    return marker.kwargs["reads"] if marker else ()
+
+
+def _outside(case: Case, window: Window, version: Version | None = None) -> str:
+    shown = version if version is not None else case.label
+    return f"{case.package} {shown} is outside this check's window ({window})"
+
+
+@pytest.fixture
+def upstream(request: pytest.FixtureRequest) -> Snapshot:
+    """The case's upstream files this check declared, parsed: a :class:`Snapshot`."""
+    case = getattr(request, "param", None)
+    if not isinstance(case, Case):
+        raise pytest.UsageError(
+            f"{request.node.nodeid}: the upstream fixture is parametrized by canary; "
+            f"mark the module with pytest.mark.upstream('<package>')"
+        )
+    run = canary_run(request.config)
+    window = _window(request.node)
+    if case.known_version is None:  # main: the gate needs the version the tree declares
+        version = run.workspace.version(case)
+        if window.excludes(version):
+            pytest.skip(_outside(case, window, version))
+    return run.workspace.snapshot(case, _reads(request.node))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start fetching every selected case's files while the first checks run."""
+    if _RUN_KEY not in session.config.stash or hasattr(session.config, "workerinput"):
+        return  # no canary checks collected; or an xdist worker (the cache lock suffices)
+    plan: dict[Case, set[str]] = {}
+    for item in session.items:
+        callspec = getattr(item, "callspec", None)
+        case = callspec.params.get("upstream") if callspec else None
+        if isinstance(case, Case) and not item.get_closest_marker("skip"):
+            plan.setdefault(case, set()).update(_reads(item))
+    canary_run(session.config).workspace.prefetch(plan)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    config = terminalreporter.config
+    if _RUN_KEY not in config.stash:
+        return
+    stats = canary_run(config).workspace.stats
+    terminalreporter.write_sep("-", "canary")
+    terminalreporter.write_line(
+        f"files: {stats.files_from_cache} from cache, {stats.files_fetched} fetched "
+        f"({stats.bytes_downloaded / 1e6:.1f} MB downloaded, "
+        f"{stats.fetch_seconds:.1f} s fetching); "
+        f"code indexes: {stats.modules_from_cache} from cache, {stats.modules_parsed} parsed "
+        f"({stats.parse_seconds:.1f} s)"
+    )
+    drift = len(terminalreporter.stats.get("failed", []))
+    errors = len(terminalreporter.stats.get("error", []))
+    terminalreporter.write_line(
+        f"drift: {drift} failing check(s); infrastructure or input errors: {errors}"
+    )

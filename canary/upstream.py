@@ -1,0 +1,314 @@
+"""Upstream trees read through the cache, and the snapshots checks look at.
+
+Data flows one way: a :class:`Case` names a package at a version and where it comes
+from; a :class:`Tree` reads its files through the cache (fetching misses from a
+source); the :class:`Workspace` parses them into code indexes (cached by content hash)
+and hands a check a :class:`Snapshot` holding just the modules it declared.
+Checks never fetch or parse: everything a check sees was loaded before it ran, so a
+fetch or parse problem is a setup error of that case, never a pass or a drift.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import pickle
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from packaging.version import InvalidVersion, Version
+
+from canary import codeindex
+from canary.cache import Cache, FileKey
+from canary.errors import Drift, InfrastructureError, OfflineMiss
+from canary.sources import Source
+from canary.sources.version import package_version_files, version_from_package_files
+
+MAIN = "main"
+
+
+@dataclass(frozen=True)
+class Case:
+    """One package at one version, from one kind of source: one column of the matrix."""
+
+    package: str
+    label: str  # "5.5.4", "main", or a local tree's version
+    source: str  # "index", "github" or "local"
+
+    @property
+    def id(self) -> str:
+        """The test id: ``transformers_5_5_4``, ``transformers_main``."""
+        return f"{self.package}_{self.label.replace('.', '_')}"
+
+    @property
+    def mutable(self) -> bool:
+        """Whether this tree can change under the same name (a branch, not a release)."""
+        return self.label == MAIN
+
+    @property
+    def known_version(self) -> Version | None:
+        """The version, where the label is one; ``main`` is only known after reading it."""
+        try:
+            return Version(self.label)
+        except InvalidVersion:
+            return None
+
+    def __str__(self) -> str:
+        return f"{self.package} {self.label}"
+
+
+@dataclass(frozen=True)
+class FetchPolicy:
+    offline: bool = False
+    refresh: bool = False  # refetch mutable refs now
+    ttl: float = 6 * 3600.0  # seconds a mutable ref's file stays fresh
+
+
+@dataclass
+class Stats:
+    """What a run cost; read by the terminal summary and the benchmark."""
+
+    files_from_cache: int = 0
+    files_fetched: int = 0
+    bytes_downloaded: int = 0
+    modules_parsed: int = 0
+    modules_from_cache: int = 0
+    fetch_seconds: float = 0.0
+    parse_seconds: float = 0.0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, **amounts: float) -> None:
+        with self._lock:
+            for name, amount in amounts.items():
+                setattr(self, name, getattr(self, name) + amount)
+
+
+class Tree:
+    """The files of one case, read through the cache."""
+
+    def __init__(
+        self, case: Case, source: Source, cache: Cache | None, policy: FetchPolicy, stats: Stats
+    ) -> None:
+        self.case = case
+        self.source = source
+        self.cache = cache
+        self.policy = policy
+        self.stats = stats
+
+    def read(self, paths: Iterable[str]) -> dict[str, bytes | None]:
+        """Each path's bytes (None where absent upstream); misses are fetched once."""
+        paths = sorted(set(paths))
+        if self.cache is None:  # local trees are read in place
+            return self._fetch(paths)
+        found = self._from_cache(paths)
+        missing = [p for p in paths if p not in found]
+        if not missing:
+            return found
+        # Another worker may be fetching the same tree: wait for it, then look again.
+        with self.cache.lock(f"{self.case.source}-{self.case.package}-{self.case.label}"):
+            found.update(self._from_cache(missing))
+            missing = [p for p in paths if p not in found]
+            if missing:
+                fetched = self._fetch(missing)
+                for path, content in fetched.items():
+                    self.cache.write_file(self._key(path), content)
+                found.update(fetched)
+        return found
+
+    def _from_cache(self, paths: Sequence[str]) -> dict[str, bytes | None]:
+        assert self.cache is not None
+        if self.case.mutable and self.policy.refresh and not self.policy.offline:
+            return {}
+        max_age = self.policy.ttl if self.case.mutable and not self.policy.offline else None
+        found: dict[str, bytes | None] = {}
+        for path in paths:
+            entry = self.cache.read_file(self._key(path), max_age=max_age)
+            if entry is not None:
+                found[path] = entry.content
+        self.stats.add(files_from_cache=len(found))
+        return found
+
+    def _fetch(self, paths: Sequence[str]) -> dict[str, bytes | None]:
+        if self.policy.offline and self.cache is not None:
+            raise OfflineMiss(
+                f"--canary-offline: {self.source.description} is not in the cache "
+                f"({len(paths)} file(s), e.g. {paths[0]}); run once without --canary-offline "
+                f"to fill {self.cache.root}"
+            )
+        started = time.perf_counter()
+        before = getattr(self.source, "bytes_downloaded", None)
+        fetched = self.source.fetch(paths)
+        missing = set(paths) - set(fetched)
+        if missing:
+            raise InfrastructureError(
+                f"{self.source.description}: the source gave no answer for {sorted(missing)}"
+            )
+        if before is not None:  # the index source counts whole wheels
+            downloaded = self.source.bytes_downloaded - before
+        else:
+            downloaded = sum(len(content) for content in fetched.values() if content)
+        self.stats.add(
+            files_fetched=len(paths),
+            fetch_seconds=time.perf_counter() - started,
+            bytes_downloaded=downloaded,
+        )
+        return fetched
+
+    def _key(self, path: str) -> FileKey:
+        return FileKey(self.case.source, self.case.package, self.case.label, path)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What one check sees of one case: the modules it declared, already parsed."""
+
+    case: Case
+    version: Version | None
+    modules: Mapping[str, codeindex.Module | None]
+
+    @property
+    def package(self) -> str:
+        return self.case.package
+
+    def module(self, path: str) -> codeindex.Module:
+        """The parsed module at ``path``; drift when upstream no longer has that file."""
+        self._declared(path)
+        found = self.modules[path]
+        if found is None:
+            raise Drift(f"{path} does not exist in {self.case}")
+        return found
+
+    def has_file(self, path: str) -> bool:
+        self._declared(path)
+        return self.modules[path] is not None
+
+    def first_existing(self, *paths: str) -> codeindex.Module:
+        """The first of ``paths`` that exists (for code that moved between folders)."""
+        for path in paths:
+            if self.has_file(path):
+                return self.module(path)
+        raise Drift(f"none of {', '.join(paths)} exists in {self.case}")
+
+    def _declared(self, path: str) -> None:
+        if path not in self.modules:
+            raise KeyError(
+                f"{path!r} was not declared by this check: add it to reads= so it is fetched "
+                f"before the check runs (declared: {', '.join(sorted(self.modules)) or 'none'})"
+            )
+
+
+class Workspace:
+    """Every tree of a run, with one parse cache and one prefetch pool."""
+
+    def __init__(
+        self,
+        make_source: Callable[[Case], Source],
+        cache: Cache | None,
+        policy: FetchPolicy,
+        *,
+        workers: int = 4,
+    ) -> None:
+        self.make_source = make_source
+        self.cache = cache
+        self.policy = policy
+        self.stats = Stats()
+        self.workers = workers
+        self._trees: dict[Case, Tree] = {}
+        self._modules: dict[tuple[Case, str], codeindex.Module | None] = {}
+        self._versions: dict[Case, Version | None] = {}
+        self._pending: dict[Case, Future[None]] = {}
+        self._lock = threading.RLock()
+        self._case_locks: dict[Case, threading.Lock] = {}
+        self._pool: ThreadPoolExecutor | None = None
+
+    def tree(self, case: Case) -> Tree:
+        with self._lock:
+            if case not in self._trees:
+                cache = None if case.source == "local" else self.cache
+                self._trees[case] = Tree(
+                    case, self.make_source(case), cache, self.policy, self.stats
+                )
+            return self._trees[case]
+
+    def version(self, case: Case) -> Version | None:
+        """The case's version: its label, or what the tree itself declares (``main``)."""
+        if (known := case.known_version) is not None:
+            return known
+        with self._case_lock(case):
+            if case not in self._versions:
+                tree = self.tree(case)
+                files = tree.read(package_version_files(case.package))
+                text = version_from_package_files(case.package, files.get)
+                self._versions[case] = _parse_version(text)
+            return self._versions[case]
+
+    def prefetch(self, plan: Mapping[Case, set[str]]) -> None:
+        """Start loading every case's files in the background, a few cases at a time."""
+        if not plan:
+            return
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="canary-fetch")
+            for case, paths in plan.items():
+                if case not in self._pending:
+                    self._pending[case] = self._pool.submit(self._load, case, sorted(paths))
+
+    def snapshot(self, case: Case, paths: Sequence[str]) -> Snapshot:
+        pending = self._pending.get(case)
+        if pending is not None:
+            pending.result()  # a failed prefetch is this case's setup error
+        self._load(case, paths)
+        version = self.version(case)
+        return Snapshot(case, version, {p: self._modules[(case, p)] for p in paths})
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def _load(self, case: Case, paths: Sequence[str]) -> None:
+        with self._case_lock(case):
+            wanted = [p for p in paths if (case, p) not in self._modules]
+            if not wanted:
+                return
+            tree = self.tree(case)
+            contents = tree.read(wanted)
+            for path in wanted:
+                self._modules[(case, path)] = self._parse(tree, path, contents[path])
+
+    def _parse(self, tree: Tree, path: str, content: bytes | None) -> codeindex.Module | None:
+        if content is None:
+            return None
+        origin = str(tree.case)
+        # Keyed by content alone: patch releases share most files, so each distinct file
+        # is parsed once, ever; relabeling makes messages name this case.
+        digest = hashlib.sha256(content).hexdigest()
+        namespace = codeindex.INDEX_KEY
+        if self.cache is not None and (blob := self.cache.read_blob(namespace, digest)):
+            try:
+                module = pickle.loads(blob)
+            except Exception:  # a pickle from another canary: parse again and overwrite it
+                module = None
+            if isinstance(module, codeindex.Module):
+                self.stats.add(modules_from_cache=1)
+                return module.relabeled(path=path, origin=origin)
+        started = time.perf_counter()
+        module = codeindex.parse_module(content, path=path, origin=origin)
+        self.stats.add(modules_parsed=1, parse_seconds=time.perf_counter() - started)
+        if self.cache is not None:
+            self.cache.write_blob(namespace, digest, pickle.dumps(module, protocol=5))
+        return module
+
+    def _case_lock(self, case: Case) -> threading.Lock:
+        with self._lock:
+            return self._case_locks.setdefault(case, threading.Lock())
+
+
+def _parse_version(text: str | None) -> Version | None:
+    if text is None:
+        return None
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
