@@ -93,6 +93,32 @@ def pytest_configure(config: pytest.Config) -> None:
         "gpu: needs CUDA; skipped with a reason elsewhere",
     ):
         config.addinivalue_line("markers", line)
+    if _is_canary_run(config):
+        # Bad tags.toml or options stop the run here, with one clear line, not a traceback.
+        _run_or_usage_error(config)
+
+
+def _is_canary_run(config: pytest.Config) -> bool:
+    """Whether this session checks upstream: canary options given, or canary/ collected."""
+    defaults = {"canary_source": "auto", "canary_workers": 4}
+    for name in (
+        "canary_source",
+        "canary_tags",
+        "canary_local",
+        "canary_main",
+        "canary_offline",
+        "canary_refresh",
+        "canary_tags_file",
+        "canary_workers",
+    ):
+        if config.getoption(name) not in (defaults.get(name), None, False, []):
+            return True
+    package_dir = RUNTIME_DIR.parent
+    for arg in config.args:
+        target = Path(arg.split("::", 1)[0]).resolve()
+        if target == package_dir or package_dir in target.parents:
+            return target != RUNTIME_DIR and RUNTIME_DIR not in target.parents
+    return False
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
@@ -134,11 +160,6 @@ class CanaryRun:
             labels = [*labels, MAIN]
         for label in labels:
             if label == MAIN:
-                if self.source_mode == "index":
-                    raise ConfigError(
-                        "--canary-source index cannot check main (it is not on the package "
-                        "index); use --canary-source auto or github"
-                    )
                 yield Case(package, MAIN, "github")
             else:
                 yield Case(package, label, "github" if self.source_mode == "github" else "index")
@@ -167,6 +188,12 @@ def _build_run(config: pytest.Config) -> CanaryRun:
     tags = load_tags(Path(tags_file))
     only = _parse_tag_filters(config.getoption("canary_tags"), tags)
     local = _parse_local_trees(config.getoption("canary_local"), tags)
+    wants_main = config.getoption("canary_main") or any(MAIN in v for v in only.values())
+    if wants_main and config.getoption("canary_source") == "index":
+        raise ConfigError(
+            "--canary-source index cannot check main (it is not on the package index); "
+            "use --canary-source auto or github"
+        )
     policy = FetchPolicy(
         offline=config.getoption("canary_offline"),
         refresh=config.getoption("canary_refresh"),
@@ -304,8 +331,11 @@ def upstream(request: pytest.FixtureRequest) -> Snapshot:
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Start fetching every selected case's files while the first checks run."""
-    if _RUN_KEY not in session.config.stash or hasattr(session.config, "workerinput"):
-        return  # no canary checks collected; or an xdist worker (the cache lock suffices)
+    config = session.config
+    if _RUN_KEY not in config.stash or config.option.collectonly:
+        return
+    if hasattr(config, "workerinput"):
+        return  # an xdist worker runs a share of the items; the cache lock stops double fetches
     plan: dict[Case, set[str]] = {}
     for item in session.items:
         callspec = getattr(item, "callspec", None)

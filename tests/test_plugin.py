@@ -1,0 +1,282 @@
+"""The pytest plumbing, end to end through pytester: ids, options, gates, outcomes.
+
+Released versions are served from a cache the tests fill themselves and read with
+``--canary-offline``, so nothing here touches the network.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from canary.cache import Cache, FileKey
+from canary.plugin import RUNTIME_DIR
+
+pytest_plugins = ["pytester"]
+
+TAGS = """
+[packages.toy]
+repo = "example/toy"
+package_dir = "src"
+floor = "1.0.0"
+anchors = ["1.0.0"]
+broken = { "1.2.0" = "ships a syntax error in toy/core.py" }
+versions = ["1.0.0", "1.1.0", "1.1.1", "1.2.0", "2.0.0", "2.10.0"]
+"""
+
+GOOD = b"class Engine:\n    def run(self, steps, *, num_items_in_batch=None):\n        pass\n"
+DRIFTED = b"class Engine:\n    def run(self, steps):\n        pass\n"
+
+CHECKS = '''
+import pytest
+from canary.catalog import check, expect_parameters
+
+pytestmark = pytest.mark.upstream("toy")
+
+@check(reads="toy/core.py", fix="chunked NLL loss", since="1.1.0")
+def test_run_takes_num_items_in_batch(upstream):
+    """Engine.run takes num_items_in_batch."""
+    run = upstream.module("toy/core.py").cls("Engine").method("run")
+    expect_parameters(run, "num_items_in_batch")
+
+@check(reads="toy/core.py", fix="chunked NLL loss", until="2.0.0")
+def test_engine_exists(upstream):
+    """toy/core.py defines Engine."""
+    upstream.module("toy/core.py").cls("Engine")
+'''
+
+
+@pytest.fixture
+def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("CANARY_CACHE_DIR", str(folder))
+    return folder
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester, cache_dir: Path) -> pytest.Pytester:
+    """A rootdir with tags.toml, a check module, and every release's file cached."""
+    pytester.makefile(".toml", tags=TAGS)
+    pytester.makepyfile(test_toy=CHECKS)
+    cache = Cache(cache_dir)
+    for version in ("1.0.0", "1.1.0", "1.1.1", "1.2.0", "2.0.0", "2.10.0"):
+        content = DRIFTED if version == "1.2.0" else GOOD
+        cache.write_file(FileKey("index", "toy", version, "toy/core.py"), content)
+    return pytester
+
+
+def run(project: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return project.runpytest("-p", "no:cacheprovider", "--canary-offline", "-rsx", *args)
+
+
+def test_every_release_is_a_case_with_a_package_underscore_version_id(project):
+    result = run(project, "--collect-only", "-q")
+    ids = [line for line in result.outlines if "::" in line]
+    assert "test_toy.py::test_engine_exists[toy_1_1_1]" in ids
+    assert "test_toy.py::test_run_takes_num_items_in_batch[toy_2_10_0]" in ids
+    assert len(ids) == 12
+
+
+def test_dash_k_selects_one_minor_series_and_nothing_else(project):
+    result = run(project, "-k", "toy_1_1", "--collect-only", "-q")
+    ids = [line for line in result.outlines if "::" in line]
+    assert sorted(i.split("[")[1] for i in ids) == [
+        "toy_1_1_0]",
+        "toy_1_1_0]",
+        "toy_1_1_1]",
+        "toy_1_1_1]",
+    ]
+
+
+def test_outcomes_pass_skip_with_window_and_xfail_for_broken(project):
+    result = run(project)
+    # Engine still exists in the broken release: that check passes there (xpass, not strict).
+    result.assert_outcomes(passed=7, skipped=3, xfailed=1, xpassed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*toy 1.0.0 is outside this check's window (>=1.1.0)*",
+            "*toy 2.0.0 is outside this check's window (<2.0.0)*",
+            "*XFAIL*toy_1_2_0*listed as broken in tags.toml: ships a syntax error*",
+        ]
+    )
+
+
+def test_drift_names_the_fix_the_file_and_what_was_found(project, cache_dir):
+    Cache(cache_dir).write_file(FileKey("index", "toy", "2.10.0", "toy/core.py"), DRIFTED)
+    result = run(project, "-k", "toy_2_10_0 and run_takes")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*upstream drift in toy 2.10.0 breaks the fix 'chunked NLL loss'",
+            "*file: toy/core.py",
+            "*expected: Engine.run takes num_items_in_batch.",
+            "*found: Engine.run has no parameter 'num_items_in_batch'; "
+            "its signature is (self, steps)",
+        ]
+    )
+
+
+def test_a_file_missing_upstream_is_drift_not_a_pass(project, cache_dir):
+    Cache(cache_dir).write_file(FileKey("index", "toy", "2.10.0", "toy/core.py"), None)
+    result = run(project, "-k", "toy_2_10_0")
+    result.assert_outcomes(failed=1, skipped=1)
+    result.stdout.fnmatch_lines(["*found: toy/core.py does not exist in toy 2.10.0*"])
+
+
+def test_offline_cache_miss_is_an_error_never_a_pass(project, cache_dir):
+    result = run(project, "--canary-tags", "toy=3.0.0")
+    result.assert_outcomes(errors=1, skipped=1)
+    result.stdout.fnmatch_lines(
+        ["*OfflineMiss*--canary-offline: toy 3.0.0 from the package index*"]
+    )
+    result.stdout.fnmatch_lines(["*infrastructure or input errors: 1*"])
+
+
+def test_an_unparsable_upstream_file_is_an_error_naming_file_and_version(project, cache_dir):
+    Cache(cache_dir).write_file(FileKey("index", "toy", "2.10.0", "toy/core.py"), b"def (:\n")
+    result = run(project, "-k", "toy_2_10_0 and run_takes")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*ParseError*toy/core.py*toy 2.10.0*"])
+
+
+def test_canary_tags_limits_a_package_to_the_versions_named(project):
+    result = run(project, "--canary-tags", "toy=1.1.0,2.10.0", "--collect-only", "-q")
+    cases = {line.split("[")[1] for line in result.outlines if "::" in line}
+    assert cases == {"toy_1_1_0]", "toy_2_10_0]"}
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        ("--canary-tags=nope=1.0.0", "unknown package 'nope'; tags.toml lists: toy"),
+        ("--canary-tags=toy=banana", "'banana' is not a version or 'main'"),
+        ("--canary-tags=toy", "expected PKG=V1,V2"),
+        ("--canary-local=toy=/does/not/exist", "/does/not/exist does not exist"),
+        ("--canary-source=index", None),  # valid on its own
+    ],
+)
+def test_bad_options_stop_the_run_with_what_to_fix(project, option, message):
+    result = run(project, option, "--collect-only", "-q")
+    if message is None:
+        assert result.ret == 0
+    else:
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines([f"*{message}*"])
+
+
+def test_index_source_cannot_check_main(project):
+    result = run(project, "--canary-source=index", "--canary-main", "--collect-only")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--canary-source index cannot check main*"])
+
+
+def test_bad_tags_file_stops_collection_naming_file_key_and_problem(project):
+    (project.path / "tags.toml").write_text(TAGS.replace("floor", "flor"))
+    result = run(project)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "tags.toml: [packages.toy]: unknown key(s) ['flor']" in result.stderr.str()
+
+
+def make_tree(root: Path, version_line: str, core: bytes) -> Path:
+    package = root / "src" / "toy"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(version_line)
+    (package / "core.py").write_bytes(core)
+    return root
+
+
+def test_local_tree_replaces_the_releases_and_its_version_drives_the_gates(project, tmp_path):
+    tree = make_tree(tmp_path / "checkout", '__version__ = "1.0.5"\n', DRIFTED)
+    result = run(project, f"--canary-local=toy={tree}", "-v")
+    # 1.0.5 is below the first check's window and inside the second's.
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines(["*test_engine_exists[[]toy_1_0_5[]] PASSED*"])
+
+
+def test_local_tree_with_a_stated_version_shows_its_drift(project, tmp_path):
+    tree = make_tree(tmp_path / "checkout", "__version__ = compute()\n", DRIFTED)
+    result = run(project, f"--canary-local=toy@2.11.0.dev0={tree}", "-k", "run_takes")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*upstream drift in toy 2.11.0.dev0 breaks*"])
+
+
+def test_local_tree_without_a_readable_version_asks_for_one(project, tmp_path):
+    tree = make_tree(tmp_path / "checkout", "__version__ = compute()\n", GOOD)
+    result = run(project, f"--canary-local=toy={tree}", "--collect-only")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*state it: --canary-local toy@VERSION=*"])
+
+
+def test_a_check_reading_an_undeclared_file_is_told_to_declare_it(project):
+    project.makepyfile(
+        test_undeclared=textwrap.dedent(
+            '''
+            import pytest
+            from canary.catalog import check
+
+            pytestmark = pytest.mark.upstream("toy")
+
+            @check(reads="toy/core.py", fix="chunked NLL loss")
+            def test_reads_other(upstream):
+                """reads a file it did not declare."""
+                upstream.module("toy/other.py")
+            '''
+        )
+    )
+    result = run(project, "test_undeclared.py", "-k", "toy_2_10_0")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*'toy/other.py' was not declared by this check: add it to reads=*"]
+    )
+
+
+def test_a_check_naming_an_unknown_fix_fails_collection(project):
+    project.makepyfile(
+        test_typo='''
+import pytest
+from canary.catalog import check
+
+pytestmark = pytest.mark.upstream("toy")
+
+@check(reads="toy/core.py", fix="chunked NLL los")
+def test_typo(upstream):
+    """typo in the fix name."""
+'''
+    )
+    result = run(project, "test_typo.py")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*unknown fix 'chunked NLL los'; known fixes:*"])
+
+
+def test_the_runtime_tier_is_not_collected_by_the_static_run():
+    repo = Path(__file__).resolve().parents[1]
+    assert repo / "canary" / "runtime" == RUNTIME_DIR
+    listing = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "canary",
+            "--collect-only",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--canary-offline",
+            "--canary-tags",
+            "peft=0.17.1",
+            "--canary-tags",
+            "trl=0.25.1",
+            "--canary-tags",
+            "transformers=5.5.4",
+        ],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
+    assert "canary/checks/" in listing
+    assert "canary/runtime/" not in listing
