@@ -31,6 +31,15 @@ logger = logging.getLogger("canary.fixes")
 ATTR = "accepts_loss_kwargs"
 
 
+def _own_attribute(level: Any, name: str) -> bool:
+    """``name`` is a sub-module or class attribute of this level itself.
+
+    Not one reached through ``__getattr__`` forwarding: LoraModel forwards ``base_model``
+    to the HF model's property, which would skip the HF model and land on its inner model.
+    """
+    return name in getattr(level, "_modules", {}) or hasattr(type(level), name)
+
+
 def wrapper_chain(model: Any) -> list[Any]:
     """The model and each level below it via ``.base_model`` then ``.model``.
 
@@ -47,6 +56,8 @@ def wrapper_chain(model: Any) -> list[Any]:
         seen.add(id(level))
         nxt = None
         for name in ("base_model", "model"):
+            if not _own_attribute(level, name):
+                continue
             try:
                 candidate = getattr(level, name, None)
             except Exception as exc:  # a property that fails is a dead end, not a crash
