@@ -13,6 +13,10 @@ from pathlib import Path
 
 import pytest
 
+# Imported here, before pytester snapshots sys.modules for each in-process run: a module
+# first imported inside a run is dropped after it, and requests' cookie classes imported
+# twice no longer match each other.
+import canary.sources.github  # noqa: F401
 from canary.cache import Cache, FileKey
 from canary.plugin import RUNTIME_DIR
 
@@ -280,3 +284,59 @@ def test_the_runtime_tier_is_not_collected_by_the_static_run():
     ).stdout
     assert "canary/checks/" in listing
     assert "canary/runtime/" not in listing
+
+
+# -- main and --canary-source github, from a GitHub raw stand-in on loopback ---------------
+
+
+@pytest.fixture
+def github(monkeypatch: pytest.MonkeyPatch):
+    from http_fixture import LoopbackServer
+
+    tree = {
+        "/example/toy/main/src/toy/__init__.py": b'__version__ = "2.11.0.dev0"\n',
+        "/example/toy/main/src/toy/core.py": DRIFTED,
+        "/example/toy/v1.1.0/src/toy/__init__.py": b'__version__ = "1.1.0"\n',
+        "/example/toy/v1.1.0/src/toy/core.py": GOOD,
+    }
+    with LoopbackServer(tree) as server:
+        monkeypatch.setenv("CANARY_GITHUB_RAW_URL", server.url)
+        monkeypatch.delenv("GITHUB_TOKEN", raising=False)
+        yield server
+
+
+def test_main_comes_from_github_and_its_declared_version_drives_the_gates(project, github):
+    result = project.runpytest("-p", "no:cacheprovider", "--canary-tags=toy=main", "-rs")
+    # main declares 2.11.0.dev0: inside the first check's window (drifted), past the second's.
+    result.assert_outcomes(failed=1, skipped=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*upstream drift in toy main breaks the fix 'chunked NLL loss'*",
+            "*toy 2.11.0.dev0 is outside this check's window (<2.0.0)*",
+        ]
+    )
+    assert github.hits("/example/toy/main/src/toy/core.py") == 1
+
+
+def test_main_is_refetched_only_with_refresh(project, github):
+    for _ in range(2):
+        project.runpytest("-p", "no:cacheprovider", "--canary-tags=toy=main")
+    assert github.hits("/example/toy/main/src/toy/core.py") == 1
+    project.runpytest("-p", "no:cacheprovider", "--canary-tags=toy=main", "--canary-refresh")
+    assert github.hits("/example/toy/main/src/toy/core.py") == 2
+
+
+def test_github_source_reads_releases_at_their_tags(project, github):
+    result = project.runpytest(
+        "-p", "no:cacheprovider", "--canary-source=github", "--canary-tags=toy=1.1.0"
+    )
+    result.assert_outcomes(passed=2)
+    assert github.hits("/example/toy/v1.1.0/src/toy/core.py") == 1
+
+
+def test_a_ref_github_does_not_have_is_an_error_not_drift(project, github):
+    result = project.runpytest(
+        "-p", "no:cacheprovider", "--canary-source=github", "--canary-tags=toy=1.1.1"
+    )
+    result.assert_outcomes(errors=2)
+    result.stdout.fnmatch_lines(["*RefNotFound*example/toy has no ref 'v1.1.1'*"])
