@@ -119,7 +119,7 @@ class Cache:
 def _safe(part: str) -> str:
     """A path component that cannot escape the cache folder or collide with another."""
     if part in {"", ".", ".."}:
-        return quote(part, safe="") or "%00"
+        return {"": "%00", ".": "%2E", "..": "%2E%2E"}[part]
     return quote(part, safe="._-+")
 
 

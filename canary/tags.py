@@ -32,6 +32,8 @@ MAIN = "main"
 _PACKAGE_KEYS = {"repo", "package_dir", "floor", "versions", "anchors", "broken"}
 _REQUIRED_KEYS = {"repo", "floor", "versions"}
 _TOP_LEVEL_KEYS = {"packages", "runtime"}
+# The whole array, strings and comments included: a "]" inside a comment does not end it.
+_VERSIONS_ARRAY = re.compile(r'^versions\s*=\s*\[(?:"[^"]*"|#[^\n]*|[^\]"#])*\]', re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -121,14 +123,18 @@ def _parse_package(name: str, table: object, path: Path) -> PackageTags:
         raise ConfigError(
             f"{where}: versions is empty; run `python -m canary tags --update` to resolve it"
         )
+    if max(Version(v) for v in versions) < floor:
+        raise ConfigError(
+            f"{where}: floor {floor} is above every listed release (newest: "
+            f"{max(versions, key=Version)}); lower the floor or run "
+            f"`python -m canary tags --update`"
+        )
     for version in versions:
         parsed = Version(version)
         if parsed.is_prerelease or parsed.is_devrelease:
             raise ConfigError(f"{where}: versions lists {version!r}, which is not a stable release")
         if parsed < floor:
             raise ConfigError(f"{where}: versions lists {version!r}, below floor {floor}")
-    if max(Version(v) for v in versions) < floor:  # pragma: no cover - caught above
-        raise ConfigError(f"{where}: floor {floor} is above every listed release")
 
     anchors = _version_list(table, "anchors", where)
     _must_be_listed(anchors, versions, f"{where}: anchors")
@@ -216,7 +222,10 @@ def stable_releases(package: str, floor: Version) -> list[str]:
         raise InfrastructureError(f"`{' '.join(command)}` printed no 'Available versions:' line")
     releases = []
     for text in match.group(1).split(","):
-        version = Version(text.strip())
+        try:
+            version = Version(text.strip())
+        except InvalidVersion:
+            continue  # legacy, non-PEP 440 releases predate every floor
         if not (version.is_prerelease or version.is_devrelease) and version >= floor:
             releases.append(str(version))
     if not releases:
@@ -236,9 +245,7 @@ def rewrite_versions(text: str, resolved: Mapping[str, list[str]]) -> str:
             raise ConfigError(f"tags.toml has no [packages.{name}] table to update")
         next_table = re.compile(r"^\[", re.MULTILINE).search(text, table.end())
         end = next_table.start() if next_table else len(text)
-        array = re.compile(r"^versions\s*=\s*\[[^\]]*\]", re.MULTILINE).search(
-            text, table.end(), end
-        )
+        array = _VERSIONS_ARRAY.search(text, table.end(), end)
         if not array:
             raise ConfigError(f"tags.toml: [packages.{name}] has no versions = [...] to update")
         text = text[: array.start()] + format_versions(versions) + text[array.end() :]
@@ -260,7 +267,10 @@ def update_tags_file(path: Path) -> dict[str, tuple[list[str], list[str]]]:
     resolved = {name: stable_releases(name, pkg.floor) for name, pkg in tags.packages.items()}
     text = path.read_text(encoding="utf-8")
     new_text = rewrite_versions(text, resolved)
-    parse_tags(tomllib.loads(new_text), path)  # never write a file we would refuse to load
+    try:  # never write a file we would refuse to load
+        parse_tags(tomllib.loads(new_text), path)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: the updated versions would not be valid TOML: {exc}") from None
     path.write_text(new_text, encoding="utf-8")
     return {
         name: (

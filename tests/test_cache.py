@@ -183,28 +183,9 @@ ODD_KEYS = {
     "ref with a percent": FileKey("github", "trl", "feature%2Fx", "trl/core.py"),
     "empty ref": FileKey("github", "trl", "", "trl/core.py"),
     "path with odd characters": FileKey("github", "trl", "main", "trl/a b?c#d:e*.py"),
-    "ref is dot-dot": pytest.param(
-        FileKey("github", "trl", "..", "x.py"),
-        marks=pytest.mark.xfail(
-            reason="BUG: _safe('..') returns '..' (urllib quote never escapes '.'), "
-            "so a '..' ref climbs out of its package folder",
-            strict=True,
-        ),
-    ),
-    "path with dot-dot components": pytest.param(
-        FileKey("github", "trl", "main", "../../../../../escaped"),
-        marks=pytest.mark.xfail(
-            reason="BUG: _safe('..') returns '..', so '..' path components escape the cache root",
-            strict=True,
-        ),
-    ),
-    "path with a dot component": pytest.param(
-        FileKey("github", "trl", "main", "./trl/core.py"),
-        marks=pytest.mark.xfail(
-            reason="BUG: _safe('.') returns '.', so './x' and 'x' share one entry",
-            strict=True,
-        ),
-    ),
+    "ref is dot-dot": FileKey("github", "trl", "..", "x.py"),
+    "path with dot-dot components": FileKey("github", "trl", "main", "../../../../../escaped"),
+    "path with a dot component": FileKey("github", "trl", "main", "./trl/core.py"),
 }
 
 

@@ -259,20 +259,9 @@ VERSION_SOURCES = [
 ]
 
 
-DIST_INFO_BUG = pytest.mark.xfail(
-    reason="BUG: detect_version takes the dist-info's name as "
-    "`folder.rsplit('-', 1)[0]`, which splits inside '.dist-info' itself "
-    "('pkg-3.0.0.dist-info' -> 'pkg-3.0.0.dist'), so METADATA never matches",
-    strict=True,
-)
-
-
 @pytest.mark.parametrize(
     "dropped",
-    [
-        pytest.param(n, id=name, marks=[DIST_INFO_BUG] if name.endswith("METADATA") else [])
-        for n, (name, _) in enumerate(VERSION_SOURCES)
-    ],
+    [pytest.param(n, id=name, marks=[]) for n, (name, _) in enumerate(VERSION_SOURCES)],
 )
 def test_version_detection_takes_the_first_declaration_in_order(tree, dropped):
     files = dict(VERSION_SOURCES[dropped:])
@@ -292,9 +281,9 @@ def test_version_detection_reads_packaging_files_beside_src(tree):
 @pytest.mark.parametrize(
     ("dist_info", "found"),
     [
-        pytest.param("my_pkg-3.0.0.dist-info", "3.0.0", marks=DIST_INFO_BUG),
-        pytest.param("My-Pkg-3.0.0.dist-info", "3.0.0", marks=DIST_INFO_BUG),
-        pytest.param("my.pkg-3.0.0.dist-info", "3.0.0", marks=DIST_INFO_BUG),
+        ("my_pkg-3.0.0.dist-info", "3.0.0"),
+        ("My-Pkg-3.0.0.dist-info", "3.0.0"),
+        ("my.pkg-3.0.0.dist-info", "3.0.0"),
         ("my_pkg_extras-3.0.0.dist-info", None),
         ("other-3.0.0.dist-info", None),
     ],
@@ -410,11 +399,6 @@ def test_version_from_pyproject(text, expected):
         pytest.param(
             'import setuptools\nsetuptools.setup(name="pkg", version="1.2.3")\n',
             "1.2.3",
-            marks=pytest.mark.xfail(
-                reason="BUG: version_from_setup_py matches only a bare `setup(...)` name "
-                "(node.func.id), not `setuptools.setup(...)`",
-                strict=True,
-            ),
             id="setuptools.setup",
         ),
     ],
@@ -433,20 +417,11 @@ def test_version_from_setup_py(text, expected):
         pytest.param(
             "[metadata]\nname = pkg\nversion = attr: pkg.__version__\n",
             None,
-            marks=pytest.mark.xfail(
-                reason="BUG: version_from_setup_cfg returns 'attr:' for a computed "
-                "`version = attr: ...` instead of falling through",
-                strict=True,
-            ),
             id="attr directive",
         ),
         pytest.param(
             "[metadata]\nname = pkg\nversion = file: VERSION\n",
             None,
-            marks=pytest.mark.xfail(
-                reason="BUG: version_from_setup_cfg returns 'file:' for `version = file: ...`",
-                strict=True,
-            ),
             id="file directive",
         ),
     ],

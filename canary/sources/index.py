@@ -69,7 +69,7 @@ class IndexSource:
             done = subprocess.run(
                 command, capture_output=True, text=True, timeout=self.timeout, check=False
             )
-        except FileNotFoundError:
+        except OSError:  # missing or not executable
             raise FetchError(
                 f"cannot run {self.pip[0]!r} to download {requirement}: is pip installed? "
                 f"(canary fetches released versions with `pip download`)"

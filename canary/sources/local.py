@@ -79,7 +79,7 @@ def detect_version(package: str, root: Path) -> str | None:
         return version
     normalized = re.sub(r"[-_.]+", "_", package).lower()
     for metadata in sorted(root.glob("*.dist-info/METADATA")):
-        name = metadata.parent.name.rsplit("-", 1)[0]
+        name = metadata.parent.name.removesuffix(".dist-info").rsplit("-", 1)[0]
         if re.sub(r"[-_.]+", "_", name).lower() != normalized:
             continue
         if version := versions.version_from_metadata(metadata.read_text("utf-8", "replace")):

@@ -73,7 +73,9 @@ def version_from_setup_py(source: str) -> str | None:
     except (SyntaxError, ValueError):
         return None
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "setup":
+        callee = getattr(node, "func", None)
+        name = callee.id if isinstance(callee, ast.Name) else getattr(callee, "attr", None)
+        if isinstance(node, ast.Call) and name == "setup":
             for keyword in node.keywords:
                 if (
                     keyword.arg == "version"
@@ -86,4 +88,6 @@ def version_from_setup_py(source: str) -> str | None:
 
 def version_from_setup_cfg(text: str) -> str | None:
     match = re.search(r"^\[metadata\][^\[]*?^version\s*=\s*(\S+)", text, re.MULTILINE | re.DOTALL)
-    return match.group(1) if match else None
+    if not match or match.group(1).endswith(":"):  # `attr:` / `file:` point elsewhere
+        return None
+    return match.group(1)
