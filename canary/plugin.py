@@ -345,6 +345,21 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     canary_run(session.config).workspace.prefetch(plan)
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    config = session.config
+    if hasattr(config, "workerinput") and _RUN_KEY in config.stash:
+        config.workeroutput["canary_stats"] = canary_run(config).workspace.stats.as_dict()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: object, error: object) -> None:
+    """Add an xdist worker's fetch and parse counters to the controller's summary."""
+    worker_stats = getattr(node, "workeroutput", {}).get("canary_stats")
+    config = getattr(node, "config", None)
+    if worker_stats and config is not None and _RUN_KEY in config.stash:
+        canary_run(config).workspace.stats.add(**worker_stats)
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     config = terminalreporter.config
     if _RUN_KEY not in config.stash:

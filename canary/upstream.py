@@ -84,6 +84,10 @@ class Stats:
             for name, amount in amounts.items():
                 setattr(self, name, getattr(self, name) + amount)
 
+    def as_dict(self) -> dict[str, float]:
+        """The counters, for a process that reports to another (an xdist worker)."""
+        return {name: getattr(self, name) for name in self.__dataclass_fields__ if name[0] != "_"}
+
 
 class Tree:
     """The files of one case, read through the cache."""
