@@ -87,8 +87,9 @@ def check(
             try:
                 return function(*args, **kwargs)
             except AssertionError as exc:  # Drift, or a plain assert in the check
-                upstream = kwargs.get("upstream")
-                pytest.fail(drift_message(function, fix, paths, upstream, exc), pytrace=False)
+                message = drift_message(function, fix, paths, kwargs.get("upstream"), exc)
+            # Outside the except block: the report shows the drift once, not a chain.
+            pytest.fail(message, pytrace=False)
 
         marker = pytest.mark.canary_check(reads=paths, fix=fix, window=window)
         return marker(run_check)  # type: ignore[return-value]
