@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import textwrap
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -367,6 +368,23 @@ def test_a_folder_without_marker_is_never_reused(tmp_path):
     built = build(fake, root)
     assert not built.reused
     assert (final / runner.MARKER).is_file()
+
+
+def test_old_build_folders_of_killed_runs_are_removed(tmp_path):
+    root = tmp_path / "venvs"
+    root.mkdir()
+    old = root / ".build-oldest-0123456789ab-deadbeef"
+    recent = root / ".build-oldest-0123456789ab-cafef00d"
+    other = root / ".build-newest-0123456789ab-deadbeef"
+    for path in (old, recent, other):
+        path.mkdir()
+    long_ago = time.time() - runner.STALE_BUILD_SECONDS - 60
+    os.utime(old, (long_ago, long_ago))
+    os.utime(other, (long_ago, long_ago))
+    build(FakeInstaller(), root)
+    assert not old.exists()
+    assert recent.exists()  # may be a concurrent run's
+    assert other.exists()  # another set's: left to that set's next build
 
 
 def test_failed_install_leaves_nothing_behind(tmp_path):

@@ -56,6 +56,8 @@ OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_
 # Shown as table columns, in this order; other pins appear in --list only.
 COLUMNS = tuple(REQUIRED)
 TEST_PATH = "canary/runtime"
+# A build folder untouched this long is from a killed run, not a concurrent one.
+STALE_BUILD_SECONDS = 6 * 3600
 _TAIL_LINES = 25
 
 
@@ -430,10 +432,16 @@ def _move_into_place(building: Path, final: Path, *, replace: bool) -> None:
 
 
 def _drop_other_digests(root: Path, name: str, keep: Path) -> None:
-    """Venvs of earlier pins of the same set are never reused again: free the disk."""
-    pattern = re.compile(rf"^{re.escape(name)}-[0-9a-f]{{12}}$")
+    """Free the disk: venvs of earlier pins of this set are never reused again, and build
+    folders of killed runs are never finished. Recent ones may belong to a concurrent run."""
+    digest = re.compile(rf"^{re.escape(name)}-[0-9a-f]{{12}}$")
+    leftover = re.compile(rf"^\.(build|retired)-{re.escape(name)}-[0-9a-f]{{12}}-[0-9a-f]{{8}}$")
     for path in root.iterdir():
-        if path != keep and pattern.match(path.name) and path.is_dir():
+        if path == keep or not path.is_dir():
+            continue
+        if digest.match(path.name) or (
+            leftover.match(path.name) and time.time() - path.stat().st_mtime > STALE_BUILD_SECONDS
+        ):
             shutil.rmtree(path, ignore_errors=True)
 
 
