@@ -71,15 +71,19 @@ class Tags:
 def load_tags(path: Path | str) -> Tags:
     """Read and validate tags.toml; :class:`ConfigError` names the file, key and problem."""
     path = Path(path)
+    return parse_tags(read_toml(path, hint="pass --canary-tags-file"), path)
+
+
+def read_toml(path: Path, *, hint: str) -> dict[str, object]:
+    """The parsed file; a missing or malformed one is a ConfigError that says what to do."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(
-            f"{path}: file not found; pass --canary-tags-file or run from the repository root"
+            f"{path}: file not found; {hint} or run from the repository root"
         ) from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    return parse_tags(data, path)
 
 
 def parse_tags(data: Mapping[str, object], path: Path) -> Tags:

@@ -16,7 +16,6 @@ whatever is not pinned is left to the resolver.
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,11 +25,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from canary.errors import ConfigError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
+from canary.tags import read_toml
 
 # Why each one must be pinned: an unpinned one makes a pin set mean something different
 # every time the index moves, and torch in particular falls back to a multi-GB CUDA build.
@@ -75,14 +70,7 @@ class PinSet:
 def load_pin_sets(path: Path | str) -> dict[str, PinSet]:
     """Read the ``[runtime]`` section of tags.toml at ``path``."""
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(
-            f"{path}: file not found; pass --tags or run from the repository root"
-        ) from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    data = read_toml(path, hint="pass --tags")
     runtime = data.get("runtime")
     if runtime is None:
         raise ConfigError(f"{path}: no [runtime] section; add [runtime.<name>] pin sets")
