@@ -63,7 +63,11 @@ def wrapper_chain(model: Any) -> list[Any]:
             except Exception as exc:  # a property that fails is a dead end, not a crash
                 logger.debug("wrapper walk: %s.%s raised %r", type(level).__name__, name, exc)
                 candidate = None
-            if candidate is not None and id(candidate) not in seen and hasattr(candidate, "forward"):
+            if (
+                candidate is not None
+                and id(candidate) not in seen
+                and hasattr(candidate, "forward")
+            ):
                 nxt = candidate
                 break
         level = nxt

@@ -35,7 +35,7 @@ from packaging.specifiers import SpecifierSet
 logger = logging.getLogger("canary.fixes")
 
 DOUBLE_DIVISION_WINDOW = SpecifierSet(">=5.2.0,<5.5.4")
-"""transformers releases whose Trainer gives Accelerate ``num_steps=gradient_accumulation_steps``."""
+"""Releases whose Trainer gives Accelerate ``num_steps=gradient_accumulation_steps``."""
 
 
 def in_double_division_window(transformers_version: str) -> bool:

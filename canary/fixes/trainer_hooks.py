@@ -57,14 +57,14 @@ def install_trainer_hooks() -> bool:
     original = Trainer.__init__
 
     @functools.wraps(original)
-    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+    def patched_init(self: Any, *args: Any, **kwargs: Any) -> None:
         original(self, *args, **kwargs)
         # No try/except: a fix that cannot apply must not leave a trainer that trains wrongly.
         apply_to_trainer(self)
 
-    setattr(__init__, _MARK, True)
-    __init__.__canary_original__ = original  # type: ignore[attr-defined]
-    Trainer.__init__ = __init__
+    setattr(patched_init, _MARK, True)
+    patched_init.__canary_original__ = original  # type: ignore[attr-defined]
+    Trainer.__init__ = patched_init
     return True
 
 

@@ -29,7 +29,8 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     import torch
 
-    if torch.cuda.is_available():
+    # CANARY_GPU_SMOKE=1 runs the gpu cases small on CPU, to exercise them without a GPU.
+    if torch.cuda.is_available() or os.environ.get("CANARY_GPU_SMOKE") == "1":
         return
     skip = pytest.mark.skip(reason="gpu case: torch.cuda.is_available() is False here")
     for item in items:
@@ -48,7 +49,9 @@ def _is_loopback(address: Any) -> bool:
 
 
 @pytest.fixture(autouse=True)
-def _no_network(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def _no_network(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[list[str]]:
     """Fail any test that opens an inet connection (loopback only with allow_loopback).
 
     The connect raises, and the test fails afterwards even if the code under test swallowed
@@ -83,8 +86,14 @@ def _no_network(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(socket.socket, "connect", connect)
     monkeypatch.setattr(socket.socket, "connect_ex", connect_ex)
     monkeypatch.setattr(socket, "create_connection", create_connection)
-    yield
+    yield attempts  # the guard's own test inspects (and clears) what it recorded
     assert not attempts, f"test opened network connections: {attempts}"
+
+
+@pytest.fixture
+def network_attempts(_no_network: list[str]) -> list[str]:
+    """The connections the guard refused so far in this test (for the guard's own test)."""
+    return _no_network
 
 
 @pytest.fixture

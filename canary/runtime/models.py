@@ -64,7 +64,11 @@ CAUSAL_LMS: dict[str, tuple[str, str, dict[str, Any]]] = {
     # name: (config class, model class, extra config) — each family exercises a loss path.
     "llama": ("LlamaConfig", "LlamaForCausalLM", {}),
     "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", {}),
-    "gemma2": ("Gemma2Config", "Gemma2ForCausalLM", {"final_logit_softcapping": 1.0, "initializer_range": 0.2}),
+    "gemma2": (
+        "Gemma2Config",
+        "Gemma2ForCausalLM",
+        {"final_logit_softcapping": 1.0, "initializer_range": 0.2},
+    ),
     "cohere": ("CohereConfig", "CohereForCausalLM", {"logit_scale": 4.0}),
 }
 
@@ -79,14 +83,19 @@ def tiny_causal_lm(
     dtype: Any = None,
     **overrides: Any,
 ) -> Any:
-    """A random-init causal LM of family ``arch`` (see :data:`CAUSAL_LMS`), eager attention."""
+    """A random-init causal LM of family ``arch`` (see :data:`CAUSAL_LMS`).
+
+    Attention is eager unless ``attn_implementation`` says otherwise (the GPU tier uses
+    sdpa: eager attention at 4,096 tokens would dwarf the logits being measured).
+    """
     import torch
     import transformers
 
     config_name, model_name, extra = CAUSAL_LMS[arch]
+    attn = overrides.pop("attn_implementation", "eager")
     kwargs = {**_text_kwargs(vocab, hidden, layers), **extra, **overrides}
     config = getattr(transformers, config_name)(**kwargs)
-    config._attn_implementation = overrides.get("attn_implementation", "eager")
+    config._attn_implementation = attn
     torch.manual_seed(seed)
     model = getattr(transformers, model_name)(config)
     if dtype is not None:
@@ -133,7 +142,10 @@ def _paligemma() -> Any:
 def _qwen2_vl() -> Any:
     from transformers import Qwen2VLConfig
 
-    text = {**_text_kwargs(VOCAB, HIDDEN, 1), "rope_scaling": {"type": "mrope", "mrope_section": [1, 1, 2]}}
+    text = {
+        **_text_kwargs(VOCAB, HIDDEN, 1),
+        "rope_scaling": {"type": "mrope", "mrope_section": [1, 1, 2]},
+    }
     vision = {
         "depth": 1,
         "embed_dim": 16,

@@ -82,14 +82,17 @@ def test_peft_wrapped_after_loading_is_covered(tmp_path: Any) -> None:
     with trainer_hooks():
         trainer = make_trainer(wrapped, tmp_path)
     assert trainer.model_accepts_loss_kwargs is False
-    assert wrapped.__dict__[ATTR] is False and wrapped.base_model.__dict__[ATTR] is False
+    assert wrapped.__dict__[ATTR] is False
+    assert wrapped.base_model.__dict__[ATTR] is False
 
 
 def test_model_init_is_covered(tmp_path: Any) -> None:
     build_wrapper("Qwen2VLForConditionalGeneration")  # skip early if it cannot be built
     with trainer_hooks():
         trainer = make_trainer(
-            None, tmp_path, model_init=lambda: tiny_vision_wrapper("Qwen2VLForConditionalGeneration")
+            None,
+            tmp_path,
+            model_init=lambda: tiny_vision_wrapper("Qwen2VLForConditionalGeneration"),
         )
     assert trainer.model_accepts_loss_kwargs is False
     assert trainer.model.__dict__[ATTR] is False

@@ -84,9 +84,11 @@ def test_chunked_matches_dense(arch: str, case: str) -> None:
     c_out, c_grads = loss_and_grads(chunked, batch)
     assert c_out.logits is None
     assert rel(d_out.loss, c_out.loss) < TOL, (d_out.loss, c_out.loss)
-    assert d_grads.keys() == c_grads.keys() and c_grads
+    assert d_grads.keys() == c_grads.keys()
+    assert c_grads
     for name, grad in c_grads.items():
-        assert grad is not None and grad.abs().sum() > 0, f"no gradient reached {name}"
+        assert grad is not None, f"no gradient reached {name}"
+        assert grad.abs().sum() > 0, f"zero gradient at {name}"
         assert rel(d_grads[name], grad) < TOL, name
 
     # The count is of the labels actually scored (virtual tokens add ignored positions, and
@@ -102,7 +104,9 @@ def test_logit_transform_is_needed(arch: str) -> None:
     model = tiny_causal_lm(arch, seed=0)
     batch = make_batch([9, 14])
     with torch.no_grad():
-        hidden = model.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])[0]
+        hidden = model.model(
+            input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]
+        ).last_hidden_state
         dense = model(**batch).loss
         raw, _ = chunked_cross_entropy(hidden, model.lm_head.weight, batch["labels"])
     assert rel(dense, raw) > 1e-3
@@ -118,7 +122,9 @@ def test_num_items_in_batch_and_shift_labels() -> None:
         dense = model(**batch, num_items_in_batch=n).loss
         ours = chunked(**batch, num_items_in_batch=n).loss
         assert rel(dense, ours) < TOL
-        hidden = model.model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])[0]
+        hidden = model.model(
+            input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]
+        ).last_hidden_state
         shifted = torch.nn.functional.pad(batch["labels"], (0, 1), value=-100)[:, 1:]
         a, na = chunked_cross_entropy(hidden, model.lm_head.weight, batch["labels"], chunk_size=3)
         b, nb = chunked_cross_entropy(
@@ -128,7 +134,8 @@ def test_num_items_in_batch_and_shift_labels() -> None:
         ref = torch.nn.functional.cross_entropy(
             logits.reshape(-1, VOCAB), shifted.reshape(-1), ignore_index=-100
         )
-    assert rel(ref, a) < TOL and rel(ref, b) < TOL
+    assert rel(ref, a) < TOL
+    assert rel(ref, b) < TOL
     assert int(na) == int(nb) == int((shifted != -100).sum())
     # ignore_index is honoured: another sentinel, the same loss.
     sentinel = shifted.masked_fill(shifted == -100, -1)
@@ -145,7 +152,8 @@ def test_fully_masked_batch_is_zero_and_backpropagates() -> None:
     batch["labels"][:] = -100
     out = model(**batch)
     out.loss.backward()
-    assert float(out.loss) == 0.0 and int(out.num_valid_tokens) == 0
+    assert float(out.loss) == 0.0
+    assert int(out.num_valid_tokens) == 0
     assert model.lm_head.weight.grad is not None
 
 
@@ -156,7 +164,7 @@ class _LargestVocabTensor(torch.utils._python_dispatch.TorchDispatchMode):
         super().__init__()
         self.vocab, self.largest = vocab, 0
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
         for t in out if isinstance(out, (tuple, list)) else (out,):
             if isinstance(t, torch.Tensor) and t.dim() and t.shape[-1] == self.vocab:
@@ -192,7 +200,8 @@ def test_peft_step_updates_adapter_only() -> None:
     changed = {n for n, p in model.named_parameters() if not torch.equal(before[n], p.detach())}
     trainable = {n for n, p in model.named_parameters() if p.requires_grad}
     assert changed == trainable, sorted(changed ^ trainable)
-    assert any("lora_" in n for n in changed) and any("modules_to_save" in n for n in changed)
+    assert any("lora_" in n for n in changed)
+    assert any("modules_to_save" in n for n in changed)
 
 
 def test_lm_head_adapter_is_refused() -> None:
@@ -216,10 +225,12 @@ def test_handle_restores_and_labels_free_forward_is_stock() -> None:
     handle = patch_chunked_loss(model)
     with torch.no_grad():
         out = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
-    assert out.logits is not None and out.logits.shape[-1] == VOCAB  # generation path intact
+    assert out.logits is not None
+    assert out.logits.shape[-1] == VOCAB
     with pytest.raises(RuntimeError, match="already"):
         patch_chunked_loss(model)
     handle.remove()
     handle.remove()
-    assert "forward" not in model.__dict__ and not is_chunked_loss_forward(model)
+    assert "forward" not in model.__dict__
+    assert not is_chunked_loss_forward(model)
     assert model(**batch).logits is not None
