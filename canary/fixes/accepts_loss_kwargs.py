@@ -24,6 +24,7 @@ import inspect
 import logging
 from typing import Any
 
+from canary.fixes._log import warn_once
 from canary.fixes.chunked_loss import is_chunked_loss_forward
 
 logger = logging.getLogger("canary.fixes")
@@ -96,7 +97,7 @@ def _shadow(model: Any, value: bool) -> None:
             object.__setattr__(level, ATTR, value)
         except Exception as exc:
             # A level we cannot shadow may be the one Trainer inspects: say so, do not guess.
-            logger.warning(
+            warn_once(
                 "accepts_loss_kwargs fix: could not shadow %s on %s: %r",
                 ATTR,
                 type(level).__name__,

@@ -32,6 +32,8 @@ from typing import Any
 
 from packaging.specifiers import SpecifierSet
 
+from canary.fixes._log import warn_once
+
 logger = logging.getLogger("canary.fixes")
 
 DOUBLE_DIVISION_WINDOW = SpecifierSet(">=5.2.0,<5.5.4")
@@ -81,7 +83,7 @@ def needs_clamp(trainer: Any) -> bool:
         return False
     divides = _trainer_divides_itself(trainer)
     if divides is None:
-        logger.warning(
+        warn_once(
             "gradient accumulation clamp: cannot read Trainer.training_step source; "
             "Accelerate divides the loss by %d and it is left as is",
             accelerate_divides(trainer),
