@@ -8,6 +8,7 @@ package, with ids ``<package>_<version with dots as underscores>``, so
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -164,16 +165,18 @@ class CanaryRun:
             else:
                 yield Case(package, label, "github" if self.source_mode == "github" else "index")
 
-    def make_source(self, case: Case) -> Source:
-        if case.source == "local":
-            return self.local[case.package]
-        if case.source == "index":
-            return IndexSource(case.package, case.label)
-        from canary.sources.github import GitHubSource
 
-        tags = self.tags.package(case.package)
-        ref = MAIN if case.label == MAIN else f"v{case.label}"
-        return GitHubSource(case.package, tags.repo, ref, tags.package_dir)
+def source_for(case: Case, tags: Tags, local: dict[str, LocalSource]) -> Source:
+    """Where a case's files come from: its local tree, its wheel, or GitHub at its tag."""
+    if case.source == "local":
+        return local[case.package]
+    if case.source == "index":
+        return IndexSource(case.package, case.label)
+    from canary.sources.github import GitHubSource  # requests is imported only when needed
+
+    package = tags.package(case.package)
+    ref = MAIN if case.label == MAIN else f"v{case.label}"
+    return GitHubSource(case.package, package.repo, ref, package.package_dir)
 
 
 def canary_run(config: pytest.Config) -> CanaryRun:
@@ -198,22 +201,21 @@ def _build_run(config: pytest.Config) -> CanaryRun:
         offline=config.getoption("canary_offline"),
         refresh=config.getoption("canary_refresh"),
     )
-    run = CanaryRun(
+    workspace = Workspace(
+        functools.partial(source_for, tags=tags, local=local),
+        Cache(default_cache_dir()),
+        policy,
+        workers=max(1, config.getoption("canary_workers")),
+    )
+    config.add_cleanup(workspace.close)
+    return CanaryRun(
         tags=tags,
-        workspace=None,  # type: ignore[arg-type] - set just below, it needs run.make_source
+        workspace=workspace,
         source_mode=config.getoption("canary_source"),
         only=only,
         local=local,
         include_main=config.getoption("canary_main"),
     )
-    run.workspace = Workspace(
-        run.make_source,
-        Cache(default_cache_dir()),
-        policy,
-        workers=max(1, config.getoption("canary_workers")),
-    )
-    config.add_cleanup(run.workspace.close)
-    return run
 
 
 def _parse_tag_filters(values: list[str], tags: Tags) -> dict[str, list[str]]:
@@ -296,8 +298,8 @@ def _run_or_usage_error(config: pytest.Config) -> CanaryRun:
         raise pytest.UsageError(str(exc)) from None
 
 
-def _window(item: pytest.Item | pytest.Function | object) -> Window:
-    marker = item.get_closest_marker("canary_check")  # type: ignore[attr-defined]
+def _window(item: pytest.Item) -> Window:
+    marker = item.get_closest_marker("canary_check")
     return marker.kwargs["window"] if marker else Window()
 
 
