@@ -222,6 +222,7 @@ class Workspace:
         self._trees: dict[Case, Tree] = {}
         self._modules: dict[tuple[Case, str], codeindex.Module | None] = {}
         self._versions: dict[Case, Version | None] = {}
+        self._failures: dict[Case, InfrastructureError] = {}
         self._pending: dict[Case, Future[None]] = {}
         self._lock = threading.RLock()
         self._case_locks: dict[Case, threading.Lock] = {}
@@ -242,8 +243,7 @@ class Workspace:
             return known
         with self._case_lock(case):
             if case not in self._versions:
-                tree = self.tree(case)
-                files = tree.read(package_version_files(case.package))
+                files = self._read(case, package_version_files(case.package))
                 text = version_from_package_files(case.package, files.get)
                 self._versions[case] = _parse_version(text)
             return self._versions[case]
@@ -277,9 +277,20 @@ class Workspace:
             if not wanted:
                 return
             tree = self.tree(case)
-            contents = tree.read(wanted)
+            contents = self._read(case, wanted)
             for path in wanted:
                 self._modules[(case, path)] = self._parse(tree, path, contents[path])
+
+    def _read(self, case: Case, paths: Sequence[str]) -> dict[str, bytes | None]:
+        """Read through the case's tree; a fetch that failed once fails fast for the rest
+        of the run instead of retrying for every check of the case."""
+        if case in self._failures:
+            raise self._failures[case]
+        try:
+            return self.tree(case).read(paths)
+        except InfrastructureError as exc:
+            self._failures[case] = exc
+            raise
 
     def _parse(self, tree: Tree, path: str, content: bytes | None) -> codeindex.Module | None:
         if content is None:

@@ -229,3 +229,12 @@ def test_a_check_needs_a_docstring_and_a_known_fix():
         check(reads="x.py", fix="chunked NLL loss")(lambda upstream: None)
     with pytest.raises(ValueError, match="at least one upstream file"):
         check(reads=[], fix="chunked NLL loss")
+
+
+def test_a_failed_fetch_is_not_retried_by_every_check_of_the_case(upstreams, cache):
+    upstreams.failing.add(MAIN)
+    space = workspace(upstreams, cache)
+    for _ in range(3):
+        with pytest.raises(FetchError):
+            space.snapshot(MAIN, ["toy/core.py"])
+    assert len(upstreams.sources[MAIN].requests) == 1
