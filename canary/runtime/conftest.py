@@ -27,7 +27,15 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    import torch
+    try:
+        import torch
+    except ImportError:
+        # Not a skip: a runtime run that checked nothing must not read as green.
+        raise pytest.UsageError(
+            "the runtime tier needs torch, transformers, peft and trl installed: run "
+            "`python -m canary runtime` (one environment per pin set in tags.toml), or "
+            "install a pin set yourself and run `pytest canary/runtime` there"
+        ) from None
 
     # CANARY_GPU_SMOKE=1 runs the gpu cases small on CPU, to exercise them without a GPU.
     if torch.cuda.is_available() or os.environ.get("CANARY_GPU_SMOKE") == "1":
