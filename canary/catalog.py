@@ -135,14 +135,9 @@ def expect_keyword_accepted(function: Function, name: str) -> None:
         )
 
 
-def calls_to(function: Function, callee: str) -> tuple[Call, ...]:
-    """Every call of ``callee`` inside ``function`` (normalised callee text)."""
-    return tuple(call for call in function.calls if call.func == callee)
-
-
 def expect_call(function: Function, callee: str) -> tuple[Call, ...]:
     """``function`` calls ``callee`` at least once; returns those calls."""
-    found = calls_to(function, callee)
+    found = function.calls_to(callee)
     if not found:
         called = sorted({call.func for call in function.calls})
         listing = ", ".join(called) or "nothing"

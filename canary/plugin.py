@@ -30,26 +30,40 @@ RUNTIME_DIR = Path(canary.__file__).parent / "runtime"
 _RUN_KEY = pytest.StashKey["CanaryRun"]()
 
 
+# The options that choose what a run checks, with their defaults. Giving any of them makes
+# the session a canary run, so bad input is reported before collection.
+_RUN_OPTION_DEFAULTS: dict[str, object] = {
+    "canary_source": "auto",
+    "canary_tags": [],
+    "canary_local": [],
+    "canary_main": False,
+    "canary_offline": False,
+    "canary_refresh": False,
+    "canary_tags_file": None,
+    "canary_workers": 4,
+}
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("canary", "canary: upstream compatibility checks")
     group.addoption(
         "--canary-source",
         choices=("auto", "github", "index"),
-        default="auto",
+        default=_RUN_OPTION_DEFAULTS["canary_source"],
         help="where upstream text comes from: auto (releases from the package index, main "
         "from GitHub), github (everything from GitHub raw) or index (releases only)",
     )
     group.addoption(
         "--canary-tags",
         action="append",
-        default=[],
+        default=_RUN_OPTION_DEFAULTS["canary_tags"],
         metavar="PKG=V1,V2",
         help="check only these versions of PKG (repeatable); 'main' is allowed",
     )
     group.addoption(
         "--canary-local",
         action="append",
-        default=[],
+        default=_RUN_OPTION_DEFAULTS["canary_local"],
         metavar="PKG[@VERSION]=PATH",
         help="check the tree at PATH as PKG (repository checkout or installed layout) "
         "instead of its releases; its version is read from the tree unless given",
@@ -69,14 +83,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--canary-tags-file",
-        default=None,
+        default=_RUN_OPTION_DEFAULTS["canary_tags_file"],
         metavar="PATH",
         help="the tags.toml to read (default: tags.toml in the rootdir)",
     )
     group.addoption(
         "--canary-workers",
         type=int,
-        default=4,
+        default=_RUN_OPTION_DEFAULTS["canary_workers"],
         metavar="N",
         help="how many cases to fetch in parallel (default 4)",
     )
@@ -101,35 +115,30 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _is_canary_run(config: pytest.Config) -> bool:
     """Whether this session checks upstream: canary options given, or canary/ collected."""
-    defaults = {"canary_source": "auto", "canary_workers": 4}
-    for name in (
-        "canary_source",
-        "canary_tags",
-        "canary_local",
-        "canary_main",
-        "canary_offline",
-        "canary_refresh",
-        "canary_tags_file",
-        "canary_workers",
-    ):
-        if config.getoption(name) not in (defaults.get(name), None, False, []):
-            return True
+    if any(config.getoption(name) != default for name, default in _RUN_OPTION_DEFAULTS.items()):
+        return True
     package_dir = RUNTIME_DIR.parent
-    for arg in config.args:
-        target = Path(arg.split("::", 1)[0]).resolve()
-        if target == package_dir or package_dir in target.parents:
-            return target != RUNTIME_DIR and RUNTIME_DIR not in target.parents
+    for target in _arg_paths(config):
+        if _inside(target, package_dir):
+            return not _inside(target, RUNTIME_DIR)
     return False
+
+
+def _arg_paths(config: pytest.Config) -> list[Path]:
+    """The paths named on the command line (``path::test`` ids cut to their path)."""
+    return [Path(arg.split("::", 1)[0]).resolve() for arg in config.args]
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
     """Keep the runtime tier out of ``pytest canary`` unless it was asked for."""
     if collection_path != RUNTIME_DIR or config.getoption("canary_runtime"):
         return None
-    for arg in config.args:
-        target = Path(arg.split("::", 1)[0]).resolve()
-        if target == RUNTIME_DIR or RUNTIME_DIR in target.parents:
-            return None
+    if any(_inside(target, RUNTIME_DIR) for target in _arg_paths(config)):
+        return None
     return True
 
 
