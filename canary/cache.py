@@ -6,6 +6,7 @@ Two kinds of entry live here:
   exist there. A released version's files never change, so they are fetched once, ever;
   a mutable ref (``main``) expires after a TTL.
 * **blobs**: derived data keyed by a digest (the code index of a file, by content hash).
+* **wheels**: released wheels kept whole, so a file a new check reads is a zip read away.
 
 Every entry is written atomically (temp file in the same folder, then rename) and carries
 a header with its length and SHA-256, so a truncated or garbage entry (disk full, a killed
@@ -67,6 +68,11 @@ class Entry:
 class Cache:
     def __init__(self, root: Path) -> None:
         self.root = root
+
+    @property
+    def wheel_dir(self) -> Path:
+        """Where released wheels are kept whole (see :class:`canary.sources.index.IndexSource`)."""
+        return self.root / "wheels"
 
     # -- files ---------------------------------------------------------------------------
 

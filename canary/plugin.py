@@ -175,12 +175,14 @@ class CanaryRun:
                 yield Case(package, label, "github" if self.source_mode == "github" else "index")
 
 
-def source_for(case: Case, tags: Tags, local: dict[str, LocalSource]) -> Source:
+def source_for(
+    case: Case, tags: Tags, local: dict[str, LocalSource], wheel_dir: Path | None = None
+) -> Source:
     """Where a case's files come from: its local tree, its wheel, or GitHub at its tag."""
     if case.source == "local":
         return local[case.package]
     if case.source == "index":
-        return IndexSource(case.package, case.label)
+        return IndexSource(case.package, case.label, wheel_dir=wheel_dir)
     from canary.sources.github import GitHubSource  # requests is imported only when needed
 
     package = tags.package(case.package)
@@ -210,9 +212,10 @@ def _build_run(config: pytest.Config) -> CanaryRun:
         offline=config.getoption("canary_offline"),
         refresh=config.getoption("canary_refresh"),
     )
+    cache = Cache(default_cache_dir())
     workspace = Workspace(
-        functools.partial(source_for, tags=tags, local=local),
-        Cache(default_cache_dir()),
+        functools.partial(source_for, tags=tags, local=local, wheel_dir=cache.wheel_dir),
+        cache,
         policy,
         workers=max(1, config.getoption("canary_workers")),
     )

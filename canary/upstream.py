@@ -135,7 +135,8 @@ class Tree:
         return found
 
     def _fetch(self, paths: Sequence[str]) -> dict[str, bytes | None]:
-        if self.policy.offline and self.cache is not None:
+        offline_capable = getattr(self.source, "available_offline", False)
+        if self.policy.offline and self.cache is not None and not offline_capable:
             raise OfflineMiss(
                 f"--canary-offline: {self.source.description} is not in the cache "
                 f"({len(paths)} file(s), e.g. {paths[0]}); run once without --canary-offline "

@@ -128,6 +128,44 @@ def test_index_source_asks_pip_for_exactly_that_wheel_and_keeps_no_copy(fake_pip
     assert source.bytes_downloaded == 2 * wheel.stat().st_size
 
 
+def test_a_kept_wheel_is_downloaded_once_and_read_for_every_later_file(fake_pip, wheel, tmp_path):
+    source = fake_pip("ok")
+    source.wheel_dir = tmp_path / "wheels"
+    assert not source.available_offline
+
+    first = source.fetch(["pkg/__init__.py"])
+    second = source.fetch(["pkg/sub/mod.py", "pkg/absent.py"])
+
+    assert first == {"pkg/__init__.py": INIT}
+    assert second == {"pkg/sub/mod.py": MOD, "pkg/absent.py": None}
+    assert source.bytes_downloaded == wheel.stat().st_size  # one download, two reads
+    assert source.kept_wheel == tmp_path / "wheels" / "pkg" / "pkg-1.2.3.whl"
+    assert source.available_offline
+    assert [p.name for p in source.kept_wheel.parent.iterdir()] == ["pkg-1.2.3.whl"]
+
+
+def test_a_damaged_kept_wheel_is_downloaded_again_not_trusted(fake_pip, wheel, tmp_path):
+    source = fake_pip("ok")
+    source.wheel_dir = tmp_path / "wheels"
+    source.kept_wheel.parent.mkdir(parents=True)
+    source.kept_wheel.write_bytes(wheel.read_bytes()[:200])  # a download cut short
+
+    assert source.fetch(["pkg/sub/mod.py"]) == {"pkg/sub/mod.py": MOD}
+    assert source.bytes_downloaded == wheel.stat().st_size
+    assert source.kept_wheel.read_bytes() == wheel.read_bytes()
+
+
+def test_a_failed_download_keeps_nothing(fake_pip, tmp_path):
+    source = fake_pip("not a zip")
+    source.wheel_dir = tmp_path / "wheels"
+
+    with pytest.raises(FetchError, match="not a readable wheel"):
+        source.fetch(["pkg/__init__.py"])
+
+    assert not source.available_offline
+    assert list(source.kept_wheel.parent.iterdir()) == []
+
+
 def test_a_version_missing_from_the_index_is_ref_not_found(fake_pip):
     with pytest.raises(RefNotFound, match=r"pkg==9\.9 has no wheel") as caught:
         fake_pip("not on index", version="9.9").fetch(["pkg/__init__.py"])

@@ -128,6 +128,18 @@ def test_offline_never_calls_the_source_and_a_miss_is_an_error(upstreams, cache)
     assert upstreams.fetched(RELEASE) == 0
 
 
+def test_offline_reads_a_source_that_has_its_files_on_disk(upstreams, cache):
+    # A kept wheel: a file no earlier run asked for is still readable offline.
+    def kept(case: Case) -> FakeSource:
+        source = upstreams(case)
+        source.available_offline = True
+        return source
+
+    space = Workspace(kept, cache, FetchPolicy(offline=True))
+    assert space.snapshot(RELEASE, ["toy/core.py"]).has_file("toy/core.py")
+    assert upstreams.fetched(RELEASE) == 1
+
+
 def test_a_fetch_failure_propagates_and_caches_nothing(upstreams, cache):
     upstreams.failing.add(RELEASE)
     with pytest.raises(FetchError):

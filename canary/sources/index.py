@@ -2,11 +2,17 @@
 
 pip runs in a subprocess so the user's own configuration (index, mirrors, proxies,
 certificates) decides where the wheel comes from; no registry host is written here.
-Only the requested members are read out of the wheel; the wheel itself is not kept.
+
+A released wheel never changes, so with ``wheel_dir`` it is kept after the first download:
+a check added later that reads another file of the same release costs a zip read, not a
+second download of the whole wheel. It is moved into place only once complete, and a kept
+wheel that no longer reads as a zip is deleted and downloaded again.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import subprocess
 import sys
@@ -32,11 +38,13 @@ class IndexSource:
         package: str,
         version: str,
         *,
+        wheel_dir: Path | None = None,
         pip: Sequence[str] = (sys.executable, "-m", "pip"),
         timeout: float = 900.0,
     ) -> None:
         self.package = package
         self.ref = version
+        self.wheel_dir = wheel_dir
         self.pip = tuple(pip)
         self.timeout = timeout
         self.bytes_downloaded = 0
@@ -45,11 +53,40 @@ class IndexSource:
     def description(self) -> str:
         return f"{self.package} {self.ref} from the package index"
 
+    @property
+    def kept_wheel(self) -> Path | None:
+        """Where this release's wheel is kept (whether or not it is there yet)."""
+        if self.wheel_dir is None:
+            return None
+        return self.wheel_dir / self.package / f"{self.package}-{self.ref}.whl"
+
+    @property
+    def available_offline(self) -> bool:
+        """Files can be read without the network: the wheel is already kept."""
+        return self.kept_wheel is not None and self.kept_wheel.is_file()
+
     def fetch(self, paths: Sequence[str]) -> dict[str, bytes | None]:
-        with tempfile.TemporaryDirectory(prefix="canary-wheel-") as folder:
+        kept = self.kept_wheel
+        if kept is not None and kept.is_file():
+            try:
+                return read_wheel_members(kept, paths, origin=self.description)
+            except FetchError:  # damaged on disk: forget it and download it again
+                with contextlib.suppress(OSError):
+                    kept.unlink()
+        if kept is None:
+            with tempfile.TemporaryDirectory(prefix="canary-wheel-") as folder:
+                wheel = self._download(Path(folder))
+                self.bytes_downloaded += wheel.stat().st_size
+                return read_wheel_members(wheel, paths, origin=self.description)
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        # Downloaded beside its final place so the rename is atomic: a run killed
+        # mid-download leaves only a temporary folder, never a wheel a later run trusts.
+        with tempfile.TemporaryDirectory(prefix=".download-", dir=kept.parent) as folder:
             wheel = self._download(Path(folder))
             self.bytes_downloaded += wheel.stat().st_size
-            return read_wheel_members(wheel, paths, origin=self.description)
+            found = read_wheel_members(wheel, paths, origin=self.description)
+            os.replace(wheel, kept)
+        return found
 
     def _download(self, folder: Path) -> Path:
         requirement = f"{self.package}=={self.ref}"
