@@ -27,9 +27,9 @@ import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from canary.codeindex import Call, Function
+from canary.codeindex import Assignment, Call, Class, ClassAttribute, Function, Module
 from canary.errors import Drift
-from canary.fixes import get_fix
+from canary.fixes import Fix, get_fix
 
 CheckFunction = TypeVar("CheckFunction", bound=Callable[..., Any])
 
@@ -69,7 +69,7 @@ def check(
     until: str | None = None,
 ) -> Callable[[CheckFunction], CheckFunction]:
     """Declare a catalog check: the upstream files it reads, the fix at risk, its window."""
-    get_fix(fix)  # a typo in the catalog is an error at collection, not a silent pass
+    protected = get_fix(fix)  # a typo in the catalog is an error at collection, not a pass
     paths = (reads,) if isinstance(reads, str) else tuple(reads)
     if not paths:
         raise ValueError("a check must read at least one upstream file")
@@ -87,7 +87,7 @@ def check(
             try:
                 return function(*args, **kwargs)
             except AssertionError as exc:  # Drift, or a plain assert in the check
-                message = drift_message(function, fix, paths, kwargs.get("upstream"), exc)
+                message = drift_message(function, protected, paths, kwargs.get("upstream"), exc)
             # Outside the except block: the report shows the drift once, not a chain.
             pytest.fail(message, pytrace=False)
 
@@ -99,7 +99,7 @@ def check(
 
 def drift_message(
     function: Callable[..., Any],
-    fix: str,
+    fix: Fix,
     paths: tuple[str, ...],
     upstream: Any,
     exc: BaseException,
@@ -107,7 +107,7 @@ def drift_message(
     expected = " ".join((function.__doc__ or "").split())
     where = f" in {upstream.case}" if upstream is not None else ""
     return (
-        f"upstream drift{where} breaks the fix {fix!r}\n"
+        f"upstream drift{where} breaks the {fix}\n"
         f"  file: {', '.join(paths)}\n"
         f"  expected: {expected}\n"
         f"  found: {exc}"
@@ -143,3 +143,91 @@ def expect_call(function: Function, callee: str) -> tuple[Call, ...]:
         listing = ", ".join(called) or "nothing"
         raise Drift(f"{function.qualname} no longer calls {callee}; it calls: {listing}")
     return found
+
+
+def expect_defined(module: Module, name: str) -> None:
+    """``module`` itself defines ``name`` (class, function or assignment): an import of it
+    from elsewhere does not count, because the check is about where the code lives."""
+    if name in module.classes or name in module.functions or name in module.assignments:
+        return
+    if name in module.imports:
+        imported = module.imports[name]
+        origin = f"from {imported.module} " if imported.module is not None else ""
+        raise Drift(
+            f"{name!r} is only imported in {module.where} ({origin}import {imported.imported}, "
+            f"line {imported.line}); it is defined elsewhere now"
+        )
+    module.find(name)  # raises Drift listing what is defined there
+
+
+def expect_class_attribute(cls: Class, name: str, *values: object) -> ClassAttribute:
+    """``cls`` assigns ``name`` in its own body, to one of ``values`` when given (compared
+    as literals: ``expect_class_attribute(c, "accepts_loss_kwargs", False)``)."""
+    attribute = cls.attribute(name)
+    if values and attribute.literal not in values:
+        wanted = " or ".join(map(repr, values))
+        raise Drift(
+            f"{cls.qualname}.{name} is {attribute.value} in {cls.where} (line {attribute.line}); "
+            f"expected {wanted}"
+        )
+    return attribute
+
+
+def expect_not_declared(cls: Class, name: str) -> None:
+    """``cls`` does not bind ``name`` in its own body (no default a fix would inherit)."""
+    if cls.declares(name):
+        found = cls.attributes.get(name)
+        how = f" = {found.value} (line {found.line})" if found is not None else ""
+        raise Drift(f"{cls.qualname} now declares {name}{how} in {cls.where}")
+
+
+def expect_base(cls: Class, *bases: str) -> str:
+    """``cls`` derives directly from one of ``bases``; returns the one found."""
+    for base in bases:
+        if base in cls.bases:
+            return base
+    raise Drift(
+        f"class {cls.qualname} in {cls.where} derives from ({', '.join(cls.bases)}), "
+        f"not from {' or '.join(bases)}"
+    )
+
+
+def expect_hasattr(function: Function, attribute: str) -> tuple[str, ...]:
+    """``function`` calls ``hasattr(<object>, "<attribute>")``; returns the objects it asks."""
+    calls = [c for c in function.calls_to("hasattr") if _names_attribute(c, attribute)]
+    if not calls:
+        asked = sorted({f"hasattr({', '.join(c.args)})" for c in function.calls_to("hasattr")})
+        listing = ", ".join(asked) or "nothing"
+        raise Drift(
+            f"{function.qualname} no longer calls hasattr(..., {attribute!r}); "
+            f"its hasattr targets are: {listing}"
+        )
+    return tuple(str(c.arg(0)) for c in calls)
+
+
+def _names_attribute(call: Call, attribute: str) -> bool:
+    return len(call.args) >= 2 and call.literal_args[1] == attribute
+
+
+def expect_assignment(function: Function, target: str) -> tuple[Assignment, ...]:
+    """``function`` assigns ``target`` (normalised text: ``"self.model_accepts_loss_kwargs"``);
+    returns those assignments, in source order."""
+    found = function.assignments_to(target)
+    if not found:
+        assigned = sorted({t for a in function.assignments for t in a.unpacked or a.targets})
+        raise Drift(
+            f"{function.qualname} no longer assigns {target}; it assigns: "
+            f"{', '.join(assigned) or 'nothing'}"
+        )
+    return found
+
+
+def expect_mentions(function: Function, *names: str) -> None:
+    """Every one of ``names`` appears in ``function``'s body as a name or attribute (a
+    fingerprint of the code path a fix relies on)."""
+    missing = [name for name in names if not function.mentions(name)]
+    if missing:
+        raise Drift(
+            f"{function.qualname} ({function.line}-{function.end_line}) no longer mentions "
+            f"{', '.join(missing)}"
+        )

@@ -5,7 +5,18 @@ from __future__ import annotations
 
 import pytest
 
-from canary.catalog import expect_call, expect_keyword_accepted, expect_parameters
+from canary.catalog import (
+    expect_assignment,
+    expect_base,
+    expect_call,
+    expect_class_attribute,
+    expect_defined,
+    expect_hasattr,
+    expect_keyword_accepted,
+    expect_mentions,
+    expect_not_declared,
+    expect_parameters,
+)
 from canary.codeindex import parse_module
 from canary.errors import Drift
 
@@ -43,3 +54,85 @@ def test_expect_call_returns_the_calls_or_lists_what_is_called(trainer):
     assert call.args == ("loss",)
     with pytest.raises(Drift, match=r"no longer calls self\.backward; it calls: model, self"):
         expect_call(trainer.method("compute_loss"), "self.backward")
+
+
+MODELS = """
+from .utils import PreTrainedModel as Base
+from .old import moved_helper
+
+LIMIT = 3
+
+
+def helper():
+    pass
+
+
+class Wrapper(Base):
+    accepts_loss_kwargs = False
+    other = compute()
+
+    def __init__(self, model):
+        if hasattr(self.model, "accepts_loss_kwargs"):
+            self.model_accepts_loss_kwargs = self.model.accepts_loss_kwargs
+        hasattr(model, "config")
+        self.unwrapped, _ = unwrap(model)
+"""
+
+
+@pytest.fixture
+def models():
+    return parse_module(MODELS, path="pkg/models.py", origin="pkg 1.0.0")
+
+
+def test_expect_defined_wants_the_definition_not_an_import(models):
+    for name in ("LIMIT", "helper", "Wrapper"):
+        expect_defined(models, name)
+    with pytest.raises(Drift, match=r"'moved_helper' is only imported in .*from \.old import"):
+        expect_defined(models, "moved_helper")
+    with pytest.raises(Drift, match=r"'missing' not found in pkg/models\.py"):
+        expect_defined(models, "missing")
+
+
+def test_expect_class_attribute_compares_literal_values(models):
+    wrapper = models.cls("Wrapper")
+    assert expect_class_attribute(wrapper, "accepts_loss_kwargs", False).line == 13
+    expect_class_attribute(wrapper, "other")
+    with pytest.raises(Drift, match=r"Wrapper\.accepts_loss_kwargs is False .*expected True"):
+        expect_class_attribute(wrapper, "accepts_loss_kwargs", True)
+    with pytest.raises(Drift, match=r"has no class attribute 'forward'"):
+        expect_class_attribute(wrapper, "forward")
+
+
+def test_expect_not_declared_names_what_is_declared(models):
+    expect_not_declared(models.cls("Wrapper"), "forward")
+    with pytest.raises(Drift, match=r"Wrapper now declares accepts_loss_kwargs = False"):
+        expect_not_declared(models.cls("Wrapper"), "accepts_loss_kwargs")
+
+
+def test_expect_base_returns_the_base_found(models):
+    assert expect_base(models.cls("Wrapper"), "Trainer", "Base") == "Base"
+    with pytest.raises(Drift, match=r"derives from \(Base\), not from Trainer or Mixin"):
+        expect_base(models.cls("Wrapper"), "Trainer", "Mixin")
+
+
+def test_expect_hasattr_returns_the_objects_asked(models):
+    init = models.cls("Wrapper").method("__init__")
+    assert expect_hasattr(init, "accepts_loss_kwargs") == ("self.model",)
+    with pytest.raises(Drift, match=r"targets are: hasattr\(model, 'config'\), hasattr\(self"):
+        expect_hasattr(init, "loss_kwargs")
+
+
+def test_expect_assignment_sees_unpacking_and_lists_what_is_assigned(models):
+    init = models.cls("Wrapper").method("__init__")
+    (found,) = expect_assignment(init, "self.model_accepts_loss_kwargs")
+    assert found.value == "self.model.accepts_loss_kwargs"
+    assert expect_assignment(init, "self.unwrapped")
+    with pytest.raises(Drift, match=r"no longer assigns self\.x; it assigns: _, self\.model_acc"):
+        expect_assignment(init, "self.x")
+
+
+def test_expect_mentions_lists_the_missing_names(models):
+    init = models.cls("Wrapper").method("__init__")
+    expect_mentions(init, "unwrap", "accepts_loss_kwargs")
+    with pytest.raises(Drift, match=r"no longer mentions inference_mode, backward$"):
+        expect_mentions(init, "unwrap", "inference_mode", "backward")
