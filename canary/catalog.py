@@ -28,7 +28,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from canary.codeindex import Assignment, Call, Class, ClassAttribute, Function, Module
-from canary.errors import Drift
+from canary.errors import Drift, Subject
 from canary.fixes import Fix, get_fix
 
 CheckFunction = TypeVar("CheckFunction", bound=Callable[..., Any])
@@ -88,8 +88,11 @@ def check(
                 return function(*args, **kwargs)
             except AssertionError as exc:  # Drift, or a plain assert in the check
                 message = drift_message(function, protected, paths, kwargs.get("upstream"), exc)
+                subject = drift_subject(exc, paths)
             # Outside the except block: the report shows the drift once, not a chain.
-            pytest.fail(message, pytrace=False)
+            failure = pytest.fail.Exception(message, pytrace=False)
+            failure.canary_subject = subject  # type: ignore[attr-defined]  # read by the report
+            raise failure
 
         marker = pytest.mark.canary_check(reads=paths, fix=fix, window=window)
         return marker(run_check)  # type: ignore[return-value]
@@ -112,6 +115,34 @@ def drift_message(
         f"  expected: {expected}\n"
         f"  found: {exc}"
     )
+
+
+def drift_subject(exc: AssertionError, paths: tuple[str, ...]) -> Subject:
+    """What the failing check was looking at: the Drift's own subject when the code index
+    set one, else the function or class the raising expectation was handed (its first such
+    argument), so every expectation, present and future, names its subject without
+    having to pass it. The path falls back to the check's only file, when it reads one."""
+    subject = getattr(exc, "subject", None)
+    if subject is None:
+        subject = Subject(None, _argument_qualname(exc))
+    if subject.path is None and len(paths) == 1:
+        subject = Subject(paths[0], subject.qualname)
+    return subject
+
+
+def _argument_qualname(exc: BaseException) -> str | None:
+    tb = exc.__traceback__
+    if tb is None:
+        return None
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    code = tb.tb_frame.f_code
+    arguments = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+    for name in arguments:
+        value = tb.tb_frame.f_locals.get(name)
+        if isinstance(value, (Function, Class)):
+            return value.qualname
+    return None
 
 
 # -- expectations: each raises Drift saying what upstream has instead --------------------

@@ -2,8 +2,13 @@
 
 * ``tags [--update]``: show tags.toml, or resolve every package's releases from the
   package index and rewrite the version lists (comments and hand-written keys kept).
+  ``tags --new`` prints ``--canary-tags`` arguments for the stable releases on the index
+  that tags.toml does not list yet (nothing when there are none).
 * ``runtime [--pins NAME|all]``: build one environment per pin set and run the runtime
   tier in each (see :mod:`canary.runtime.runner`).
+* ``report RESULTS.json... [--format terminal|markdown|json|github]``: the matrix of a run
+  written by ``pytest canary --canary-json RESULTS.json``. Exit status: 0 all clear, 1
+  drift found, 2 nothing or not everything was checked (errors, an unreadable file).
 """
 
 from __future__ import annotations
@@ -14,7 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from canary.errors import CanaryError
-from canary.tags import load_tags, update_tags_file
+from canary.report.render import FORMATS
+from canary.tags import load_tags, stable_releases, update_tags_file
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -27,12 +33,47 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     tags = commands.add_parser("tags", help="show or update tags.toml")
     tags.add_argument("--file", type=Path, default=Path("tags.toml"), help="default: ./tags.toml")
-    tags.add_argument(
+    tags_action = tags.add_mutually_exclusive_group()
+    tags_action.add_argument(
         "--update", action="store_true", help="resolve every stable release >= floor from the index"
     )
+    tags_action.add_argument(
+        "--new",
+        action="store_true",
+        help="print --canary-tags arguments for stable releases on the index not in tags.toml",
+    )
     commands.add_parser("runtime", help="run the runtime tier per pin set (--help for options)")
+    report = commands.add_parser(
+        "report",
+        help="render the matrix of a --canary-json results file",
+        description="Render the matrix of a run. Exit status: 0 all clear, 1 drift found, "
+        "2 infrastructure errors or nothing checked.",
+    )
+    report.add_argument(
+        "results",
+        type=Path,
+        nargs="+",
+        help="results of `pytest canary --canary-json PATH`; several are merged, a later "
+        "one's cases replacing an earlier one's (e.g. releases, then a --canary-local tree)",
+    )
+    report.add_argument("--format", choices=FORMATS, default="terminal", help="default: terminal")
+    report.add_argument(
+        "--no-diff", action="store_true", help="skip the upstream diff behind each drift"
+    )
+    report.add_argument(
+        "--offline", action="store_true", help="read upstream for the diffs from the cache only"
+    )
+    report.add_argument(
+        "--exit-zero",
+        action="store_true",
+        help="exit 0 whatever the run found (an unreadable results file still exits 2)",
+    )
     args = parser.parse_args(argv)
     try:
+        if args.command == "report":
+            return _report(args)
+        if args.new:
+            return _new_tags(args.file)
         return _tags(args.file, update=args.update)
     except CanaryError as exc:
         print(f"canary: error: {exc}", file=sys.stderr)
@@ -58,3 +99,21 @@ def _tags(path: Path, *, update: bool) -> int:
             f"anchors {', '.join(package.anchors) or 'none'}; broken {len(package.broken)}"
         )
     return 0
+
+
+def _new_tags(path: Path) -> int:
+    for package in load_tags(path).packages.values():
+        listed = set(package.versions)
+        new = [v for v in stable_releases(package.name, package.floor) if v not in listed]
+        if new:
+            print(f"--canary-tags={package.name}={','.join(new)}")
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from canary.report import render
+    from canary.report.results import EXIT_CLEAR, load
+
+    report = render.build(load(args.results), diffs=not args.no_diff, offline=args.offline)
+    sys.stdout.write(render.render(report, args.format))
+    return EXIT_CLEAR if args.exit_zero else report.exit_status

@@ -53,7 +53,7 @@ import tokenize
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from canary.errors import Drift, ParseError
+from canary.errors import Drift, ParseError, Subject
 
 __all__ = [
     "INDEX_FORMAT",
@@ -304,7 +304,8 @@ class Class:
         except KeyError:
             raise Drift(
                 f"{self.qualname}.{name}: class {self.name} in {self.where} has no method "
-                f"{name!r}; it has: {_listing(name, self.methods)}{self._other_kind(name)}"
+                f"{name!r}; it has: {_listing(name, self.methods)}{self._other_kind(name)}",
+                subject=self._subject(name),
             ) from None
 
     def attribute(self, name: str) -> ClassAttribute:
@@ -314,7 +315,8 @@ class Class:
             raise Drift(
                 f"{self.qualname}.{name}: class {self.name} in {self.where} has no class "
                 f"attribute {name!r}; it has: {_listing(name, self.attributes)}"
-                f"{self._other_kind(name)}"
+                f"{self._other_kind(name)}",
+                subject=self._subject(name),
             ) from None
 
     def cls(self, name: str) -> Class:
@@ -325,8 +327,12 @@ class Class:
             raise Drift(
                 f"{self.qualname}.{name}: class {self.name} in {self.where} has no nested "
                 f"class {name!r}; nested classes: {_listing(name, self.classes)}"
-                f"{self._other_kind(name)}"
+                f"{self._other_kind(name)}",
+                subject=self._subject(name),
             ) from None
+
+    def _subject(self, name: str) -> Subject:
+        return Subject(self.path or None, f"{self.qualname}.{name}")
 
     def _other_kind(self, name: str) -> str:
         # "Has no method" is misleading when the name is bound some other way.
@@ -391,7 +397,8 @@ class Module:
         except KeyError:
             raise Drift(
                 f"class {name!r} not found in {self.where}; classes defined there: "
-                f"{_listing(name, self.classes)}{self._other_kind(name)}"
+                f"{_listing(name, self.classes)}{self._other_kind(name)}",
+                subject=Subject(self.path, name),
             ) from None
 
     def function(self, name: str) -> Function:
@@ -400,7 +407,8 @@ class Module:
         except KeyError:
             raise Drift(
                 f"function {name!r} not found in {self.where}; functions defined there: "
-                f"{_listing(name, self.functions)}{self._other_kind(name)}"
+                f"{_listing(name, self.functions)}{self._other_kind(name)}",
+                subject=Subject(self.path, name),
             ) from None
 
     def find(self, qualname: str) -> Function | Class:
@@ -415,12 +423,14 @@ class Module:
             names = {**self.classes, **self.functions}
             raise Drift(
                 f"{qualname!r} not found in {self.where}: no class or function of that name; "
-                f"defined there: {_listing(head, names)}{self._other_kind(head)}"
+                f"defined there: {_listing(head, names)}{self._other_kind(head)}",
+                subject=Subject(self.path, qualname),
             )
         if head not in self.classes and head in self.functions:
             raise Drift(
                 f"{qualname!r}: {head!r} is a function in {self.where}, and definitions "
-                "nested in functions are not indexed"
+                "nested in functions are not indexed",
+                subject=Subject(self.path, head),
             )
         found: Class = self.cls(head)
         for i, part in enumerate(rest):

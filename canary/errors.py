@@ -7,6 +7,8 @@ parse), :class:`ConfigError` for bad input the user can fix, and :class:`Drift` 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 
 class CanaryError(Exception):
     """Base of every error canary raises on purpose."""
@@ -36,5 +38,19 @@ class ParseError(InfrastructureError):
     """An upstream file the running Python cannot parse."""
 
 
+@dataclass(frozen=True)
+class Subject:
+    """What a check was looking at when it found drift: a file, and the class or function
+    in it (``"Trainer.compute_loss"``) when there is one. The matrix report diffs it
+    between the last passing and the first failing version."""
+
+    path: str | None
+    qualname: str | None = None
+
+
 class Drift(AssertionError):
     """Upstream no longer has the shape a fix relies on. A check failure, not an error."""
+
+    def __init__(self, *args: object, subject: Subject | None = None) -> None:
+        super().__init__(*args)
+        self.subject = subject

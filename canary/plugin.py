@@ -20,6 +20,8 @@ import canary
 from canary.cache import Cache, default_cache_dir
 from canary.catalog import Window
 from canary.errors import ConfigError
+from canary.report import progress
+from canary.report.record import Recorder
 from canary.sources import Source
 from canary.sources.index import IndexSource
 from canary.sources.local import LocalSource
@@ -95,6 +97,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="how many cases to fetch in parallel (default 4)",
     )
     group.addoption(
+        "--canary-json",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="write every case's outcome to PATH as JSON for `python -m canary report PATH`",
+    )
+    group.addoption(
+        "--canary-progress",
+        nargs="?",
+        const="on",
+        default="auto",
+        choices=progress.CHOICES,
+        help="progress of upstream fetches: auto (on a terminal outside CI, the default), "
+        "on (--canary-progress alone) or off",
+    )
+    group.addoption(
         "--canary-runtime",
         action="store_true",
         help="also collect the runtime tier (canary/runtime) when collecting canary/",
@@ -111,6 +129,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if _is_canary_run(config):
         # Bad tags.toml or options stop the run here, with one clear line, not a traceback.
         _run_or_usage_error(config)
+    if (results_path := config.getoption("canary_json")) is not None:
+        config.pluginmanager.register(Recorder(config, results_path), "canary-json")
 
 
 def _is_canary_run(config: pytest.Config) -> bool:
@@ -190,6 +210,15 @@ def source_for(
     return GitHubSource(case.package, package.repo, ref, package.package_dir)
 
 
+def current_run(config: pytest.Config) -> CanaryRun | None:
+    """The session's run if it has one (a canary run), without building it."""
+    return config.stash.get(_RUN_KEY, None)
+
+
+def tags_path(config: pytest.Config) -> Path:
+    return Path(config.getoption("canary_tags_file") or config.rootpath / "tags.toml")
+
+
 def canary_run(config: pytest.Config) -> CanaryRun:
     """The session's run, built on first use so unit-test sessions never read tags.toml."""
     if _RUN_KEY not in config.stash:
@@ -198,8 +227,7 @@ def canary_run(config: pytest.Config) -> CanaryRun:
 
 
 def _build_run(config: pytest.Config) -> CanaryRun:
-    tags_file = config.getoption("canary_tags_file") or config.rootpath / "tags.toml"
-    tags = load_tags(Path(tags_file))
+    tags = load_tags(tags_path(config))
     only = _parse_tag_filters(config.getoption("canary_tags"), tags)
     local = _parse_local_trees(config.getoption("canary_local"), tags)
     wants_main = config.getoption("canary_main") or any(MAIN in v for v in only.values())
@@ -356,7 +384,11 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         case = callspec.params.get("upstream") if callspec else None
         if isinstance(case, Case) and not item.get_closest_marker("skip"):
             plan.setdefault(case, set()).update(_reads(item))
-    canary_run(session.config).workspace.prefetch(plan)
+    workspace = canary_run(session.config).workspace
+    workspace.prefetch(plan)
+    shown = progress.start(config.getoption("canary_progress"), workspace.stats, plan)
+    if shown is not None:
+        config.add_cleanup(shown.stop)
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
