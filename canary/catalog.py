@@ -262,3 +262,32 @@ def expect_mentions(function: Function, *names: str) -> None:
             f"{function.qualname} ({function.line}-{function.end_line}) no longer mentions "
             f"{', '.join(missing)}"
         )
+
+
+def expect_never_assigns(cls: Class, target: str) -> None:
+    """No method of ``cls`` assigns ``target`` (``"self.model_accepts_loss_kwargs"``): the
+    class leaves that value to the code it inherits."""
+    found = [
+        (method, assignment)
+        for method in cls.methods.values()
+        for assignment in method.assignments_to(target)
+    ]
+    if found:
+        where = ", ".join(f"{m.qualname} (line {a.line}: = {a.value})" for m, a in found)
+        raise Drift(f"{cls.qualname} now assigns {target} in {cls.where}: {where}")
+
+
+def expect_assigned_after(function: Function, target: str, callee: str) -> tuple[Assignment, ...]:
+    """``function`` assigns ``target`` after its first call to ``callee``, so the value is
+    not overwritten by that call (an attribute set before ``super().__init__`` is lost);
+    returns the assignments that follow the call."""
+    (first, *_) = expect_call(function, callee)
+    assignments = expect_assignment(function, target)
+    after = tuple(a for a in assignments if a.line > first.line)
+    if not after:
+        lines = ", ".join(str(a.line) for a in assignments)
+        raise Drift(
+            f"{function.qualname} assigns {target} (line {lines}) only before it calls "
+            f"{callee} (line {first.line}), which overwrites it"
+        )
+    return after

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from canary.catalog import (
+    expect_assigned_after,
     expect_assignment,
     expect_base,
     expect_call,
@@ -14,6 +15,7 @@ from canary.catalog import (
     expect_hasattr,
     expect_keyword_accepted,
     expect_mentions,
+    expect_never_assigns,
     expect_not_declared,
     expect_parameters,
 )
@@ -136,3 +138,59 @@ def test_expect_mentions_lists_the_missing_names(models):
     expect_mentions(init, "unwrap", "accepts_loss_kwargs")
     with pytest.raises(Drift, match=r"no longer mentions inference_mode, backward$"):
         expect_mentions(init, "unwrap", "inference_mode", "backward")
+
+
+TRAINERS = """
+class Trainer:
+    def __init__(self, model):
+        self.model_accepts_loss_kwargs = True
+
+
+class RLTrainer(Trainer):
+    def __init__(self, model):
+        self.model_accepts_loss_kwargs = False
+        super().__init__(model)
+        if model is not None:
+            self.model_accepts_loss_kwargs = False
+
+
+class EarlyTrainer(Trainer):
+    def __init__(self, model):
+        self.model_accepts_loss_kwargs = False
+        super().__init__(model)
+
+
+class SFTTrainer(Trainer):
+    def compute_loss(self, model, inputs):
+        return model(**inputs)
+"""
+
+
+@pytest.fixture
+def trainers():
+    return parse_module(TRAINERS, path="pkg/trainers.py", origin="pkg 1.0.0")
+
+
+def test_expect_never_assigns_names_the_method_and_line(trainers):
+    expect_never_assigns(trainers.cls("SFTTrainer"), "self.model_accepts_loss_kwargs")
+    with pytest.raises(
+        Drift,
+        match=r"Trainer now assigns self\.model_accepts_loss_kwargs in "
+        r"pkg/trainers\.py.*: Trainer\.__init__ \(line 4: = True\)",
+    ):
+        expect_never_assigns(trainers.cls("Trainer"), "self.model_accepts_loss_kwargs")
+
+
+def test_expect_assigned_after_keeps_only_assignments_after_the_call(trainers):
+    init = trainers.cls("RLTrainer").method("__init__")
+    (after,) = expect_assigned_after(init, "self.model_accepts_loss_kwargs", "super().__init__")
+    assert (after.line, after.guards) == (12, ("model is not None",))
+    early = trainers.cls("EarlyTrainer").method("__init__")
+    with pytest.raises(
+        Drift,
+        match=r"\(line 17\) only before it calls super\(\)\.__init__ "
+        r"\(line 18\), which overwrites it",
+    ):
+        expect_assigned_after(early, "self.model_accepts_loss_kwargs", "super().__init__")
+    with pytest.raises(Drift, match=r"no longer calls self\.setup"):
+        expect_assigned_after(early, "self.model_accepts_loss_kwargs", "self.setup")

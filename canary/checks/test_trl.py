@@ -1,12 +1,83 @@
-"""trl: the trainer the chunked loss runs under."""
+"""trl: the trainers the fixes run under, TRL's own chunked loss, and what downstream
+patches reach into.
+
+Windows were found by running every check over every release in tags.toml; where code
+moved (``trl/trainer`` <-> ``trl/experimental``) or changed shape, the check is split
+exactly at the release that changed it, so a check's id and window say which shape a
+release has.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
 
 import pytest
 
-from canary.catalog import check
+from canary.catalog import (
+    check,
+    expect_assigned_after,
+    expect_assignment,
+    expect_base,
+    expect_call,
+    expect_class_attribute,
+    expect_defined,
+    expect_mentions,
+    expect_never_assigns,
+    expect_not_declared,
+    expect_parameters,
+)
+from canary.codeindex import Assignment, Call, Class, Function
+from canary.errors import Drift
+from canary.upstream import Snapshot
 
 pytestmark = pytest.mark.upstream("trl")
 
+TRL_INIT = "trl/__init__.py"
+DATA_UTILS = "trl/data_utils.py"
+MODELS_UTILS = "trl/models/utils.py"
+VLLM_GENERATION = "trl/generation/vllm_generation.py"
+TRAINER_UTILS = "trl/trainer/utils.py"
+BASE_TRAINER = "trl/trainer/base_trainer.py"
 SFT_TRAINER = "trl/trainer/sft_trainer.py"
+SFT_CONFIG = "trl/trainer/sft_config.py"
+GRPO_TRAINER = "trl/trainer/grpo_trainer.py"
+RLOO_TRAINER = "trl/trainer/rloo_trainer.py"
+DPO_TRAINER = "trl/trainer/dpo_trainer.py"
+KTO_TRAINER = "trl/trainer/kto_trainer.py"
+CPO_TRAINER = "trl/trainer/cpo_trainer.py"
+ORPO_TRAINER = "trl/trainer/orpo_trainer.py"
+BCO_TRAINER = "trl/trainer/bco_trainer.py"
+REWARD_TRAINER = "trl/trainer/reward_trainer.py"
+DISTILLATION_TRAINER = "trl/trainer/distillation_trainer.py"
+EXPERIMENTAL_KTO = "trl/experimental/kto/kto_trainer.py"
+EXPERIMENTAL_CPO = "trl/experimental/cpo/cpo_trainer.py"
+EXPERIMENTAL_ORPO = "trl/experimental/orpo/orpo_trainer.py"
+EXPERIMENTAL_BCO = "trl/experimental/bco/bco_trainer.py"
+EXPERIMENTAL_DISTILLATION = "trl/experimental/distillation/distillation_trainer.py"
+ASYNC_GRPO = "trl/experimental/async_grpo/async_grpo_trainer.py"
+ASYNC_DISTILLATION = "trl/experimental/async_distillation/async_distillation_trainer.py"
+SDFT_TRAINER = "trl/experimental/sdft/sdft_trainer.py"
+SDPO_TRAINER = "trl/experimental/sdpo/sdpo_trainer.py"
+SSD_TRAINER = "trl/experimental/ssd/ssd_trainer.py"
+SELF_DISTILLATION = "trl/experimental/self_distillation/base_self_distillation_trainer.py"
+
+MODEL_ACCEPTS_LOSS_KWARGS = "self.model_accepts_loss_kwargs"
+# TRL 1.15 replaced the per-trainer assignment with this class attribute, read by
+# _BaseTrainer.__init__ (and by Trainer itself from transformers 5.19).
+LOSS_IS_SCALED = "loss_is_scaled_for_ga"
+
+
+def _string_constants(expression: str) -> set[str]:
+    """The string literals inside a normalised expression (``a if b else 'chunked_nll'``)."""
+    return {
+        node.value
+        for node in ast.walk(ast.parse(expression, mode="eval"))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+    }
+
+
+# -- SFTTrainer and its base classes: where the accepts_loss_kwargs shadow is read ------
 
 
 @check(reads=SFT_TRAINER, fix="chunked NLL loss")
@@ -15,3 +86,648 @@ def test_sft_trainer_exists(upstream):
     chunked loss is patched under."""
     sft_trainer = upstream.module(SFT_TRAINER).cls("SFTTrainer")
     sft_trainer.method("compute_loss")
+
+
+@check(reads=SFT_TRAINER, fix="accepts_loss_kwargs shadowing", until="0.24.0")
+def test_sft_trainer_derives_from_trainer(upstream):
+    """SFTTrainer derives directly from transformers' Trainer, whose __init__ reads the
+    shadowed accepts_loss_kwargs."""
+    expect_base(upstream.module(SFT_TRAINER).cls("SFTTrainer"), "Trainer")
+
+
+@check(
+    reads=(SFT_TRAINER, BASE_TRAINER),
+    fix="accepts_loss_kwargs shadowing",
+    since="0.24.0",
+)
+def test_sft_trainer_derives_from_trl_base_trainer(upstream):
+    """SFTTrainer derives from TRL's BaseTrainer (0.24-0.29) or _BaseTrainer (1.0+), which
+    derives directly from transformers' Trainer."""
+    base = expect_base(
+        upstream.module(SFT_TRAINER).cls("SFTTrainer"), "BaseTrainer", "_BaseTrainer"
+    )
+    expect_base(upstream.module(BASE_TRAINER).cls(base), "Trainer")
+
+
+@check(reads=SFT_TRAINER, fix="accepts_loss_kwargs shadowing")
+def test_sft_trainer_never_sets_model_accepts_loss_kwargs(upstream):
+    """SFTTrainer neither declares nor assigns model_accepts_loss_kwargs: Trainer's own
+    detection, which the shadow fix corrects, decides it."""
+    sft_trainer = upstream.module(SFT_TRAINER).cls("SFTTrainer")
+    expect_not_declared(sft_trainer, "model_accepts_loss_kwargs")
+    expect_never_assigns(sft_trainer, MODEL_ACCEPTS_LOSS_KWARGS)
+
+
+@check(
+    reads=(SFT_TRAINER, BASE_TRAINER),
+    fix="accepts_loss_kwargs shadowing",
+    since="0.24.0",
+    until="1.15.0",
+)
+def test_base_trainer_never_sets_model_accepts_loss_kwargs(upstream):
+    """TRL's base trainer under SFTTrainer never assigns model_accepts_loss_kwargs, so
+    SFTTrainer inherits Trainer's detection unchanged."""
+    base = expect_base(
+        upstream.module(SFT_TRAINER).cls("SFTTrainer"), "BaseTrainer", "_BaseTrainer"
+    )
+    expect_never_assigns(upstream.module(BASE_TRAINER).cls(base), MODEL_ACCEPTS_LOSS_KWARGS)
+
+
+@check(reads=BASE_TRAINER, fix="accepts_loss_kwargs shadowing", since="1.15.0")
+def test_base_trainer_disables_loss_kwargs_only_for_trainers_that_scale(upstream):
+    """_BaseTrainer.loss_is_scaled_for_ga defaults to None and __init__ sets
+    model_accepts_loss_kwargs = False after super().__init__ only when a trainer declares
+    it, so a trainer that leaves it None (SFTTrainer) keeps Trainer's detection."""
+    base = upstream.module(BASE_TRAINER).cls("_BaseTrainer")
+    expect_class_attribute(base, LOSS_IS_SCALED, None)
+    after = expect_assigned_after(
+        base.method("__init__"), MODEL_ACCEPTS_LOSS_KWARGS, "super().__init__"
+    )
+    gated = [a for a in after if any(f"self.{LOSS_IS_SCALED} is not None" in g for g in a.guards)]
+    if not gated:
+        guards = "; ".join(" and ".join(a.guards) or "no guard" for a in after)
+        raise Drift(
+            f"_BaseTrainer.__init__ sets {MODEL_ACCEPTS_LOSS_KWARGS} without the "
+            f"`self.{LOSS_IS_SCALED} is not None` guard (guards: {guards}); SFTTrainer would "
+            "lose Trainer's detection"
+        )
+
+
+@check(reads=SFT_TRAINER, fix="accepts_loss_kwargs shadowing", since="1.15.0")
+def test_sft_trainer_leaves_loss_is_scaled_for_ga_unset(upstream):
+    """SFTTrainer does not declare loss_is_scaled_for_ga, so _BaseTrainer leaves
+    model_accepts_loss_kwargs to Trainer's detection."""
+    expect_not_declared(upstream.module(SFT_TRAINER).cls("SFTTrainer"), LOSS_IS_SCALED)
+
+
+@check(reads=SFT_TRAINER, fix="accepts_loss_kwargs shadowing")
+def test_sft_compute_loss_hands_num_items_in_batch_to_trainer(upstream):
+    """SFTTrainer.compute_loss takes num_items_in_batch and passes it on to
+    Trainer.compute_loss, so a forward that honours it (what the shadow promises) gets it."""
+    compute_loss = upstream.module(SFT_TRAINER).cls("SFTTrainer").method("compute_loss")
+    expect_parameters(compute_loss, "num_items_in_batch")
+    calls = expect_call(compute_loss, "super().compute_loss")
+    if not any(c.keyword("num_items_in_batch") == "num_items_in_batch" for c in calls):
+        raise Drift(
+            "SFTTrainer.compute_loss calls super().compute_loss without "
+            f"num_items_in_batch=num_items_in_batch: {'; '.join(c.source for c in calls)}"
+        )
+
+
+# -- RL and preference trainers: the shadow fix is a no-op where they override ----------
+# Each sets self.model_accepts_loss_kwargs = False after super().__init__ (up to 1.14), or
+# declares loss_is_scaled_for_ga for _BaseTrainer to do it (1.15+). One check per trainer
+# and location; the windows are where each trainer lives.
+
+
+def _require_disables_loss_kwargs(upstream: Snapshot, path: str, name: str) -> None:
+    init = upstream.module(path).cls(name).method("__init__")
+    after = expect_assigned_after(init, MODEL_ACCEPTS_LOSS_KWARGS, "super().__init__")
+    if not any(a.literal is False and not a.guards for a in after):
+        found = "; ".join(_describe(a) for a in after)
+        raise Drift(
+            f"{name}.__init__ no longer sets {MODEL_ACCEPTS_LOSS_KWARGS} = False "
+            f"unconditionally after super().__init__: {found}"
+        )
+
+
+def _describe(assignment: Assignment) -> str:
+    guard = f" if {' and '.join(assignment.guards)}" if assignment.guards else ""
+    return f"line {assignment.line}: = {assignment.value}{guard}"
+
+
+def _disables_loss_kwargs(
+    name: str, path: str, *, since: str | None = None, until: str | None = "1.15.0"
+) -> Callable[..., None]:
+    def run(upstream: Snapshot) -> None:
+        _require_disables_loss_kwargs(upstream, path, name)
+
+    run.__doc__ = (
+        f"{name}.__init__ ({path}) sets self.model_accepts_loss_kwargs = False after "
+        "super().__init__, so the accepts_loss_kwargs shadow never changes its loss scaling."
+    )
+    return check(reads=path, fix="accepts_loss_kwargs shadowing", since=since, until=until)(run)
+
+
+def _declares_loss_scaling(
+    name: str, path: str, *, until: str | None = None
+) -> Callable[..., None]:
+    def run(upstream: Snapshot) -> None:
+        expect_class_attribute(upstream.module(path).cls(name), LOSS_IS_SCALED, True, False)
+
+    run.__doc__ = (
+        f"{name} ({path}) declares loss_is_scaled_for_ga True or False, so _BaseTrainer sets "
+        "model_accepts_loss_kwargs = False and the accepts_loss_kwargs shadow is a no-op."
+    )
+    return check(reads=path, fix="accepts_loss_kwargs shadowing", since="1.15.0", until=until)(run)
+
+
+test_grpo_trainer_disables_loss_kwargs = _disables_loss_kwargs("GRPOTrainer", GRPO_TRAINER)
+test_rloo_trainer_disables_loss_kwargs = _disables_loss_kwargs(
+    "RLOOTrainer", RLOO_TRAINER, since="0.22.0"
+)
+# DPOTrainer 0.29.0-1.3.0 (the rewrite on BaseTrainer) sets nothing: the shadow does reach it.
+test_dpo_trainer_disables_loss_kwargs = _disables_loss_kwargs(
+    "DPOTrainer", DPO_TRAINER, until="0.29.0"
+)
+test_dpo_trainer_disables_loss_kwargs_again = _disables_loss_kwargs(
+    "DPOTrainer", DPO_TRAINER, since="1.4.0"
+)
+test_kto_trainer_disables_loss_kwargs = _disables_loss_kwargs(
+    "KTOTrainer", KTO_TRAINER, until="0.26.0"
+)
+test_experimental_kto_trainer_disables_loss_kwargs = _disables_loss_kwargs(
+    "KTOTrainer", EXPERIMENTAL_KTO, since="0.26.0", until="1.8.0"
+)
+test_kto_trainer_back_in_trainer_disables_loss_kwargs = _disables_loss_kwargs(
+    "KTOTrainer", KTO_TRAINER, since="1.8.0"
+)
+test_cpo_trainer_disables_loss_kwargs = _disables_loss_kwargs(
+    "CPOTrainer", CPO_TRAINER, until="0.26.0"
+)
+test_experimental_cpo_trainer_disables_loss_kwargs = _disables_loss_kwargs(
+    "CPOTrainer", EXPERIMENTAL_CPO, since="0.26.0"
+)
+# ORPOTrainer 0.18.2-0.19.1 sets nothing: the shadow does reach it there.
+test_orpo_trainer_disables_loss_kwargs = _disables_loss_kwargs(
+    "ORPOTrainer", ORPO_TRAINER, since="0.20.0", until="0.26.0"
+)
+test_experimental_orpo_trainer_disables_loss_kwargs = _disables_loss_kwargs(
+    "ORPOTrainer", EXPERIMENTAL_ORPO, since="0.26.0"
+)
+test_bco_trainer_disables_loss_kwargs = _disables_loss_kwargs(
+    "BCOTrainer", BCO_TRAINER, until="0.25.0"
+)
+test_experimental_bco_trainer_disables_loss_kwargs = _disables_loss_kwargs(
+    "BCOTrainer", EXPERIMENTAL_BCO, since="0.25.0", until="1.14.0"
+)
+test_reward_trainer_disables_loss_kwargs = _disables_loss_kwargs(
+    "RewardTrainer", REWARD_TRAINER, since="1.4.0"
+)
+test_experimental_distillation_trainer_disables_loss_kwargs = _disables_loss_kwargs(
+    "DistillationTrainer", EXPERIMENTAL_DISTILLATION, since="1.9.0", until="1.10.0"
+)
+test_distillation_trainer_disables_loss_kwargs = _disables_loss_kwargs(
+    "DistillationTrainer", DISTILLATION_TRAINER, since="1.10.0"
+)
+test_async_grpo_trainer_disables_loss_kwargs = _disables_loss_kwargs(
+    "AsyncGRPOTrainer", ASYNC_GRPO, since="1.0.0"
+)
+test_async_distillation_trainer_disables_loss_kwargs = _disables_loss_kwargs(
+    "AsyncDistillationTrainer", ASYNC_DISTILLATION, since="1.11.0"
+)
+test_sdft_trainer_disables_loss_kwargs = _disables_loss_kwargs(
+    "SDFTTrainer", SDFT_TRAINER, since="1.0.0"
+)
+test_self_distillation_base_disables_loss_kwargs = _disables_loss_kwargs(
+    "BaseSelfDistillationTrainer", SELF_DISTILLATION, since="1.0.0", until="1.6.0"
+)
+test_sdpo_trainer_disables_loss_kwargs = _disables_loss_kwargs(
+    "SDPOTrainer", SDPO_TRAINER, since="1.6.0"
+)
+test_ssd_trainer_disables_loss_kwargs = _disables_loss_kwargs(
+    "SSDTrainer", SSD_TRAINER, since="1.2.0"
+)
+
+test_grpo_trainer_declares_loss_scaling = _declares_loss_scaling("GRPOTrainer", GRPO_TRAINER)
+test_rloo_trainer_declares_loss_scaling = _declares_loss_scaling("RLOOTrainer", RLOO_TRAINER)
+test_dpo_trainer_declares_loss_scaling = _declares_loss_scaling("DPOTrainer", DPO_TRAINER)
+test_kto_trainer_declares_loss_scaling = _declares_loss_scaling("KTOTrainer", KTO_TRAINER)
+test_cpo_trainer_declares_loss_scaling = _declares_loss_scaling("CPOTrainer", EXPERIMENTAL_CPO)
+test_orpo_trainer_declares_loss_scaling = _declares_loss_scaling("ORPOTrainer", EXPERIMENTAL_ORPO)
+test_reward_trainer_declares_loss_scaling = _declares_loss_scaling("RewardTrainer", REWARD_TRAINER)
+test_distillation_trainer_declares_loss_scaling = _declares_loss_scaling(
+    "DistillationTrainer", DISTILLATION_TRAINER
+)
+test_async_grpo_trainer_declares_loss_scaling = _declares_loss_scaling(
+    "AsyncGRPOTrainer", ASYNC_GRPO
+)
+test_async_distillation_trainer_declares_loss_scaling = _declares_loss_scaling(
+    "AsyncDistillationTrainer", ASYNC_DISTILLATION
+)
+test_sdft_trainer_declares_loss_scaling = _declares_loss_scaling("SDFTTrainer", SDFT_TRAINER)
+test_sdpo_trainer_declares_loss_scaling = _declares_loss_scaling("SDPOTrainer", SDPO_TRAINER)
+test_ssd_trainer_declares_loss_scaling = _declares_loss_scaling(
+    "SSDTrainer", SSD_TRAINER, until="1.16.0"
+)
+
+
+# -- TRL's chunked NLL: the loss the project's chunked loss mirrors and is compared with -
+
+
+@check(reads=SFT_CONFIG, fix="chunked NLL loss", since="0.23.0")
+def test_sft_config_has_loss_type(upstream):
+    """SFTConfig declares the loss_type field (the runtime tier selects TRL's own losses
+    with it)."""
+    expect_class_attribute(upstream.module(SFT_CONFIG).cls("SFTConfig"), "loss_type")
+
+
+@check(reads=SFT_TRAINER, fix="chunked NLL loss", since="1.4.0", until="1.15.0")
+def test_sft_trainer_patches_chunked_nll_on_peft_base_model(upstream):
+    """For loss_type == "chunked_nll" SFTTrainer.__init__ patches the forward of
+    get_base_model() under PEFT (so adapters stay in the decoder), as the project's
+    patch_chunked_loss does."""
+    init = upstream.module(SFT_TRAINER).cls("SFTTrainer").method("__init__")
+    (patch, *_) = expect_call(init, "_patch_chunked_ce_lm_head")
+    _expect_guarded_by_loss_type(patch, "chunked_nll")
+    target = patch.arg(0)
+    values = [a.value for a in expect_assignment(init, str(target))]
+    if not any("get_base_model()" in value for value in values):
+        raise Drift(
+            f"SFTTrainer.__init__ patches {target}, which is no longer the PEFT base model: "
+            f"{target} = {' / '.join(values)}"
+        )
+
+
+def _expect_guarded_by_loss_type(call: Call, value: str) -> None:
+    wanted = f"args.loss_type == {value!r}"
+    if not any(wanted in guard for guard in call.guards):
+        raise Drift(
+            f"{call.func} (line {call.line}) is no longer under `if {wanted}`; its guards: "
+            f"{'; '.join(call.guards) or 'none'}"
+        )
+
+
+_TUNER_LAYER_TARGETS = (
+    "target.lm_head",
+    "target.get_output_embeddings()",
+    "model.get_output_embeddings()",
+)
+
+
+@check(reads=SFT_TRAINER, fix="chunked NLL loss", since="1.4.0")
+def test_sft_trainer_refuses_a_peft_lm_head(upstream):
+    """SFTTrainer.__init__ refuses an lm_head that is a PEFT BaseTunerLayer (isinstance on
+    lm_head or get_output_embeddings()): the chunked loss reads lm_head.weight, so an
+    adapter there would get no gradient. The project's check_lm_head mirrors it."""
+    init = upstream.module(SFT_TRAINER).cls("SFTTrainer").method("__init__")
+    checks = [c for c in init.calls_to("isinstance") if c.arg(1) == "BaseTunerLayer"]
+    if not any(c.arg(0) in _TUNER_LAYER_TARGETS for c in checks):
+        found = "; ".join(c.source for c in checks) or "no isinstance(..., BaseTunerLayer)"
+        raise Drift(f"SFTTrainer.__init__ no longer checks lm_head for a tuner layer: {found}")
+
+
+@check(reads=SFT_TRAINER, fix="chunked NLL loss", since="1.4.0", until="1.15.0")
+def test_chunked_cross_entropy_signature(upstream):
+    """_chunked_cross_entropy_loss takes hidden states, lm_head weight and bias, labels or
+    shift_labels, num_items_in_batch, logit scale and softcapping: the contract the
+    project's chunked_cross_entropy mirrors."""
+    loss = upstream.module(SFT_TRAINER).function("_chunked_cross_entropy_loss")
+    expect_parameters(
+        loss,
+        "hidden_states",
+        "lm_head_weight",
+        "chunk_size",
+        "labels",
+        "shift_labels",
+        "num_items_in_batch",
+        "logit_scale",
+        "final_logit_softcapping",
+        "lm_head_bias",
+    )
+
+
+@check(reads=SFT_TRAINER, fix="chunked NLL loss", since="1.4.0", until="1.15.0")
+def test_chunked_cross_entropy_returns_valid_token_count(upstream):
+    """_chunked_cross_entropy_loss returns the count of scored (non-ignored) tokens last,
+    a tensor counted from the valid-label mask; the project returns the same count."""
+    loss = upstream.module(SFT_TRAINER).function("_chunked_cross_entropy_loss")
+    returned = [ast.parse(r, mode="eval").body for r in loss.returns]
+    tuples = [r for r in returned if isinstance(r, ast.Tuple) and r.elts]
+    if not tuples:
+        raise Drift(f"_chunked_cross_entropy_loss returns {', '.join(loss.returns)}, no tuple")
+    last = ast.unparse(tuples[-1].elts[-1])
+    # n_valid (1.4-1.7: torch.tensor(n_valid)) or the label mask (1.8+: valid.sum()).
+    count = [a for a in expect_assignment(loss, last) if "valid" in a.value]
+    if not count:
+        raise Drift(
+            f"_chunked_cross_entropy_loss returns {last} last, not a count of the valid labels"
+        )
+
+
+@check(reads=SFT_TRAINER, fix="chunked NLL loss", since="1.4.0", until="1.15.0")
+def test_sft_compute_loss_reads_num_valid_tokens(upstream):
+    """SFTTrainer.compute_loss reads outputs.num_valid_tokens from the chunked forward for
+    its token metrics; the project's forward returns the same field."""
+    compute_loss = upstream.module(SFT_TRAINER).cls("SFTTrainer").method("compute_loss")
+    expect_mentions(compute_loss, "num_valid_tokens")
+
+
+@check(reads=SFT_CONFIG, fix="chunked NLL loss", since="1.7.0", until="1.15.0")
+def test_sft_config_defaults_to_chunked_nll(upstream):
+    """SFTConfig leaves loss_type None and __post_init__ resolves it to "chunked_nll" (TRL's
+    chunked loss is the SFT default), so the project's chunked loss replaces TRL's."""
+    config = upstream.module(SFT_CONFIG).cls("SFTConfig")
+    field = expect_class_attribute(config, "loss_type")
+    if "None" not in _default_of(field.value):
+        raise Drift(f"SFTConfig.loss_type defaults to {_default_of(field.value)}, not None")
+    resolved = expect_assignment(config.method("__post_init__"), "self.loss_type")
+    if not any("chunked_nll" in _string_constants(a.value) for a in resolved):
+        values = " / ".join(a.value for a in resolved)
+        raise Drift(
+            f"SFTConfig.__post_init__ no longer resolves loss_type to chunked_nll: {values}"
+        )
+
+
+def _default_of(field_value: str | None) -> str:
+    node = ast.parse(field_value or "None", mode="eval").body
+    if isinstance(node, ast.Call):
+        for keyword in node.keywords:
+            if keyword.arg == "default":
+                return ast.unparse(keyword.value)
+    return ast.unparse(node)
+
+
+@check(reads=SFT_CONFIG, fix="chunked NLL loss", since="1.15.0")
+def test_chunked_nll_is_a_deprecated_alias_of_nll(upstream):
+    """SFTConfig.__post_init__ rewrites loss_type "chunked_nll" to "nll" (TRL's chunked loss
+    became the fused LM head of every nll run)."""
+    post_init = upstream.module(SFT_CONFIG).cls("SFTConfig").method("__post_init__")
+    aliases = [
+        a
+        for a in expect_assignment(post_init, "self.loss_type")
+        if a.literal == "nll" and any("self.loss_type == 'chunked_nll'" in g for g in a.guards)
+    ]
+    if not aliases:
+        raise Drift("SFTConfig.__post_init__ no longer maps loss_type 'chunked_nll' to 'nll'")
+
+
+@check(reads=(SFT_TRAINER, TRAINER_UTILS), fix="chunked NLL loss", since="1.15.0")
+def test_sft_trainer_asks_for_the_fused_lm_head(upstream):
+    """SFTTrainer adds TRL's fused LM head (trl/trainer/utils.py add_fused_lm_head) to the
+    PEFT base model and calls the model with fused_lm_head=True; the project's chunked
+    forward hands such calls to the original forward."""
+    expect_defined(upstream.module(TRAINER_UTILS), "add_fused_lm_head")
+    sft_trainer = upstream.module(SFT_TRAINER).cls("SFTTrainer")
+    (add, *_) = expect_call(sft_trainer.method("__init__"), "add_fused_lm_head")
+    if "get_base_model()" not in str(add.arg(0)):
+        raise Drift(f"SFTTrainer adds the fused LM head to {add.arg(0)}, not the PEFT base model")
+    fused = [c for c in sft_trainer.method("compute_loss").calls if c.keyword("fused_lm_head")]
+    if not fused:
+        raise Drift("SFTTrainer.compute_loss no longer calls the model with fused_lm_head=True")
+
+
+# -- version gate -------------------------------------------------------------------------
+
+
+@check(reads=TRL_INIT, fix="trl version gate", until="0.22.0")
+def test_version_is_a_literal(upstream):
+    """trl/__init__.py assigns __version__ the release's own version as a string literal."""
+    version = upstream.module(TRL_INIT).assignments.get("__version__")
+    if version is None or version.literal != str(upstream.version):
+        found = version.value if version is not None else "nothing"
+        raise Drift(f"trl/__init__.py assigns __version__ = {found}, not {str(upstream.version)!r}")
+
+
+@check(reads=TRL_INIT, fix="trl version gate", since="0.22.0", until="0.22.1")
+def test_version_read_from_version_file(upstream):
+    """trl/__init__.py reads __version__ from the repository's VERSION file
+    (Path(__file__).parent.parent / "VERSION"), else "unknown": the wheel does not ship that
+    file, so the gate must fall back to the installed distribution's metadata."""
+    init = upstream.module(TRL_INIT)
+    version_file = init.assignments.get("_version_file")
+    if version_file is None or "VERSION" not in _string_constants(version_file.value):
+        raise Drift("trl/__init__.py no longer locates a VERSION file in _version_file")
+    version = init.assignments.get("__version__")
+    if version is None or version.value != "f.read().strip()":
+        found = version.value if version is not None else "nothing"
+        raise Drift(f"trl/__init__.py assigns __version__ = {found}, not f.read().strip()")
+
+
+@check(reads=TRL_INIT, fix="trl version gate", since="0.22.1")
+def test_version_from_package_metadata(upstream):
+    """trl/__init__.py sets __version__ = version("trl") from importlib.metadata."""
+    init = upstream.module(TRL_INIT)
+    version = init.assignments.get("__version__")
+    if version is None or version.value != "version('trl')":
+        found = version.value if version is not None else "nothing"
+        raise Drift(f"trl/__init__.py assigns __version__ = {found}, not version('trl')")
+    imported = init.imports.get("version")
+    if imported is None or imported.module != "importlib.metadata":
+        origin = imported.module if imported is not None else "nowhere"
+        raise Drift(f"`version` in trl/__init__.py comes from {origin}, not importlib.metadata")
+
+
+# -- datasets and chat templates --------------------------------------------------------
+
+
+@check(reads=DATA_UTILS, fix="trl dataset format detection")
+def test_is_conversational(upstream):
+    """trl/data_utils.py defines is_conversational(example)."""
+    data_utils = upstream.module(DATA_UTILS)
+    expect_defined(data_utils, "is_conversational")
+    expect_parameters(data_utils.function("is_conversational"), "example")
+
+
+@check(reads=DATA_UTILS, fix="chat template propagation")
+def test_maybe_apply_chat_template_delegates(upstream):
+    """maybe_apply_chat_template (the legacy entry point) hands conversational examples to
+    apply_chat_template, so wrapping either reaches the template."""
+    data_utils = upstream.module(DATA_UTILS)
+    expect_call(data_utils.function("maybe_apply_chat_template"), "apply_chat_template")
+
+
+@check(reads=DATA_UTILS, fix="chat template propagation", until="1.3.0")
+def test_apply_chat_template_takes_tokenizer(upstream):
+    """apply_chat_template and maybe_apply_chat_template take (example, tokenizer, tools)."""
+    data_utils = upstream.module(DATA_UTILS)
+    for name in ("apply_chat_template", "maybe_apply_chat_template"):
+        expect_parameters(data_utils.function(name), "example", "tokenizer", "tools")
+
+
+@check(reads=DATA_UTILS, fix="chat template propagation", since="1.3.0")
+def test_apply_chat_template_takes_processing_class(upstream):
+    """apply_chat_template and maybe_apply_chat_template take (example, processing_class,
+    tools): the tokenizer parameter was renamed in 1.3.0."""
+    data_utils = upstream.module(DATA_UTILS)
+    for name in ("apply_chat_template", "maybe_apply_chat_template"):
+        expect_parameters(data_utils.function(name), "example", "processing_class", "tools")
+
+
+@check(reads=DATA_UTILS, fix="chat template propagation", since="0.21.0")
+def test_apply_chat_template_forwards_template_kwargs(upstream):
+    """apply_chat_template and maybe_apply_chat_template take **template_kwargs, and the
+    legacy one passes them on."""
+    data_utils = upstream.module(DATA_UTILS)
+    for name in ("apply_chat_template", "maybe_apply_chat_template"):
+        function = data_utils.function(name)
+        if function.signature.var_keyword != "template_kwargs":
+            raise Drift(f"{name} takes no **template_kwargs; its signature is {function.signature}")
+    calls = data_utils.function("maybe_apply_chat_template").calls_to("apply_chat_template")
+    if not any((None, "template_kwargs") in c.keywords for c in calls):
+        raise Drift("maybe_apply_chat_template no longer passes **template_kwargs on")
+
+
+@check(reads=DATA_UTILS, fix="chat template propagation", since="0.24.0")
+def test_apply_chat_template_reads_example_chat_template_kwargs(upstream):
+    """apply_chat_template reads the example's own "chat_template_kwargs" column (the
+    successor path for per-example template arguments)."""
+    function = upstream.module(DATA_UTILS).function("apply_chat_template")
+    reads = [
+        c
+        for c in function.calls_to("example.get")
+        if c.literal_args[:1] == ("chat_template_kwargs",)
+    ]
+    if not reads:
+        raise Drift("apply_chat_template no longer reads example.get('chat_template_kwargs', ...)")
+
+
+# -- NEFTune --------------------------------------------------------------------------------
+
+
+@check(reads=SFT_TRAINER, fix="NEFTune hook patch")
+def test_sft_trainer_leaves_neftune_to_trainer(upstream):
+    """SFTTrainer brings no NEFTune hook of its own (no _activate_neftune override, no
+    neftune_post_forward_hook in sft_trainer.py): transformers' hook, which the patch
+    replaces, is the one that runs."""
+    sft_module = upstream.module(SFT_TRAINER)
+    sft_trainer = sft_module.cls("SFTTrainer")
+    for name in ("_activate_neftune", "_deactivate_neftune"):
+        expect_not_declared(sft_trainer, name)
+    if sft_module.defines("neftune_post_forward_hook"):
+        raise Drift("trl/trainer/sft_trainer.py now defines or imports neftune_post_forward_hook")
+
+
+# -- GRPO -----------------------------------------------------------------------------------
+
+
+def _grpo(upstream: Snapshot) -> Class:
+    return upstream.module(GRPO_TRAINER).cls("GRPOTrainer")
+
+
+@check(reads=GRPO_TRAINER, fix="GRPO trainer patch")
+def test_grpo_trainer_methods(upstream):
+    """GRPOTrainer defines _prepare_inputs, _generate_and_score_completions, compute_loss and
+    _compute_loss, the methods the patch rewrites."""
+    grpo = _grpo(upstream)
+    for name in (
+        "_prepare_inputs",
+        "_generate_and_score_completions",
+        "compute_loss",
+        "_compute_loss",
+    ):
+        grpo.method(name)
+
+
+@check(reads=GRPO_TRAINER, fix="GRPO trainer patch", until="0.20.0")
+def test_grpo_per_token_logps(upstream):
+    """GRPOTrainer._get_per_token_logps(model, input_ids, attention_mask, logits_to_keep)
+    is the per-token log-prob helper (the legacy name)."""
+    expect_parameters(
+        _grpo(upstream).method("_get_per_token_logps"),
+        "model",
+        "input_ids",
+        "attention_mask",
+        "logits_to_keep",
+    )
+
+
+_LOGPS_PARAMETERS = ("model", "input_ids", "attention_mask", "logits_to_keep")
+
+
+def _require_logps_and_entropies(grpo: Class) -> None:
+    expect_parameters(grpo.method("_get_per_token_logps_and_entropies"), *_LOGPS_PARAMETERS)
+    expect_not_declared(grpo, "_get_per_token_logps")
+
+
+@check(reads=GRPO_TRAINER, fix="GRPO trainer patch", since="0.20.0", until="1.14.0")
+def test_grpo_per_token_logps_and_entropies(upstream):
+    """GRPOTrainer._get_per_token_logps_and_entropies(model, input_ids, attention_mask,
+    logits_to_keep) replaced _get_per_token_logps."""
+    _require_logps_and_entropies(_grpo(upstream))
+
+
+@check(reads=GRPO_TRAINER, fix="GRPO trainer patch", since="1.14.0", until="1.15.0")
+def test_grpo_per_token_logps_dispatch(upstream):
+    """GRPOTrainer._get_per_token_logps_and_entropies(model, *args, **kwargs) hands its
+    arguments to _full_logits_logps(model, input_ids, attention_mask, logits_to_keep) (the
+    1.14 shape, between a Liger chunked path and the full-logits one)."""
+    grpo = _grpo(upstream)
+    dispatch = grpo.method("_get_per_token_logps_and_entropies")
+    if dispatch.signature.var_positional is None:
+        raise Drift(f"_get_per_token_logps_and_entropies takes no *args: {dispatch.signature}")
+    expect_call(dispatch, "self._full_logits_logps")
+    expect_parameters(grpo.method("_full_logits_logps"), *_LOGPS_PARAMETERS)
+
+
+@check(reads=GRPO_TRAINER, fix="GRPO trainer patch", since="1.15.0")
+def test_grpo_per_token_logps_and_entropies_named_again(upstream):
+    """GRPOTrainer._get_per_token_logps_and_entropies names (model, input_ids,
+    attention_mask, logits_to_keep) again from 1.15.0."""
+    _require_logps_and_entropies(_grpo(upstream))
+
+
+@check(reads=GRPO_TRAINER, fix="GRPO trainer patch", until="0.19.0")
+def test_grpo_scores_under_inference_mode_in_generate(upstream):
+    """GRPOTrainer._generate_and_score_completions opens torch.inference_mode()."""
+    expect_call(_grpo(upstream).method("_generate_and_score_completions"), "torch.inference_mode")
+
+
+@check(reads=GRPO_TRAINER, fix="GRPO trainer patch", since="0.19.0")
+def test_grpo_rewards_under_inference_mode(upstream):
+    """GRPOTrainer._calculate_rewards opens torch.inference_mode() (moved there from
+    _generate_and_score_completions in 0.19.0)."""
+    expect_call(_grpo(upstream).method("_calculate_rewards"), "torch.inference_mode")
+
+
+@check(reads=GRPO_TRAINER, fix="GRPO trainer patch", until="1.15.0")
+def test_grpo_compute_loss_unwraps_model(upstream):
+    """GRPOTrainer.compute_loss calls self.accelerator.unwrap_model."""
+    expect_call(_grpo(upstream).method("compute_loss"), "self.accelerator.unwrap_model")
+
+
+@check(reads=GRPO_TRAINER, fix="GRPO trainer patch", since="0.19.0")
+def test_grpo_generation_unwraps_model(upstream):
+    """GRPOTrainer._generate_and_score_completions calls self.accelerator.unwrap_model."""
+    expect_call(
+        _grpo(upstream).method("_generate_and_score_completions"), "self.accelerator.unwrap_model"
+    )
+
+
+# -- KTO --------------------------------------------------------------------------------
+
+
+def _require_get_batch_logps(function: Function) -> None:
+    expect_parameters(function, "logits", "labels")
+
+
+@check(reads=KTO_TRAINER, fix="KTO batch logps patch", until="0.26.0")
+def test_kto_get_batch_logps(upstream):
+    """KTOTrainer.get_batch_logps(logits, labels, ...) in trl/trainer/kto_trainer.py."""
+    _require_get_batch_logps(
+        upstream.module(KTO_TRAINER).cls("KTOTrainer").method("get_batch_logps")
+    )
+
+
+@check(reads=EXPERIMENTAL_KTO, fix="KTO batch logps patch", since="0.26.0", until="1.6.0")
+def test_experimental_kto_get_batch_logps(upstream):
+    """KTOTrainer.get_batch_logps(logits, labels, ...) in trl/experimental/kto (moved there
+    in 0.26.0; the 1.6.0 rewrite dropped it)."""
+    kto = upstream.module(EXPERIMENTAL_KTO).cls("KTOTrainer")
+    _require_get_batch_logps(kto.method("get_batch_logps"))
+
+
+# -- generation ---------------------------------------------------------------------------
+
+
+@check(reads=MODELS_UTILS, fix="generation unwrap patch")
+def test_unwrap_model_for_generation(upstream):
+    """trl/models/utils.py defines unwrap_model_for_generation(model, accelerator, ...) as a
+    contextmanager."""
+    models_utils = upstream.module(MODELS_UTILS)
+    expect_defined(models_utils, "unwrap_model_for_generation")
+    unwrap = models_utils.function("unwrap_model_for_generation")
+    expect_parameters(unwrap, "model", "accelerator")
+    if not any(d.endswith("contextmanager") for d in unwrap.decorators):
+        raise Drift(
+            f"unwrap_model_for_generation is no longer a contextmanager: {unwrap.decorators}"
+        )
+
+
+@check(reads=VLLM_GENERATION, fix="vLLM generation patch", since="0.28.0")
+def test_vllm_generation(upstream):
+    """trl/generation/vllm_generation.py defines VLLMGeneration with _init_vllm,
+    sync_weights and generate."""
+    vllm = upstream.module(VLLM_GENERATION).cls("VLLMGeneration")
+    for name in ("_init_vllm", "sync_weights", "generate"):
+        vllm.method(name)
