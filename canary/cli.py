@@ -21,6 +21,7 @@ from pathlib import Path
 from canary.errors import CanaryError
 from canary.report.render import FORMATS
 from canary.tags import load_tags, stable_releases, update_tags_file
+from canary.upstream import Case
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -29,6 +30,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         from canary.runtime.runner import main as runtime_main
 
         return runtime_main(argv[1:])
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "report":
+            return _report(args)
+        if args.new:
+            return _new_tags(args.file)
+        return _tags(args.file, update=args.update)
+    except CanaryError as exc:
+        print(f"canary: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The commands' parser (``runtime`` has its own: :mod:`canary.runtime.runner`)."""
     parser = argparse.ArgumentParser(prog="python -m canary", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     tags = commands.add_parser("tags", help="show or update tags.toml")
@@ -68,16 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="exit 0 whatever the run found (an unreadable results file still exits 2)",
     )
-    args = parser.parse_args(argv)
-    try:
-        if args.command == "report":
-            return _report(args)
-        if args.new:
-            return _new_tags(args.file)
-        return _tags(args.file, update=args.update)
-    except CanaryError as exc:
-        print(f"canary: error: {exc}", file=sys.stderr)
-        return 2
+    return parser
 
 
 def _tags(path: Path, *, update: bool) -> int:
@@ -102,11 +108,19 @@ def _tags(path: Path, *, update: bool) -> int:
 
 
 def _new_tags(path: Path) -> int:
+    """One pytest argument per line (``mapfile -t args``): a ``--canary-tags`` per package
+    with new releases, then ``-k`` and an expression selecting just those cases, so the
+    packages without news are not rechecked."""
+    selected: list[str] = []
     for package in load_tags(path).packages.values():
         listed = set(package.versions)
         new = [v for v in stable_releases(package.name, package.floor) if v not in listed]
         if new:
             print(f"--canary-tags={package.name}={','.join(new)}")
+            selected += [Case(package.name, version, "index").id for version in new]
+    if selected:
+        print("-k")
+        print(" or ".join(selected))
     return 0
 
 
