@@ -10,13 +10,18 @@ fetch or parse problem is a setup error of that case, never a pass or a drift.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import multiprocessing
+import os
 import pickle
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
@@ -214,12 +219,23 @@ class Workspace:
         policy: FetchPolicy,
         *,
         workers: int = 4,
+        parse_processes: int | None = None,
     ) -> None:
         self.make_source = make_source
         self.cache = cache
         self.policy = policy
         self.stats = Stats()
         self.workers = workers
+        # Parsing is CPU-bound and holds the GIL, so a prefetch hands cache misses to a
+        # process pool: they parse on other cores while the fetch threads keep
+        # downloading. None: one process per core where there is more than one core.
+        if parse_processes is None:
+            parse_processes = os.cpu_count() or 1
+            parse_processes = parse_processes if parse_processes > 1 else 0
+        self.parse_processes = parse_processes
+        self._parse_pool: Executor | None = None
+        self._parsing: dict[tuple[Case, str], Future[tuple[bytes, float]]] = {}
+        self._digest_jobs: dict[str, Future[tuple[bytes, float]]] = {}
         self._trees: dict[Case, Tree] = {}
         self._modules: dict[tuple[Case, str], codeindex.Module | None] = {}
         self._versions: dict[Case, Version | None] = {}
@@ -242,6 +258,8 @@ class Workspace:
         """The case's version: its label, or what the tree itself declares (``main``)."""
         if (known := case.known_version) is not None:
             return known
+        if (pending := self._pending.get(case)) is not None:
+            pending.result()  # the prefetch reads the version too; its failure is ours
         with self._case_lock(case):
             if case not in self._versions:
                 files = self._read(case, package_version_files(case.package))
@@ -256,6 +274,13 @@ class Workspace:
         with self._lock:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="canary-fetch")
+            if self._parse_pool is None and self.parse_processes > 0 and len(plan) > 1:
+                # spawn, not fork: this process already runs threads holding locks.
+                self._parse_pool = ProcessPoolExecutor(
+                    self.parse_processes,
+                    mp_context=multiprocessing.get_context("spawn"),
+                    initializer=_yield_to_downloads,
+                )
             for case, paths in plan.items():
                 if case not in self._pending:
                     self._pending[case] = self._pool.submit(self._load, case, sorted(paths))
@@ -266,21 +291,54 @@ class Workspace:
             pending.result()  # a failed prefetch is this case's setup error
         self._load(case, paths)
         version = self.version(case)
-        return Snapshot(case, version, {p: self._modules[(case, p)] for p in paths})
+        return Snapshot(case, version, {p: self._module(case, p) for p in paths})
 
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._parse_pool is not None:
+            self._parse_pool.shutdown(wait=False, cancel_futures=True)
 
     def _load(self, case: Case, paths: Sequence[str]) -> None:
         with self._case_lock(case):
-            wanted = [p for p in paths if (case, p) not in self._modules]
+            known = self._modules.keys() | self._parsing.keys()
+            wanted = [p for p in paths if (case, p) not in known]
             if not wanted:
                 return
             tree = self.tree(case)
-            contents = self._read(case, wanted)
+            # A tree that declares its own version (main) reads it in the same fetch, so
+            # one failure decides every check of the case alike, whatever runs first.
+            version_files = []
+            if case.known_version is None and case not in self._versions:
+                version_files = package_version_files(case.package)
+            contents = self._read(case, [*wanted, *version_files])
+            if version_files:
+                text = version_from_package_files(case.package, contents.get)
+                self._versions[case] = _parse_version(text)
             for path in wanted:
-                self._modules[(case, path)] = self._parse(tree, path, contents[path])
+                parsed = self._parse(tree, path, contents[path])
+                if isinstance(parsed, Future):
+                    self._parsing[(case, path)] = parsed
+                else:
+                    self._modules[(case, path)] = parsed
+
+    def _module(self, case: Case, path: str) -> codeindex.Module | None:
+        """The parsed module, waiting for it where a parse process has it in hand."""
+        with self._case_lock(case):
+            if (case, path) in self._modules:
+                return self._modules[(case, path)]
+            job = self._parsing[(case, path)]
+        try:
+            blob, _ = job.result()  # a ParseError of the file is raised here
+        except BrokenProcessPool:  # a parse process died (killed, out of memory)
+            contents = self._read(case, [path])
+            module = self._parse_here(contents[path], path, str(case))
+        else:
+            module = pickle.loads(blob).relabeled(path=path, origin=str(case))
+        with self._case_lock(case):
+            self._modules[(case, path)] = module
+            self._parsing.pop((case, path), None)
+        return module
 
     def _read(self, case: Case, paths: Sequence[str]) -> dict[str, bytes | None]:
         """Read through the case's tree; a fetch that failed once fails fast for the rest
@@ -293,28 +351,48 @@ class Workspace:
             self._failures[case] = exc
             raise
 
-    def _parse(self, tree: Tree, path: str, content: bytes | None) -> codeindex.Module | None:
+    def _parse(
+        self, tree: Tree, path: str, content: bytes | None
+    ) -> codeindex.Module | Future[tuple[bytes, float]] | None:
+        """The module, or the parse process's job where it was handed to one."""
         if content is None:
             return None
         origin = str(tree.case)
         # Keyed by content alone: patch releases share most files, so each distinct file
         # is parsed once, ever; relabeling makes messages name this case.
         digest = hashlib.sha256(content).hexdigest()
-        namespace = codeindex.INDEX_KEY
-        if self.cache is not None and (blob := self.cache.read_blob(namespace, digest)):
-            try:
-                module = pickle.loads(blob)
-            except Exception:  # a pickle from another canary: parse again and overwrite it
-                module = None
-            if isinstance(module, codeindex.Module):
-                self.stats.add(modules_from_cache=1)
-                return module.relabeled(path=path, origin=origin)
-        started = time.perf_counter()
-        module = codeindex.parse_module(content, path=path, origin=origin)
-        self.stats.add(modules_parsed=1, parse_seconds=time.perf_counter() - started)
-        if self.cache is not None:
-            self.cache.write_blob(namespace, digest, pickle.dumps(module, protocol=5))
-        return module
+        if self.cache is not None and (
+            module := _cached_module(self.cache.read_blob(codeindex.INDEX_KEY, digest))
+        ):
+            self.stats.add(modules_from_cache=1)
+            return module.relabeled(path=path, origin=origin)
+        if self._parse_pool is not None:
+            with self._lock:
+                job = self._digest_jobs.get(digest)
+                if job is None:
+                    root = self.cache.root if self.cache is not None else None
+                    try:
+                        job = self._parse_pool.submit(_parse_to_blob, content, path, origin, root)
+                    except (BrokenProcessPool, RuntimeError):  # broken or shut down
+                        return self._parse_here(content, path, origin)
+                    job.add_done_callback(self._count_parse)
+                    self._digest_jobs[digest] = job
+                else:  # another case's copy of the same file is already being parsed
+                    self.stats.add(modules_from_cache=1)
+            return job
+        return self._parse_here(content, path, origin)
+
+    def _count_parse(self, job: Future[tuple[bytes, float]]) -> None:
+        if not job.cancelled() and job.exception() is None:
+            self.stats.add(modules_parsed=1, parse_seconds=job.result()[1])
+
+    def _parse_here(self, content: bytes | None, path: str, origin: str) -> codeindex.Module | None:
+        if content is None:
+            return None
+        root = self.cache.root if self.cache is not None else None
+        blob, seconds = _parse_to_blob(content, path, origin, root)
+        self.stats.add(modules_parsed=1, parse_seconds=seconds)
+        return pickle.loads(blob)
 
     def _case_lock(self, case: Case) -> threading.Lock:
         with self._lock:
@@ -328,3 +406,39 @@ def _parse_version(text: str | None) -> Version | None:
         return Version(text)
     except InvalidVersion:
         return None
+
+
+def _yield_to_downloads() -> None:
+    # Downloads (pip) are the run's critical path and want CPU too; parsing fills the
+    # gaps and catches up once they are done.
+    if hasattr(os, "nice"):
+        with contextlib.suppress(OSError):
+            os.nice(10)
+
+
+def _cached_module(blob: bytes | None) -> codeindex.Module | None:
+    if not blob:
+        return None
+    try:
+        module = pickle.loads(blob)
+    except Exception:  # a pickle from another canary: parse again and overwrite it
+        return None
+    return module if isinstance(module, codeindex.Module) else None
+
+
+def _parse_to_blob(
+    content: bytes, path: str, origin: str, cache_root: Path | None
+) -> tuple[bytes, float]:
+    """Parse one file and keep its code index; runs in a parse process or in place.
+
+    Returns the pickled index (what crosses the process boundary anyway) and the seconds
+    the parse took. A ParseError is raised to the caller, pickled across if need be.
+    """
+    started = time.perf_counter()
+    module = codeindex.parse_module(content, path=path, origin=origin)
+    seconds = time.perf_counter() - started
+    blob = pickle.dumps(module, protocol=5)
+    if cache_root is not None:
+        digest = hashlib.sha256(content).hexdigest()
+        Cache(cache_root).write_blob(codeindex.INDEX_KEY, digest, blob)
+    return blob, seconds

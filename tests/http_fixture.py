@@ -25,6 +25,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 __all__ = [
     "HTML_PAGE",
+    "Hang",
     "Html",
     "LoopbackServer",
     "Recorded",
@@ -68,6 +69,13 @@ class Trickle:
 
 
 @dataclass(frozen=True)
+class Hang:
+    """Read the request, then say nothing for ``seconds`` (a stalled proxy), then hang up."""
+
+    seconds: float = 1.0
+
+
+@dataclass(frozen=True)
 class Html:
     """Answer 200 with an HTML page, as a captive portal does."""
 
@@ -75,7 +83,7 @@ class Html:
     body: bytes = HTML_PAGE
 
 
-Response = Status | Reset | ShortBody | Trickle | Html
+Response = Status | Reset | ShortBody | Trickle | Hang | Html
 
 
 @dataclass(frozen=True)
@@ -107,6 +115,11 @@ class LoopbackServer:
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
         )
         self._thread.start()
+        # A port can be reused by a later server: what an earlier test taught the run
+        # about a dead host at this address must not leak into this one.
+        from canary.sources.github import HOSTS
+
+        HOSTS.answered(self.url.removeprefix("http://"))
         return self
 
     def stop(self) -> None:
@@ -202,6 +215,9 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.write(body[start : start + response.chunk])
                 self.wfile.flush()
                 time.sleep(response.delay)
+        elif isinstance(response, Hang):
+            time.sleep(response.seconds)
+            self.close_connection = True
         elif isinstance(response, Html):
             self._head(200, len(response.body), response.content_type)
             self.wfile.write(response.body)

@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import requests
 import requests.adapters
@@ -26,7 +26,7 @@ import requests.auth
 
 from canary.errors import FetchError, RefNotFound
 
-__all__ = ["DEFAULT_BASE_URL", "GitHubSource"]
+__all__ = ["DEFAULT_BASE_URL", "GitHubSource", "HostHealth"]
 
 DEFAULT_BASE_URL = "https://raw.githubusercontent.com"
 BASE_URL_ENV = "CANARY_GITHUB_RAW_URL"
@@ -36,6 +36,10 @@ TOKEN_ENV = "GITHUB_TOKEN"
 # stalls for an hour on one Retry-After is worse than one that fails and says why.
 MAX_RETRY_AFTER = 60.0
 MAX_BACKOFF = 60.0
+# Read when a source is made, so a test (or an embedding tool) can make retries fast.
+DEFAULT_TIMEOUT = 30.0
+DEFAULT_RETRIES = 5
+DEFAULT_BACKOFF = 1.0
 
 _RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 _RETRY_AFTER_STATUSES = frozenset({429, 503})
@@ -63,12 +67,62 @@ class _BearerAuth(requests.auth.AuthBase):
 
 
 class _RetryableError(Exception):
-    """One attempt failed in a way the next attempt may not; ``delay`` is the server's ask."""
+    """One attempt failed in a way the next attempt may not; ``delay`` is the server's ask.
 
-    def __init__(self, reason: str, delay: float | None = None) -> None:
+    ``unreachable``: no answer at all (refused, reset, timed out), as opposed to an answer
+    that was bad; only those count towards calling the host down.
+    """
+
+    def __init__(self, reason: str, delay: float | None = None, *, unreachable: bool = False):
         super().__init__(reason)
         self.reason = reason
         self.delay = delay
+        self.unreachable = unreachable
+
+
+class HostHealth:
+    """Which hosts stopped answering, shared by every source of a run.
+
+    Every case of a run has its own source, and each file its own retries: without this,
+    a host that is down costs every case a full round of backoff (about 30 s each). After
+    ``threshold`` attempts in a row got no answer from a host, with no success between,
+    it is called down and every later request to it fails at once, for ``hold`` seconds.
+    """
+
+    def __init__(self, *, hold: float = 600.0, clock: Callable[[], float] = time.monotonic):
+        self.hold = hold
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._misses: dict[str, int] = {}
+        self._down: dict[str, tuple[float, str]] = {}  # host -> (since, last reason)
+
+    def down_reason(self, host: str) -> str | None:
+        """Why ``host`` is down, or None when it may be tried."""
+        with self._lock:
+            down = self._down.get(host)
+            if down is None:
+                return None
+            since, reason = down
+            if self._clock() - since > self.hold:
+                del self._down[host]
+                self._misses.pop(host, None)
+                return None
+            return reason
+
+    def no_answer(self, host: str, reason: str, threshold: int) -> None:
+        with self._lock:
+            self._misses[host] = misses = self._misses.get(host, 0) + 1
+            if misses >= threshold and host not in self._down:
+                self._down[host] = (self._clock(), f"{misses} attempts in a row: {reason}")
+
+    def answered(self, host: str) -> None:
+        with self._lock:
+            self._misses.pop(host, None)
+            self._down.pop(host, None)
+
+
+# One per process: a pytest run (or an xdist worker) is one process.
+HOSTS = HostHealth()
 
 
 def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
@@ -144,13 +198,17 @@ class GitHubSource:
         *,
         base_url: str | None = None,
         token: str | None = None,
-        timeout: float = 30.0,
-        retries: int = 5,
-        backoff: float = 1.0,
+        timeout: float | None = None,
+        retries: int | None = None,
+        backoff: float | None = None,
         session: requests.Session | None = None,
         max_workers: int = 8,
         sleep: Callable[[float], None] = time.sleep,
+        hosts: HostHealth | None = None,
     ) -> None:
+        timeout = DEFAULT_TIMEOUT if timeout is None else timeout
+        retries = DEFAULT_RETRIES if retries is None else retries
+        backoff = DEFAULT_BACKOFF if backoff is None else backoff
         if retries < 0:
             raise ValueError(f"retries must be >= 0, not {retries}")
         if max_workers < 1:
@@ -167,6 +225,8 @@ class GitHubSource:
         self.backoff = backoff
         self.max_workers = max_workers
         self._sleep = sleep
+        self._hosts = hosts if hosts is not None else HOSTS
+        self._host = urlsplit(self.base_url).netloc
         self._owns_session = session is None
         self._session = session if session is not None else self._new_session(max_workers)
         # None: not known yet. Set once, under the lock, so concurrent 404s probe once.
@@ -262,9 +322,17 @@ class GitHubSource:
         url = self.url_for(path)
         attempts = self.retries + 1
         for attempt in range(attempts):
+            if (down := self._hosts.down_reason(self._host)) is not None:
+                raise FetchError(
+                    f"{self.description}: could not fetch {url}: {self._host} is not answering "
+                    f"({down}); not trying it again for every file of this run: check the "
+                    f"network, or set {BASE_URL_ENV} to a reachable mirror"
+                )
             try:
-                return self._attempt(url, path)
+                body = self._attempt(url, path)
             except _RetryableError as failure:
+                if failure.unreachable:
+                    self._hosts.no_answer(self._host, failure.reason, threshold=attempts)
                 if attempt + 1 == attempts:
                     raise FetchError(
                         f"{self.description}: could not fetch {url}: {failure.reason} "
@@ -272,6 +340,9 @@ class GitHubSource:
                     ) from failure
                 delay = failure.delay
                 self._sleep(delay if delay is not None else backoff_delay(self.backoff, attempt))
+            else:
+                self._hosts.answered(self._host)
+                return body
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _attempt(self, url: str, path: str) -> bytes | None:
@@ -298,6 +369,8 @@ class GitHubSource:
         except requests.exceptions.SSLError as exc:
             # A certificate problem will not fix itself between attempts.
             raise FetchError(f"{self.description}: could not fetch {url}: {exc}") from exc
+        except (requests.ConnectionError, requests.Timeout) as exc:
+            raise _RetryableError(f"{type(exc).__name__}: {exc}", unreachable=True) from exc
         except _RETRY_EXCEPTIONS as exc:
             raise _RetryableError(f"{type(exc).__name__}: {exc}") from exc
         except requests.RequestException as exc:

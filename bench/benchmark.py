@@ -1,0 +1,304 @@
+"""How fast the static tier is, as ratios measured in one run.
+
+    python bench/benchmark.py                 # everything (minutes; the cold run downloads ~1 GB)
+    python bench/benchmark.py --skip-cold     # warm run and the install-and-import comparison
+    python bench/benchmark.py --skip-compare  # warm, cold and the download floor
+
+Measures, on this machine:
+
+* **warm**: ``pytest canary --canary-offline`` over every release in tags.toml, with the
+  cache you already have: wall time, cases, time per case.
+* **cold**: the same run with ``CANARY_CACHE_DIR`` pointed at an empty temporary folder
+  (deleted afterwards; your cache is never touched), against the **floor**: only
+  ``pip download`` of the same wheels, with the same parallelism. pip's own HTTP cache is
+  off for both (``PIP_NO_CACHE_DIR``) unless ``--pip-cache``, so both really download.
+* **install-and-import**: what users would otherwise do: ``pip install --no-deps
+  --target`` each of three releases into its own folder and import every module the
+  catalog's checks read for that package, calling ``inspect.signature`` on everything
+  those modules define; against the canary checking the same releases (warm cache).
+  The dependencies (torch, ...) are installed once beforehand and not counted.
+* **where the time goes**: collection, fetching, parsing and the checks themselves.
+
+The catalog is read from the run itself (which files each package's checks read), never
+from a list kept here. Numbers from a shared or busy machine are noisy: run it twice.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+BENCH = Path(__file__).resolve().parent
+
+
+@dataclass
+class Run:
+    """One timed ``pytest canary`` and what its plugin recorded."""
+
+    wall_s: float
+    report: dict
+    returncode: int
+
+    @property
+    def cases(self) -> int:
+        return int(self.report.get("items", 0))
+
+    @property
+    def stats(self) -> dict:
+        return self.report.get("stats", {})
+
+
+def run_canary(args: list[str], env: dict[str, str], work: Path, name: str) -> Run:
+    out = work / f"{name}.json"
+    env = {
+        **env,
+        "CANARY_BENCH_OUT": str(out),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(BENCH), env.get("PYTHONPATH")])),
+    }
+    command = [sys.executable, "-m", "pytest", "canary", "-q", "-p", "no:cacheprovider"]
+    command += ["-p", "canary_bench_plugin", *args]
+    started = time.perf_counter()
+    done = subprocess.run(command, check=False, cwd=REPO, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    if not out.is_file():
+        sys.exit(f"`{' '.join(command)}` recorded nothing:\n{done.stdout[-3000:]}{done.stderr}")
+    return Run(wall, json.loads(out.read_text()), done.returncode)
+
+
+def describe(run: Run) -> str:
+    outcomes = ", ".join(f"{n} {k}" for k, n in sorted(run.report["outcomes"].items()))
+    return f"{run.wall_s:.1f} s wall, {run.cases} cases ({outcomes})"
+
+
+def breakdown(run: Run) -> list[str]:
+    report, stats = run.report, run.stats
+    startup = report["collection_s"]
+    rest = run.wall_s - report["session_s"]
+    return [
+        f"  python + pytest startup and collection: {startup:.1f} s "
+        f"(+{rest:.1f} s interpreter start/exit outside the session)",
+        f"  fetching: {stats.get('fetch_seconds', 0):.1f} s summed over the fetch threads, "
+        f"{stats.get('files_fetched', 0):.0f} files fetched, "
+        f"{stats.get('files_from_cache', 0):.0f} from cache, "
+        f"{stats.get('bytes_downloaded', 0) / 1e6:,.0f} MB downloaded",
+        f"  parsing: {stats.get('parse_seconds', 0):.1f} s of CPU over the parse processes, "
+        f"{stats.get('modules_parsed', 0):.0f} files parsed, "
+        f"{stats.get('modules_from_cache', 0):.0f} code indexes from the parse cache",
+        f"  checks waiting for their files (setup): {report['setup_s']:.1f} s; "
+        f"the checks themselves: {report['call_s']:.2f} s "
+        f"({1000 * report['call_s'] / max(run.cases, 1):.2f} ms per case)",
+    ]
+
+
+# -- the floor: only downloading the same wheels ------------------------------------------
+
+
+def pip_download_all(wheels: list[tuple[str, str]], workers: int, env: dict, dest: Path) -> float:
+    def one(spec: tuple[str, str]) -> None:
+        package, version = spec
+        folder = dest / f"{package}-{version}"
+        folder.mkdir(parents=True)
+        command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:"]
+        command += ["--no-input", "--quiet", "--dest", str(folder), f"{package}=={version}"]
+        subprocess.run(command, env=env, check=True, capture_output=True)
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(workers) as pool:
+        list(pool.map(one, wheels))
+    return time.perf_counter() - started
+
+
+def kept_wheels(cache_dir: Path) -> list[tuple[str, str]]:
+    found = []
+    for wheel in sorted((cache_dir / "wheels").glob("*/*.whl")):
+        package = wheel.parent.name
+        found.append((package, wheel.stem.removeprefix(f"{package}-")))
+    return found
+
+
+def folder_bytes(folder: Path) -> int:
+    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+
+
+# -- install and import --------------------------------------------------------------------
+
+INTROSPECT = textwrap.dedent(
+    """
+    import importlib, inspect, json, sys, time
+    started = time.perf_counter()
+    seen = 0
+    for name in json.loads(sys.argv[1]):
+        module = importlib.import_module(name)
+        for value in list(vars(module).values()):
+            if getattr(value, "__module__", None) != name:
+                continue
+            members = [value] + (list(vars(value).values()) if inspect.isclass(value) else [])
+            for member in members:
+                if callable(member):
+                    try:
+                        inspect.signature(member)
+                        seen += 1
+                    except (TypeError, ValueError):
+                        pass
+            hasattr(value, "accepts_loss_kwargs")
+    print(json.dumps({"signatures": seen, "seconds": time.perf_counter() - started}))
+    """
+)
+
+
+def module_names(package: str, reads: list[str]) -> list[str]:
+    names = []
+    for path in reads:
+        if path.startswith(f"{package}/") and path.endswith(".py"):
+            name = path.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+            names.append(name)
+    return sorted(set(names))
+
+
+def install_and_import(
+    package: str, versions: list[str], modules: list[str], *, deps: list[str], work: Path, env: dict
+) -> tuple[float, list[str]]:
+    """Seconds to install each release and introspect the modules, and a line per release."""
+    base = work / "deps"
+    if not base.is_dir():
+        print(f"  (once, not timed) installing {package}'s dependencies into {base} ...")
+        command = [sys.executable, "-m", "pip", "install", "--quiet", "--target", str(base)]
+        command += [f"{package}=={versions[-1]}", *deps]
+        subprocess.run(command, env=env, check=True, capture_output=True)
+        for stale in base.glob(f"{package}*"):  # each release brings its own copy
+            shutil.rmtree(stale)
+    lines, total = [], 0.0
+    for version in versions:
+        target = work / f"{package}-{version}"
+        started = time.perf_counter()
+        command = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps"]
+        command += ["--target", str(target), f"{package}=={version}"]
+        subprocess.run(command, env=env, check=True, capture_output=True)
+        installed = time.perf_counter() - started
+        done = subprocess.run(
+            [sys.executable, "-c", INTROSPECT, json.dumps(modules)],
+            env={**env, "PYTHONPATH": f"{target}{os.pathsep}{base}"},
+            check=False,
+            capture_output=True,
+            text=True,
+        )
+        both = time.perf_counter() - started
+        total += both
+        if done.returncode != 0:
+            why = (done.stderr.strip().splitlines() or ["?"])[-1]
+            lines.append(f"  {package} {version}: install {installed:.1f} s, import FAILED: {why}")
+        else:
+            result = json.loads(done.stdout.strip().splitlines()[-1])
+            lines.append(
+                f"  {package} {version}: install {installed:.1f} s + import and inspect "
+                f"{both - installed:.1f} s ({result['signatures']} signatures)"
+            )
+        shutil.rmtree(target, ignore_errors=True)
+    return total, lines
+
+
+def cold_versus_floor(env: dict[str, str], work: Path, workers: int) -> None:
+    cold_cache = work / "cold-cache"
+    cold_env = {**env, "CANARY_CACHE_DIR": str(cold_cache)}
+    cold = run_canary(["--canary-workers", str(workers)], cold_env, work, "cold")
+    wheels = kept_wheels(cold_cache)
+    downloaded = folder_bytes(cold_cache / "wheels")
+    shutil.rmtree(cold_cache, ignore_errors=True)
+    floor_dir = work / "floor"
+    floor = pip_download_all(wheels, workers, env, floor_dir)
+    floor_bytes = folder_bytes(floor_dir)
+    shutil.rmtree(floor_dir, ignore_errors=True)
+    print(f"\ncold `pytest canary` (empty cache): {describe(cold)}")
+    print(f"  {downloaded / 1e6:,.0f} MB of wheels ({len(wheels)} wheels)")
+    print("\n".join(breakdown(cold)))
+    print(
+        f"floor: `pip download` of the same {len(wheels)} wheels, {workers} "
+        f"at a time: {floor:.1f} s, {floor_bytes / 1e6:,.0f} MB"
+    )
+    print(f"  cold / floor = {cold.wall_s / floor:.2f}x (target <= 1.3x)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--skip-cold", action="store_true", help="no cold run and floor")
+    parser.add_argument("--skip-compare", action="store_true", help="no install-and-import")
+    parser.add_argument("--skip-warm", action="store_true", help="no warm full run")
+    parser.add_argument("--workers", type=int, default=4, help="--canary-workers and the floor's")
+    parser.add_argument(
+        "--compare",
+        default="transformers=5.5.3,5.6.0,5.19.0",
+        metavar="PKG=V1,V2,V3",
+        help="the releases of the install-and-import comparison",
+    )
+    parser.add_argument(
+        "--deps",
+        default="torch==2.13.0+cpu accelerate",
+        help="requirements installed once beside the compared releases (pin torch: an "
+        "unpinned one may pull a multi-GB CUDA build)",
+    )
+    parser.add_argument("--pip-cache", action="store_true", help="let pip use its HTTP cache")
+    parser.add_argument(
+        "--work-dir", type=Path, help="keep downloads and installs here (default: a temp dir)"
+    )
+    options = parser.parse_args(argv)
+
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    if not options.pip_cache:
+        env["PIP_NO_CACHE_DIR"] = "1"
+    work = options.work_dir or Path(tempfile.mkdtemp(prefix="canary-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    workers = ["--canary-workers", str(options.workers)]
+    print(f"canary benchmark ({os.cpu_count()} cores, python {sys.version.split()[0]})")
+
+    try:
+        warm = run_canary(["--canary-offline", *workers], env, work, "warm")
+        if not options.skip_warm:
+            print(f"\nwarm `pytest canary --canary-offline`: {describe(warm)}")
+            print(f"  {1000 * warm.wall_s / max(warm.cases, 1):.1f} ms per case, wall")
+            print("\n".join(breakdown(warm)))
+
+        if not options.skip_cold:
+            cold_versus_floor(env, work, options.workers)
+        if not options.skip_compare:
+            package, _, listed = options.compare.partition("=")
+            versions = [v.strip() for v in listed.split(",") if v.strip()]
+            modules = module_names(package, warm.report["reads"].get(package, []))
+            tags = ",".join(versions)
+            ours = run_canary(
+                ["--canary-offline", f"--canary-tags={package}={tags}"], env, work, "compare"
+            )
+            print(
+                f"\ninstall-and-import vs canary on {package} {', '.join(versions)} "
+                f"({len(modules)} modules the catalog reads)"
+            )
+            theirs, lines = install_and_import(
+                package,
+                versions,
+                modules,
+                deps=options.deps.split(),
+                work=work / "install",
+                env=env,
+            )
+            print("\n".join(lines))
+            print(f"  install-and-import: {theirs:.1f} s")
+            print(f"  canary (warm cache, same releases): {describe(ours)}")
+            print(f"  install-and-import / canary = {theirs / ours.wall_s:.1f}x (target >= 20x)")
+    finally:
+        if options.work_dir is None:
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
