@@ -190,6 +190,12 @@ def _version_list(table: Mapping[str, object], key: str, where: str) -> list[str
             raise ConfigError(f"{where}: {key} lists {text!r}; write it as {str(parsed)!r}")
         if parsed in seen:
             raise ConfigError(f"{where}: {key} lists {text!r} twice")
+        if key == "versions" and seen and parsed < max(seen):
+            # Oldest first is what `tags --update` writes and what reports rely on.
+            raise ConfigError(
+                f"{where}: versions must be sorted oldest first, but {text!r} comes after "
+                f"{str(max(seen))!r}; run `python -m canary tags --update` to rewrite the list"
+            )
         seen.add(parsed)
     return list(value)
 

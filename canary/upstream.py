@@ -32,6 +32,7 @@ from canary.sources import Source
 from canary.sources.version import package_version_files, version_from_package_files
 
 MAIN = "main"
+_CASES_WORTH_PROCESSES = 8
 
 
 @dataclass(frozen=True)
@@ -234,6 +235,7 @@ class Workspace:
             parse_processes = parse_processes if parse_processes > 1 else 0
         self.parse_processes = parse_processes
         self._parse_pool: Executor | None = None
+        self._parse_in_processes = False
         self._parsing: dict[tuple[Case, str], Future[tuple[bytes, float]]] = {}
         self._digest_jobs: dict[str, Future[tuple[bytes, float]]] = {}
         self._trees: dict[Case, Tree] = {}
@@ -274,13 +276,8 @@ class Workspace:
         with self._lock:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="canary-fetch")
-            if self._parse_pool is None and self.parse_processes > 0 and len(plan) > 1:
-                # spawn, not fork: this process already runs threads holding locks.
-                self._parse_pool = ProcessPoolExecutor(
-                    self.parse_processes,
-                    mp_context=multiprocessing.get_context("spawn"),
-                    initializer=_yield_to_downloads,
-                )
+            # Starting processes costs more than parsing a handful of files in place.
+            self._parse_in_processes = len(plan) >= _CASES_WORTH_PROCESSES
             for case, paths in plan.items():
                 if case not in self._pending:
                     self._pending[case] = self._pool.submit(self._load, case, sorted(paths))
@@ -297,7 +294,9 @@ class Workspace:
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
         if self._parse_pool is not None:
-            self._parse_pool.shutdown(wait=False, cancel_futures=True)
+            # Waiting lets the workers exit cleanly (no leaked semaphores); by now they
+            # are idle or their jobs were cancelled.
+            self._parse_pool.shutdown(wait=True, cancel_futures=True)
 
     def _load(self, case: Case, paths: Sequence[str]) -> None:
         with self._case_lock(case):
@@ -366,8 +365,15 @@ class Workspace:
         ):
             self.stats.add(modules_from_cache=1)
             return module.relabeled(path=path, origin=origin)
-        if self._parse_pool is not None:
+        if self._parse_in_processes and self.parse_processes > 0:
             with self._lock:
+                if self._parse_pool is None:
+                    # spawn, not fork: this process already runs threads holding locks.
+                    self._parse_pool = ProcessPoolExecutor(
+                        self.parse_processes,
+                        mp_context=multiprocessing.get_context("spawn"),
+                        initializer=_yield_to_downloads,
+                    )
                 job = self._digest_jobs.get(digest)
                 if job is None:
                     root = self.cache.root if self.cache is not None else None
