@@ -257,7 +257,7 @@ def github(report: Report) -> str:
     for item in report.drift:
         t = item.transition
         path, line = _check_location(t.row)
-        title = f"canary drift: {t.row.package} {t.range} breaks the {t.row.fix}"
+        title = f"canary drift: {t.row.package} {t.range} breaks the fix {t.row.fix!r}"
         props = {"file": path, "line": line, "title": title}
         body = f"{t.row.check}: {_where(t)}\n{t.bad.message.strip()}"
         out.append(_command("error", props, body))
