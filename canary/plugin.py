@@ -8,6 +8,7 @@ package, with ids ``<package>_<version with dots as underscores>``, so
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -386,7 +387,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             plan.setdefault(case, set()).update(_reads(item))
     workspace = canary_run(session.config).workspace
     workspace.prefetch(plan)
-    shown = progress.start(config.getoption("canary_progress"), workspace.stats, plan)
+    capture = config.pluginmanager.getplugin("capturemanager")
+    uncaptured = capture.global_and_fixture_disabled if capture else contextlib.nullcontext
+    shown = progress.start(config.getoption("canary_progress"), workspace.stats, plan, uncaptured)
     if shown is not None:
         config.add_cleanup(shown.stop)
 

@@ -9,11 +9,13 @@ unless asked: ``--canary-progress=on`` prints a plain line every few seconds ins
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager as ContextManager
 from typing import TextIO
 
 from canary.upstream import Case, Stats
@@ -37,9 +39,11 @@ class Progress:
         *,
         interval: float | None = None,
         delay: float = 1.0,
+        uncaptured: Callable[[], ContextManager[object]] = contextlib.nullcontext,
     ) -> None:
         self.stats = stats
         self.stream = stream
+        self.uncaptured = uncaptured
         self.tty = stream.isatty()
         self.interval = interval if interval is not None else (0.5 if self.tty else 5.0)
         self.delay = delay
@@ -49,7 +53,6 @@ class Progress:
         self._start_files = self._files()
         self._start_bytes = stats.bytes_downloaded
         self._started = time.monotonic()
-        self._drawn = False
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="canary-progress", daemon=True)
 
@@ -87,17 +90,41 @@ class Progress:
         self._draw(final=True)
 
     def _draw(self, *, final: bool) -> None:
-        if self.tty:
-            # \r + erase: one line rewritten in place, ended once at the end.
-            self.stream.write(f"\r\x1b[K{self.line()}" + ("\n" if final else ""))
-        else:
-            self.stream.write(self.line() + "\n")
-        self.stream.flush()
-        self._drawn = True
+        text = self.line()
+        with self.uncaptured():
+            stream = self.stream
+            if self.tty:
+                # \r + erase: one line rewritten in place, ended once at the end.
+                stream.write(f"\r\x1b[K{text}" + ("\n" if final else ""))
+            else:
+                stream.write(text + "\n")
+            stream.flush()
 
 
-def start(choice: str, stats: Stats, plan: Mapping[Case, set[str]]) -> Progress | None:
-    stream = sys.stderr
-    if not plan or not wanted(choice, stream):
+def start(
+    choice: str,
+    stats: Stats,
+    plan: Mapping[Case, set[str]],
+    uncaptured: Callable[[], ContextManager[object]] = contextlib.nullcontext,
+) -> Progress | None:
+    """``uncaptured`` suspends pytest's output capture (which holds fd 2 while a test's
+    setup waits for its fetch) around each line."""
+    if not plan:
         return None
-    return Progress(stats, plan, stream).start()
+    with uncaptured():
+        if not wanted(choice, sys.stderr):
+            return None
+    return Progress(stats, plan, _Stderr(), uncaptured=uncaptured).start()
+
+
+class _Stderr:
+    """Whatever sys.stderr is at the moment of writing (the real one, capture suspended)."""
+
+    def isatty(self) -> bool:
+        return sys.stderr.isatty()
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
