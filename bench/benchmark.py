@@ -173,9 +173,10 @@ def install_and_import(
     base = work / "deps"
     if not base.is_dir():
         print(f"  (once, not timed) installing {package}'s dependencies into {base} ...")
-        command = [sys.executable, "-m", "pip", "install", "--quiet", "--target", str(base)]
-        command += [f"{package}=={versions[-1]}", *deps]
-        subprocess.run(command, env=env, check=True, capture_output=True)
+        for version in reversed(versions):  # releases need different dependencies
+            command = [sys.executable, "-m", "pip", "install", "--quiet", "--target", str(base)]
+            command += [f"{package}=={version}", *deps]
+            subprocess.run(command, env=env, check=True, capture_output=True)
         for stale in base.glob(f"{package}*"):  # each release brings its own copy
             shutil.rmtree(stale)
     lines, total = [], 0.0
@@ -275,8 +276,12 @@ def main(argv: list[str] | None = None) -> int:
             versions = [v.strip() for v in listed.split(",") if v.strip()]
             modules = module_names(package, warm.report["reads"].get(package, []))
             tags = ",".join(versions)
+            ids = " or ".join(f"{package}_{v.replace('.', '_')}" for v in versions)
             ours = run_canary(
-                ["--canary-offline", f"--canary-tags={package}={tags}"], env, work, "compare"
+                ["--canary-offline", f"--canary-tags={package}={tags}", "-k", ids],
+                env,
+                work,
+                "compare",
             )
             print(
                 f"\ninstall-and-import vs canary on {package} {', '.join(versions)} "

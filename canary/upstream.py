@@ -236,6 +236,7 @@ class Workspace:
         self.parse_processes = parse_processes
         self._parse_pool: Executor | None = None
         self._parse_in_processes = False
+        self._indexes: dict[str, codeindex.Module] = {}
         self._parsing: dict[tuple[Case, str], Future[tuple[bytes, float]]] = {}
         self._digest_jobs: dict[str, Future[tuple[bytes, float]]] = {}
         self._trees: dict[Case, Tree] = {}
@@ -360,9 +361,14 @@ class Workspace:
         # Keyed by content alone: patch releases share most files, so each distinct file
         # is parsed once, ever; relabeling makes messages name this case.
         digest = hashlib.sha256(content).hexdigest()
-        if self.cache is not None and (
-            module := _cached_module(self.cache.read_blob(codeindex.INDEX_KEY, digest))
-        ):
+        # Patch releases share most files: a digest read once this run is not read and
+        # unpickled again for every case.
+        module = self._indexes.get(digest)
+        if module is None and self.cache is not None:
+            module = _cached_module(self.cache.read_blob(codeindex.INDEX_KEY, digest))
+            if module is not None:
+                self._indexes[digest] = module
+        if module is not None:
             self.stats.add(modules_from_cache=1)
             return module.relabeled(path=path, origin=origin)
         if self._parse_in_processes and self.parse_processes > 0:
