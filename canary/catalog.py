@@ -291,3 +291,67 @@ def expect_assigned_after(function: Function, target: str, callee: str) -> tuple
             f"{callee} (line {first.line}), which overwrites it"
         )
     return after
+
+
+# -- appended for the transformers catalog ----------------------------------------------
+
+
+def expect_assignment_where(
+    function: Function,
+    target: str,
+    *,
+    guard: str | None = None,
+    values: Iterable[str] = (),
+) -> Assignment:
+    """``function`` assigns ``target`` under ``guard`` (one enclosing ``if`` test, normalised
+    text) and, when ``values`` are given, to one of them (normalised text); returns the first
+    such assignment. The Drift lists every assignment to ``target`` with its guards, so a
+    changed condition or value reads as what upstream decides instead."""
+    wanted = tuple(values)
+    found = [
+        a
+        for a in function.assignments_to(target)
+        if (guard is None or guard in a.guards) and (not wanted or a.value in wanted)
+    ]
+    if found:
+        return found[0]
+    conditions = []
+    if guard is not None:
+        conditions.append(f"under `if {guard}`")
+    if wanted:
+        conditions.append("to " + " or ".join(f"`{v}`" for v in wanted))
+    listing = "; ".join(
+        f"line {a.line}: {target} {a.op or ''}= {a.value}"
+        + (f" under {' and '.join(f'`{g}`' for g in a.guards)}" if a.guards else "")
+        for a in function.assignments_to(target)
+    )
+    raise Drift(
+        f"{function.qualname} no longer assigns {target} {' '.join(conditions)}; "
+        f"its assignments to {target}: {listing or 'none'}"
+    )
+
+
+def expect_bound(module: Module, name: str, *, imported_from: str | None = None) -> str:
+    """``module`` binds ``name`` at module level, so ``from <module> import <name>`` works:
+    a class, function or assignment there, or an import (from ``imported_from`` when given).
+    Returns how it is bound: "class", "function", "assignment" or "import"."""
+    if imported_from is None:
+        for kind, table in (
+            ("class", module.classes),
+            ("function", module.functions),
+            ("assignment", module.assignments),
+        ):
+            if name in table:
+                return kind
+    if name in module.imports:
+        imported = module.imports[name]
+        if imported_from is None or imported.module == imported_from:
+            return "import"
+        raise Drift(
+            f"{module.where} imports {name!r} from {imported.module or imported.imported} "
+            f"(line {imported.line}), not from {imported_from}"
+        )
+    if imported_from is not None and module.defines(name):
+        raise Drift(f"{module.where} binds {name!r} itself now, not by importing {imported_from}")
+    module.find(name)  # raises Drift listing what is defined there
+    return "class"  # unreachable: find() raises for a name bound in none of the tables

@@ -194,3 +194,62 @@ def test_expect_assigned_after_keeps_only_assignments_after_the_call(trainers):
         expect_assigned_after(early, "self.model_accepts_loss_kwargs", "super().__init__")
     with pytest.raises(Drift, match=r"no longer calls self\.setup"):
         expect_assigned_after(early, "self.model_accepts_loss_kwargs", "self.setup")
+
+
+# -- transformers catalog expectations -----------------------------------------------------
+
+STEPS = """
+from torch.utils.checkpoint import checkpoint
+from typing import Unpack as _Unpack
+import typing
+
+Unpack = typing.Unpack
+
+
+class Trainer:
+    def training_step(self, loss, accepts, n):
+        if not accepts and n is None:
+            loss = loss / self.steps
+        else:
+            loss = loss * 1
+        return loss
+"""
+
+
+@pytest.fixture
+def steps():
+    return parse_module(STEPS, path="pkg/steps.py", origin="pkg 1.0.0")
+
+
+def test_expect_assignment_where_matches_guard_and_value(steps):
+    from canary.catalog import expect_assignment_where
+
+    step = steps.cls("Trainer").method("training_step")
+    found = expect_assignment_where(
+        step, "loss", guard="not accepts and n is None", values=["loss / self.steps"]
+    )
+    assert found.line == 12
+    assert expect_assignment_where(step, "loss", values=["loss * 1"]).line == 14
+    with pytest.raises(
+        Drift,
+        match=r"no longer assigns loss under `if accepts` to `loss / self\.steps`; its "
+        r"assignments to loss: line 12: loss = loss / self\.steps under `not accepts and n is "
+        r"None`; line 14: loss = loss \* 1 under `not \(not accepts and n is None\)`",
+    ):
+        expect_assignment_where(step, "loss", guard="accepts", values=["loss / self.steps"])
+    with pytest.raises(Drift, match=r"its assignments to total: none$"):
+        expect_assignment_where(step, "total")
+
+
+def test_expect_bound_accepts_definitions_and_imports(steps):
+    from canary.catalog import expect_bound
+
+    assert expect_bound(steps, "Unpack") == "assignment"
+    assert expect_bound(steps, "Trainer") == "class"
+    assert expect_bound(steps, "checkpoint", imported_from="torch.utils.checkpoint") == "import"
+    with pytest.raises(Drift, match=r"'checkpoint' from torch\.utils\.checkpoint .*not from torch"):
+        expect_bound(steps, "checkpoint", imported_from="torch")
+    with pytest.raises(Drift, match=r"binds 'Unpack' itself now, not by importing typing"):
+        expect_bound(steps, "Unpack", imported_from="typing")
+    with pytest.raises(Drift, match=r"'Missing' not found in pkg/steps\.py"):
+        expect_bound(steps, "Missing")

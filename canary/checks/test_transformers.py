@@ -1,13 +1,210 @@
-"""transformers: what the fixes rely on in Trainer and the loss utilities."""
+"""transformers: what the fixes and the downstream patches rely on, release by release.
+
+Groups, in the order of the fixes they protect: how Trainer decides
+``model_accepts_loss_kwargs`` (the shadow and the construction hook), whether
+``training_step`` divides the loss by the accumulation steps, the Accelerate plugin (the
+clamp and its verified window), how the batch's items are counted and the loss utilities
+(the chunked loss), which model classes declare ``accepts_loss_kwargs``, then the symbols
+downstream patches touch. Each window was found by running the check over every release.
+"""
 
 import pytest
 
-from canary.catalog import check, expect_parameters
+from canary.catalog import (
+    check,
+    expect_assignment,
+    expect_assignment_where,
+    expect_base,
+    expect_bound,
+    expect_call,
+    expect_class_attribute,
+    expect_defined,
+    expect_hasattr,
+    expect_keyword_accepted,
+    expect_mentions,
+    expect_not_declared,
+    expect_parameters,
+)
+from canary.errors import Drift
+from canary.fixes.grad_accum_clamp import DOUBLE_DIVISION_WINDOW, in_double_division_window
 
 pytestmark = pytest.mark.upstream("transformers")
 
 TRAINER = "transformers/trainer.py"
+TRAINER_UTILS = "transformers/trainer_utils.py"
 LOSS_UTILS = "transformers/loss/loss_utils.py"
+MODELING_UTILS = "transformers/modeling_utils.py"
+HUB = "transformers/utils/hub.py"
+BITSANDBYTES = "transformers/integrations/bitsandbytes.py"
+FP8 = "transformers/integrations/finegrained_fp8.py"
+QUANTIZERS_UTILS = "transformers/quantizers/quantizers_utils.py"
+PROCESSING_UTILS = "transformers/processing_utils.py"
+AUTO_FACTORY = "transformers/models/auto/auto_factory.py"
+CONFIGURATION_UTILS = "transformers/configuration_utils.py"
+TOKENIZATION_BASE = "transformers/tokenization_utils_base.py"
+ATTN_MASK_UTILS = "transformers/modeling_attn_mask_utils.py"
+CACHE_UTILS = "transformers/cache_utils.py"
+TRAINING_ARGS = "transformers/training_args.py"
+GEMMA3 = "transformers/models/gemma3/modeling_gemma3.py"
+GEMMA3N = "transformers/models/gemma3n/modeling_gemma3n.py"
+PALIGEMMA = "transformers/models/paligemma/modeling_paligemma.py"
+QWEN2_VL = "transformers/models/qwen2_vl/modeling_qwen2_vl.py"
+QWEN2_5_VL = "transformers/models/qwen2_5_vl/modeling_qwen2_5_vl.py"
+QWEN3_VL = "transformers/models/qwen3_vl/modeling_qwen3_vl.py"
+QWEN3_VL_MOE = "transformers/models/qwen3_vl_moe/modeling_qwen3_vl_moe.py"
+GPT_OSS = "transformers/models/gpt_oss/modeling_gpt_oss.py"
+
+SHADOW = "accepts_loss_kwargs shadowing"
+HOOK = "trainer construction hook"
+CLAMP = "gradient accumulation clamp"
+CHUNKED = "chunked NLL loss"
+
+ACCEPTS = "self.model_accepts_loss_kwargs"
+# Trainer.__init__'s fallback when the model has no accepts_loss_kwargs (normalised text).
+VAR_KEYWORD_FALLBACK = (
+    "any((k.kind == inspect.Parameter.VAR_KEYWORD for k in forward_params.values()))"
+)
+STEPS = "self.args.gradient_accumulation_steps"
+CURRENT_STEPS = "self.current_gradient_accumulation_steps"
+
+
+def _trainer(upstream):
+    return upstream.module(TRAINER).cls("Trainer")
+
+
+def _init(upstream):
+    return _trainer(upstream).method("__init__")
+
+
+# -- accepts_loss_kwargs: how Trainer.__init__ decides model_accepts_loss_kwargs --------
+
+
+@check(reads=TRAINER, fix=HOOK)
+def test_init_assigns_model_accepts_loss_kwargs(upstream):
+    """Trainer.__init__ assigns self.model_accepts_loss_kwargs: the construction hook sets the
+    shadowed value on that same attribute after __init__, which is what every later step
+    (compute_loss, get_batch_samples, training_step) reads."""
+    expect_assignment(_init(upstream), ACCEPTS)
+    expect_mentions(_trainer(upstream).method("compute_loss"), "model_accepts_loss_kwargs")
+
+
+@check(reads=TRAINER, fix=HOOK, until="4.48.0")
+def test_init_reads_only_the_forward_signature(upstream):
+    """Before 4.48 Trainer.__init__ decides model_accepts_loss_kwargs from
+    inspect.signature(forward) alone and asks no object for accepts_loss_kwargs, so the
+    instance shadow reaches nothing there: only the hook's assignment after __init__ applies."""
+    init = _init(upstream)
+    expect_call(init, "inspect.signature")
+    asked = [c for c in init.calls_to("hasattr") if "'accepts_loss_kwargs'" in c.args[1:2]]
+    if asked:
+        raise Drift(
+            f"{init.qualname} now asks {', '.join(c.source for c in asked)} (line "
+            f"{asked[0].line}): the shadow applies here too, widen the hasattr checks' window"
+        )
+
+
+@check(reads=TRAINER, fix=SHADOW, since="4.48.0", until="4.53.0")
+def test_init_asks_the_model_itself(upstream):
+    """4.48-4.52: Trainer.__init__ calls hasattr(model, "accepts_loss_kwargs") on the model it
+    was given (PEFT wrapper included, answered through PeftModel.__getattr__) and takes
+    model.accepts_loss_kwargs: the shadow on the outermost level is the one read."""
+    init = _init(upstream)
+    targets = expect_hasattr(init, "accepts_loss_kwargs")
+    if targets != ("model",):
+        raise Drift(f"{init.qualname} asks hasattr on {', '.join(targets)}, not on model")
+    expect_assignment_where(
+        init,
+        ACCEPTS,
+        guard="hasattr(model, 'accepts_loss_kwargs')",
+        values=["model.accepts_loss_kwargs"],
+    )
+
+
+@check(reads=TRAINER, fix=SHADOW, since="4.53.0")
+def test_init_asks_the_unwrapped_model(upstream):
+    """From 4.53 Trainer.__init__ calls hasattr(unwrapped_model, "accepts_loss_kwargs") on the
+    accelerate- and PEFT-unwrapped model and takes its value: the shadow on the HF model level
+    (PeftModel.get_base_model()) is the one read."""
+    init = _init(upstream)
+    targets = expect_hasattr(init, "accepts_loss_kwargs")
+    if targets != ("unwrapped_model",):
+        raise Drift(f"{init.qualname} asks hasattr on {', '.join(targets)}, not on unwrapped_model")
+    expect_assignment_where(
+        init,
+        ACCEPTS,
+        guard="hasattr(unwrapped_model, 'accepts_loss_kwargs')",
+        values=["unwrapped_model.accepts_loss_kwargs"],
+    )
+
+
+@check(reads=TRAINER, fix=SHADOW, since="4.53.0", until="5.2.0")
+def test_init_unwraps_peft_inline(upstream):
+    """4.53-5.1: Trainer.__init__ replaces unwrapped_model by unwrapped_model.get_base_model()
+    when _is_peft_model(unwrapped_model), before asking it for accepts_loss_kwargs: the level
+    the fix's _trainer_unwrap mirrors."""
+    expect_assignment_where(
+        _init(upstream),
+        "unwrapped_model",
+        guard="_is_peft_model(unwrapped_model)",
+        values=["unwrapped_model.get_base_model()"],
+    )
+
+
+@check(reads=[TRAINER, TRAINER_UTILS], fix=SHADOW, since="5.2.0")
+def test_init_unwraps_peft_with_the_helper(upstream):
+    """From 5.2 Trainer.__init__ takes unwrapped_model = unwrap_peft_model(accelerator-unwrapped
+    model), and trainer_utils.unwrap_peft_model returns model.get_base_model(): the level the
+    fix's _trainer_unwrap mirrors."""
+    expect_assignment_where(
+        _init(upstream),
+        "unwrapped_model",
+        values=["unwrap_peft_model(self.accelerator.unwrap_model(model))"],
+    )
+    helper = upstream.module(TRAINER_UTILS).function("unwrap_peft_model")
+    expect_call(helper, "model.get_base_model")
+
+
+@check(reads=TRAINER, fix=SHADOW, since="4.47.0")
+def test_init_falls_back_to_var_keyword_forward(upstream):
+    """From 4.47, without an accepts_loss_kwargs attribute Trainer.__init__ sets
+    model_accepts_loss_kwargs to whether forward takes **kwargs: the fix leaves text LMs
+    (nothing declared) to exactly this default."""
+    expect_assignment_where(_init(upstream), ACCEPTS, values=[VAR_KEYWORD_FALLBACK])
+
+
+@check(reads=TRAINER, fix=HOOK, since="5.0.0")
+def test_init_forces_false_under_deepspeed_sequence_parallel(upstream):
+    """From 5.0 Trainer.__init__ forces model_accepts_loss_kwargs = False under DeepSpeed
+    sequence parallelism (it counts its own tokens); the hook assigns the shadowed value
+    after __init__ and so overrides this decision too."""
+    expect_assignment_where(
+        _init(upstream),
+        ACCEPTS,
+        guard="pc is not None and pc.sp_backend == 'deepspeed' and pc.sp_enabled",
+        values=["False"],
+    )
+
+
+@check(reads=MODELING_UTILS, fix=SHADOW)
+def test_pretrained_model_has_no_accepts_loss_kwargs_default(upstream):
+    """PreTrainedModel declares no accepts_loss_kwargs: a default there would make Trainer's
+    hasattr true for every model, and the **kwargs fallback the fix leaves to text LMs would
+    never run."""
+    expect_not_declared(
+        upstream.module(MODELING_UTILS).cls("PreTrainedModel"), "accepts_loss_kwargs"
+    )
+
+
+@check(reads=MODELING_UTILS, fix=SHADOW)
+def test_pretrained_model_base_model_is_a_property(upstream):
+    """PreTrainedModel.base_model is a property: the fix's wrapper walk follows .base_model
+    (it is found on the class, so the walk does not go through PEFT's __getattr__)."""
+    base_model = upstream.module(MODELING_UTILS).cls("PreTrainedModel").method("base_model")
+    if "property" not in base_model.decorators:
+        raise Drift(f"{base_model.qualname} is decorated {base_model.decorators}, not @property")
+
+
+# -- accepts_loss_kwargs: compute_loss hands num_items_in_batch to the model ----------------
 
 
 @check(reads=TRAINER, fix="accepts_loss_kwargs shadowing", since="4.46.0")
@@ -18,6 +215,34 @@ def test_compute_loss_takes_num_items_in_batch(upstream):
     expect_parameters(trainer.method("compute_loss"), "num_items_in_batch")
 
 
+def _passes_num_items(upstream, kwargs_name):
+    expect_assignment_where(
+        _trainer(upstream).method("compute_loss"),
+        f"{kwargs_name}['num_items_in_batch']",
+        guard=ACCEPTS,
+        values=["num_items_in_batch"],
+    )
+
+
+@check(reads=TRAINER, fix=CHUNKED, until="4.54.0")
+def test_compute_loss_passes_num_items_in_loss_kwargs(upstream):
+    """Until 4.53 compute_loss puts num_items_in_batch into loss_kwargs for the model's forward
+    only if self.model_accepts_loss_kwargs: the shadowed True is what hands the chunked
+    forward the count it divides by."""
+    _passes_num_items(upstream, "loss_kwargs")
+
+
+@check(reads=TRAINER, fix=CHUNKED, since="4.54.0")
+def test_compute_loss_passes_num_items_in_kwargs(upstream):
+    """From 4.54 compute_loss puts num_items_in_batch into kwargs for the model's forward only
+    if self.model_accepts_loss_kwargs: the shadowed True is what hands the chunked forward
+    the count it divides by."""
+    _passes_num_items(upstream, "kwargs")
+
+
+# -- accepts_loss_kwargs: whether training_step divides by the accumulation steps ---------
+
+
 @check(reads=TRAINER, fix="gradient accumulation clamp", since="4.46.0")
 def test_training_step_takes_num_items_in_batch(upstream):
     """Trainer.training_step takes num_items_in_batch, the count it divides the loss by."""
@@ -25,9 +250,491 @@ def test_training_step_takes_num_items_in_batch(upstream):
     expect_parameters(trainer.method("training_step"), "num_items_in_batch")
 
 
-@check(reads=LOSS_UTILS, fix="chunked NLL loss", since="4.46.0")
+@check(reads=TRAINER, fix=SHADOW, since="4.48.0", until="4.48.1")
+def test_training_step_divides_when_no_items_were_counted(upstream):
+    """4.48.0: training_step divides the loss by the accumulation steps when
+    num_items_in_batch is None, and get_batch_samples returns no count when
+    self.model_accepts_loss_kwargs is False: the shadowed value still decides the division."""
+    trainer = _trainer(upstream)
+    expect_assignment_where(
+        trainer.method("training_step"),
+        "loss",
+        guard="num_items_in_batch is None",
+        values=[f"loss / {STEPS}"],
+    )
+    samples = trainer.method("get_batch_samples")
+    expect_mentions(samples, "model_accepts_loss_kwargs")
+    if "(batch_samples, None)" not in samples.returns:
+        raise Drift(
+            f"{samples.qualname} no longer returns (batch_samples, None); "
+            f"it returns {samples.returns}"
+        )
+
+
+@check(reads=TRAINER, fix=SHADOW, since="4.48.1", until="5.19.0")
+def test_training_step_divides_unless_model_accepts_loss_kwargs(upstream):
+    """4.48.1-5.18: training_step divides the loss by the accumulation steps exactly when not
+    self.model_accepts_loss_kwargs (from 4.53 also when num_items_in_batch is None) and no
+    compute_loss_func is set: the shadowed value decides whether the loss is divided."""
+    guards = (
+        "not self.model_accepts_loss_kwargs and self.compute_loss_func is None",
+        "(not self.model_accepts_loss_kwargs or num_items_in_batch is None) "
+        "and self.compute_loss_func is None",
+    )
+    step = _trainer(upstream).method("training_step")
+    divisions = [f"loss / {STEPS}", f"loss / {CURRENT_STEPS}"]
+    for guard in guards:
+        try:
+            expect_assignment_where(step, "loss", guard=guard, values=divisions)
+            return
+        except Drift:
+            continue
+    expect_assignment_where(step, "loss", guard=guards[-1], values=divisions)  # the Drift
+
+
+@check(reads=TRAINER, fix=SHADOW, since="5.19.0")
+def test_training_step_division_follows_loss_is_scaled_for_ga(upstream):
+    """From 5.19 training_step divides unless loss_is_scaled_for_ga, which is the class
+    attribute Trainer.loss_is_scaled_for_ga when set, else model_accepts_loss_kwargs and a
+    counted batch (or a compute_loss_func): the shadow decides only while the attribute stays
+    None, its default."""
+    trainer = _trainer(upstream)
+    expect_class_attribute(trainer, "loss_is_scaled_for_ga", None)
+    step = trainer.method("training_step")
+    expect_assignment_where(
+        step,
+        "loss_is_scaled_for_ga",
+        guard="not (self.loss_is_scaled_for_ga is not None)",
+        values=[
+            "self.model_accepts_loss_kwargs and num_items_in_batch is not None "
+            "or self.compute_loss_func is not None"
+        ],
+    )
+    expect_assignment_where(
+        step, "loss", guard="not loss_is_scaled_for_ga", values=[f"loss / {CURRENT_STEPS}"]
+    )
+
+
+# -- gradient accumulation clamp: Accelerate's GradientAccumulationPlugin ---------------
+
+
+def _plugin_num_steps(upstream):
+    """(builds a plugin, the num_steps values create_accelerator_and_postprocess assigns)."""
+    create = _trainer(upstream).method("create_accelerator_and_postprocess")
+    builds = bool(create.calls_to("GradientAccumulationPlugin"))
+    steps = tuple(a.value for a in create.assignments_to("grad_acc_kwargs['num_steps']"))
+    return create, builds, steps
+
+
+@check(reads=TRAINER, fix=CLAMP, since="4.46.2")
+def test_accelerate_plugin_matches_double_division_window(upstream):
+    """Releases inside DOUBLE_DIVISION_WINDOW (canary.fixes.grad_accum_clamp) hand
+    GradientAccumulationPlugin num_steps=args.gradient_accumulation_steps while training_step
+    divides by current_gradient_accumulation_steps (the name the clamp's live check reads);
+    releases outside pass num_steps=1 or build no plugin. Verifies the fix's window."""
+    create, builds, steps = _plugin_num_steps(upstream)
+    version = upstream.version
+    inside = version is not None and in_double_division_window(str(version))
+    assigned = ", ".join(steps) or "never"
+    found = f"GradientAccumulationPlugin built: {builds}; grad_acc_kwargs['num_steps'] = {assigned}"
+    if inside:
+        if not builds or STEPS not in steps:
+            raise Drift(
+                f"{upstream.case} is inside DOUBLE_DIVISION_WINDOW {DOUBLE_DIVISION_WINDOW} but "
+                f"{create.qualname} does not hand Accelerate the accumulation steps ({found}): "
+                "narrow the window"
+            )
+        expect_mentions(
+            _trainer(upstream).method("training_step"), "current_gradient_accumulation_steps"
+        )
+    elif builds and steps != ("1",):
+        raise Drift(
+            f"{upstream.case} is outside DOUBLE_DIVISION_WINDOW {DOUBLE_DIVISION_WINDOW} but "
+            f"{create.qualname} does not pin Accelerate to 1 step ({found}): widen the window"
+        )
+
+
+@check(reads=TRAINER, fix=CLAMP, until="4.46.2")
+def test_training_step_undoes_accelerate_division(upstream):
+    """4.46.1 hands GradientAccumulationPlugin the accumulation steps too, but training_step
+    multiplies the loss by them before accelerator.backward divides: no double division, and
+    the clamp (whose live check looks for current_gradient_accumulation_steps) stays off."""
+    create, builds, steps = _plugin_num_steps(upstream)
+    if not builds or STEPS not in steps:
+        raise Drift(f"{create.qualname} no longer hands Accelerate the accumulation steps: {steps}")
+    step = _trainer(upstream).method("training_step")
+    multiplied = [a for a in step.assignments_to("loss") if a.op == "*" and a.value == STEPS]
+    if not multiplied:
+        raise Drift(f"{step.qualname} no longer does loss *= {STEPS} before backward")
+    if step.mentions("current_gradient_accumulation_steps"):
+        raise Drift(
+            f"{step.qualname} mentions current_gradient_accumulation_steps: the clamp would fire"
+        )
+
+
+# -- chunked NLL loss: how num_items_in_batch is counted -----------------------------------
+
+
+def _counting_function(upstream):
+    # The count moved from get_batch_samples into its own helper in 4.57.
+    trainer = _trainer(upstream)
+    if trainer.has_method("_get_num_items_in_batch"):
+        return trainer.method("_get_num_items_in_batch")
+    return trainer.method("get_batch_samples")
+
+
+@check(reads=TRAINER, fix=CHUNKED, until="4.46.2")
+def test_num_items_counts_shifted_labels(upstream):
+    """4.46.1 counts num_items_in_batch over labels[..., 1:] (the positions a causal LM
+    scores), which a loss dividing by that count matches exactly."""
+    expect_assignment_where(
+        _counting_function(upstream),
+        "num_items_in_batch",
+        values=[
+            "sum([data_batch['labels'][..., 1:].ne(-100).sum().item() "
+            "for data_batch in batch_samples])"
+        ],
+    )
+
+
+@check(reads=TRAINER, fix=CHUNKED, since="4.46.2", until="5.10.1")
+def test_num_items_counts_unshifted_labels(upstream):
+    """4.46.2-5.9: num_items_in_batch counts every label != -100 of the unshifted labels
+    (one more per sequence than are scored); the chunked loss divides by that same count,
+    like ForCausalLMLoss, so it equals upstream's loss."""
+    expect_assignment_where(
+        _counting_function(upstream),
+        "num_items_in_batch",
+        values=[
+            "sum([batch['labels'].ne(-100).sum() for batch in batch_samples])",
+            "sum((batch['labels'].ne(-100).sum() for batch in batch_samples))",
+        ],
+    )
+
+
+@check(reads=TRAINER, fix=CHUNKED, since="5.10.1")
+def test_num_items_counts_shift_labels_or_shifted_labels(upstream):
+    """From 5.10.1 num_items_in_batch counts batch['shift_labels'] when present, else
+    labels[..., 1:] when the loss shifts: the chunked forward scores shift_labels when given,
+    so it divides by a count of the same labels."""
+    counting = _counting_function(upstream)
+    expect_assignment_where(
+        counting,
+        "labels_for_count",
+        values=[
+            "[batch['shift_labels'] if 'shift_labels' in batch else batch['labels'][..., 1:] "
+            "if self._loss_shifts_labels else batch['labels'] for batch in batch_samples]"
+        ],
+    )
+    expect_assignment_where(
+        counting,
+        "num_items_in_batch",
+        values=["sum((labels.ne(-100).sum() for labels in labels_for_count))"],
+    )
+
+
+# -- chunked NLL loss: the loss utilities it mirrors ---------------------------------------
+
+
+@check(reads=LOSS_UTILS, fix=CHUNKED)
+def test_fixed_cross_entropy_sums_then_divides_by_num_items(upstream):
+    """fixed_cross_entropy(source, target, num_items_in_batch, ignore_index) sums when given
+    num_items_in_batch and divides by it: the reduction the chunked loss reproduces."""
+    fixed = upstream.module(LOSS_UTILS).function("fixed_cross_entropy")
+    expect_parameters(fixed, "num_items_in_batch", "ignore_index")
+    expect_assignment_where(
+        fixed, "reduction", values=["'sum' if num_items_in_batch is not None else 'mean'"]
+    )
+    expect_assignment_where(fixed, "loss", values=["loss / num_items_in_batch"])
+
+
+@check(reads=LOSS_UTILS, fix=CHUNKED, since="4.46.0")
 def test_for_causal_lm_loss_parameters(upstream):
     """ForCausalLMLoss takes num_items_in_batch and ignore_index: the chunked loss mirrors
     its contract (sum over valid tokens divided by num_items_in_batch)."""
     loss = upstream.module(LOSS_UTILS).function("ForCausalLMLoss")
     expect_parameters(loss, "num_items_in_batch", "ignore_index")
+
+
+@check(reads=LOSS_UTILS, fix=CHUNKED)
+def test_for_causal_lm_loss_scores_the_next_token(upstream):
+    """ForCausalLMLoss scores labels[..., 1:] against the logits of the positions before them:
+    the alignment the chunked loss copies (position i predicts labels[i + 1])."""
+    loss = upstream.module(LOSS_UTILS).function("ForCausalLMLoss")
+    expect_assignment_where(loss, "shift_labels", values=["labels[..., 1:].contiguous()"])
+
+
+@check(reads=LOSS_UTILS, fix=CHUNKED, since="4.50.0")
+def test_for_causal_lm_loss_takes_shift_labels(upstream):
+    """From 4.50 ForCausalLMLoss takes already-aligned shift_labels and shifts labels itself
+    only when shift_labels is None: the chunked forward takes shift_labels the same way."""
+    loss = upstream.module(LOSS_UTILS).function("ForCausalLMLoss")
+    expect_parameters(loss, "shift_labels")
+    expect_assignment_where(
+        loss, "shift_labels", guard="shift_labels is None", values=["labels[..., 1:].contiguous()"]
+    )
+
+
+# -- accepts_loss_kwargs: which model classes declare it ----------------------------------
+# The fix walks PeftModel -> LoraModel -> the HF model -> its inner .model and shadows the
+# first value a level's own class declares; vision wrappers declare it on the inner model.
+
+
+def _declares_false(upstream, path, *classes):
+    module = upstream.module(path)
+    for name in classes:
+        expect_class_attribute(module.cls(name), "accepts_loss_kwargs", False)
+
+
+@check(reads=GEMMA3, fix=SHADOW, since="4.53.0")
+def test_gemma3_model_declares_no_loss_kwargs(upstream):
+    """From 4.53 Gemma3Model declares accepts_loss_kwargs = False in its class body: the value
+    the fix finds one level below Gemma3ForConditionalGeneration."""
+    _declares_false(upstream, GEMMA3, "Gemma3Model")
+
+
+@check(reads=GEMMA3, fix=SHADOW, since="4.57.1", until="5.17.0")
+def test_gemma3_for_conditional_generation_declares_no_loss_kwargs(upstream):
+    """4.57-5.16: Gemma3ForConditionalGeneration itself declares accepts_loss_kwargs = False,
+    the same value the fix shadows from the inner Gemma3Model."""
+    _declares_false(upstream, GEMMA3, "Gemma3ForConditionalGeneration")
+
+
+@check(reads=GEMMA3, fix=SHADOW, since="5.17.0")
+def test_gemma3_for_conditional_generation_uses_the_loss_function(upstream):
+    """From 5.17 Gemma3ForConditionalGeneration declares no accepts_loss_kwargs and computes
+    its loss with self.loss_function(..., **<forward's kwargs>), which honours num_items_in_batch,
+    while Gemma3Model still declares False: the fix shadows that False on the outer model."""
+    outer = upstream.module(GEMMA3).cls("Gemma3ForConditionalGeneration")
+    expect_not_declared(outer, "accepts_loss_kwargs")
+    forward = outer.method("forward")
+    (call, *_) = expect_call(forward, "self.loss_function")
+    # The loss must get forward's own **kwargs (lm_kwargs in 5.17, kwargs from 5.18), the
+    # mapping Trainer's num_items_in_batch arrives in.
+    if forward.signature.var_keyword is None or call.keyword(None) != forward.signature.var_keyword:
+        raise Drift(
+            f"{forward.qualname}{forward.signature} calls {call.source} without forwarding "
+            "its **kwargs, so num_items_in_batch does not reach the loss"
+        )
+
+
+@check(reads=GEMMA3N, fix=SHADOW, since="4.53.0")
+def test_gemma3n_model_declares_no_loss_kwargs(upstream):
+    """From 4.53 Gemma3nModel declares accepts_loss_kwargs = False: the value the fix shadows
+    on Gemma3nForConditionalGeneration, whose own class is silent before 5.6."""
+    _declares_false(upstream, GEMMA3N, "Gemma3nModel")
+
+
+@check(reads=GEMMA3N, fix=SHADOW, since="5.6.0")
+def test_gemma3n_for_conditional_generation_declares_no_loss_kwargs(upstream):
+    """From 5.6 Gemma3nForConditionalGeneration declares accepts_loss_kwargs = False itself,
+    agreeing with the inner Gemma3nModel the fix reads."""
+    _declares_false(upstream, GEMMA3N, "Gemma3nForConditionalGeneration")
+
+
+@check(reads=PALIGEMMA, fix=SHADOW, since="4.53.0")
+def test_paligemma_model_declares_no_loss_kwargs(upstream):
+    """From 4.53 PaliGemmaModel declares accepts_loss_kwargs = False; the outer
+    PaliGemmaForConditionalGeneration never does, so only the fix's walk finds it."""
+    _declares_false(upstream, PALIGEMMA, "PaliGemmaModel")
+    expect_not_declared(
+        upstream.module(PALIGEMMA).cls("PaliGemmaForConditionalGeneration"), "accepts_loss_kwargs"
+    )
+
+
+@check(reads=QWEN2_VL, fix=SHADOW, since="4.56.0")
+def test_qwen2_vl_model_declares_no_loss_kwargs(upstream):
+    """From 4.56 Qwen2VLModel declares accepts_loss_kwargs = False; the outer
+    Qwen2VLForConditionalGeneration never does, so only the fix's walk finds it."""
+    _declares_false(upstream, QWEN2_VL, "Qwen2VLModel")
+    expect_not_declared(
+        upstream.module(QWEN2_VL).cls("Qwen2VLForConditionalGeneration"), "accepts_loss_kwargs"
+    )
+
+
+@check(reads=QWEN2_5_VL, fix=SHADOW, since="4.56.0")
+def test_qwen2_5_vl_declares_no_loss_kwargs(upstream):
+    """From 4.56 Qwen2_5_VLModel and Qwen2_5_VLForConditionalGeneration both declare
+    accepts_loss_kwargs = False."""
+    _declares_false(upstream, QWEN2_5_VL, "Qwen2_5_VLModel", "Qwen2_5_VLForConditionalGeneration")
+
+
+@check(reads=QWEN3_VL, fix=SHADOW, since="4.57.1")
+def test_qwen3_vl_declares_no_loss_kwargs(upstream):
+    """Qwen3VLModel and Qwen3VLForConditionalGeneration (from their first release, 4.57.1)
+    both declare accepts_loss_kwargs = False."""
+    _declares_false(upstream, QWEN3_VL, "Qwen3VLModel", "Qwen3VLForConditionalGeneration")
+
+
+@check(reads=QWEN3_VL_MOE, fix=SHADOW, since="4.57.1")
+def test_qwen3_vl_moe_declares_no_loss_kwargs(upstream):
+    """Qwen3VLMoeModel and Qwen3VLMoeForConditionalGeneration (from their first release,
+    4.57.1) both declare accepts_loss_kwargs = False."""
+    _declares_false(upstream, QWEN3_VL_MOE, "Qwen3VLMoeModel", "Qwen3VLMoeForConditionalGeneration")
+
+
+# -- downstream patches ----------------------------------------------------------------
+
+
+@check(reads=MODELING_UTILS, fix="modeling_utils checkpoint alias")
+def test_modeling_utils_binds_torch_checkpoint(upstream):
+    """transformers.modeling_utils binds checkpoint by importing it from torch.utils.checkpoint,
+    the module-level name the patch replaces."""
+    expect_bound(
+        upstream.module(MODELING_UTILS), "checkpoint", imported_from="torch.utils.checkpoint"
+    )
+
+
+@check(reads=HUB, fix="PushToHubMixin._create_repo", until="5.0.0")
+def test_push_to_hub_mixin_has_create_repo(upstream):
+    """Until 5.0 PushToHubMixin (transformers/utils/hub.py) has _create_repo(repo_id, private,
+    token, ...); 5.0 removed it, so the patch must not call it there."""
+    create = upstream.module(HUB).cls("PushToHubMixin").method("_create_repo")
+    expect_parameters(create, "repo_id", "private", "token")
+
+
+@check(reads=BITSANDBYTES, fix="bitsandbytes Linear4bit replacement", until="5.0.0")
+def test_bitsandbytes_replacement_builds_linear4bit_in_helper(upstream):
+    """Until 5.0 integrations/bitsandbytes.py's replace_with_bnb_linear delegates to
+    _replace_with_bnb_linear, which builds bnb.nn.Linear4bit."""
+    module = upstream.module(BITSANDBYTES)
+    expect_call(module.function("replace_with_bnb_linear"), "_replace_with_bnb_linear")
+    expect_mentions(module.function("_replace_with_bnb_linear"), "Linear4bit")
+
+
+@check(reads=BITSANDBYTES, fix="bitsandbytes Linear4bit replacement", since="5.0.0")
+def test_bitsandbytes_replacement_builds_linear4bit(upstream):
+    """From 5.0 integrations/bitsandbytes.py's replace_with_bnb_linear builds bnb.nn.Linear4bit
+    itself (the private helper is gone)."""
+    expect_mentions(upstream.module(BITSANDBYTES).function("replace_with_bnb_linear"), "Linear4bit")
+
+
+@check(reads=QUANTIZERS_UTILS, fix="quantizers should_convert_module", since="5.0.0")
+def test_should_convert_module_signature(upstream):
+    """From 5.0 quantizers/quantizers_utils.py defines should_convert_module(full_name,
+    patterns=None), called by the patch with both by position."""
+    function = upstream.module(QUANTIZERS_UTILS).function("should_convert_module")
+    if function.signature.names[:2] != ("full_name", "patterns"):
+        raise Drift(
+            f"should_convert_module's signature is {function.signature}, "
+            "not (full_name, patterns=None)"
+        )
+
+
+@check(reads=FP8, fix="FP8Linear construction", since="4.49.0", until="5.4.0")
+def test_fp8_linear_takes_bias(upstream):
+    """4.49-5.3: FP8Linear.__init__ takes the bias flag as bias=."""
+    expect_parameters(
+        upstream.module(FP8).cls("FP8Linear").method("__init__"),
+        "in_features",
+        "out_features",
+        "bias",
+    )
+
+
+@check(reads=FP8, fix="FP8Linear construction", since="5.4.0")
+def test_fp8_linear_takes_has_bias(upstream):
+    """From 5.4 FP8Linear.__init__ takes the bias flag as has_bias= (bias= is gone)."""
+    init = upstream.module(FP8).cls("FP8Linear").method("__init__")
+    expect_parameters(init, "in_features", "out_features", "has_bias")
+    if init.signature.has("bias"):
+        raise Drift(f"{init.qualname} takes bias again: {init.signature}")
+
+
+@check(reads=PROCESSING_UTILS, fix="processing_utils Unpack")
+def test_processing_utils_binds_unpack(upstream):
+    """transformers.processing_utils binds Unpack at module level (an assignment from
+    typing/typing_extensions, from 5.21 an import from typing), so importing it from there
+    works."""
+    expect_bound(upstream.module(PROCESSING_UTILS), "Unpack")
+
+
+@check(reads=GEMMA3, fix="Gemma3Attention patch", since="4.50.0")
+def test_gemma3_attention_has_forward(upstream):
+    """From 4.50 (Gemma3's first release) modeling_gemma3.py defines Gemma3Attention with its
+    own forward."""
+    upstream.module(GEMMA3).cls("Gemma3Attention").method("forward")
+
+
+@check(reads=GPT_OSS, fix="GptOssModel patch", since="4.55.0")
+def test_gpt_oss_model_has_forward(upstream):
+    """From 4.55 (gpt-oss's first release) modeling_gpt_oss.py defines GptOssModel with its
+    own forward."""
+    upstream.module(GPT_OSS).cls("GptOssModel").method("forward")
+
+
+@check(reads=AUTO_FACTORY, fix="auto mapping registration")
+def test_lazy_auto_mapping_private_api(upstream):
+    """_LazyAutoMapping keeps its tables in self._model_mapping and self._extra_content and
+    has register(key, value, exist_ok) and _load_attr_from_module(model_type, attr)."""
+    mapping = upstream.module(AUTO_FACTORY).cls("_LazyAutoMapping")
+    init = mapping.method("__init__")
+    expect_assignment(init, "self._model_mapping")
+    expect_assignment(init, "self._extra_content")
+    expect_parameters(mapping.method("register"), "key", "value", "exist_ok")
+    expect_parameters(mapping.method("_load_attr_from_module"), "model_type", "attr")
+
+
+@check(reads=CONFIGURATION_UTILS, fix="PretrainedConfig import", until="5.0.0")
+def test_pretrained_config_is_the_class(upstream):
+    """Until 5.0 configuration_utils.py defines the class PretrainedConfig."""
+    expect_defined(upstream.module(CONFIGURATION_UTILS), "PretrainedConfig")
+    upstream.module(CONFIGURATION_UTILS).cls("PretrainedConfig")
+
+
+@check(reads=CONFIGURATION_UTILS, fix="PretrainedConfig import", since="5.0.0")
+def test_pretrained_config_is_an_alias(upstream):
+    """From 5.0 configuration_utils.py defines PreTrainedConfig and keeps
+    PretrainedConfig = PreTrainedConfig as an alias."""
+    module = upstream.module(CONFIGURATION_UTILS)
+    module.cls("PreTrainedConfig")
+    alias = module.assignments.get("PretrainedConfig")
+    if alias is None or alias.value != "PreTrainedConfig":
+        expect_bound(module, "PretrainedConfig")  # Drift if it is gone altogether
+        raise Drift(
+            f"PretrainedConfig in {module.where} is no longer the alias of PreTrainedConfig"
+        )
+
+
+@check(reads=TOKENIZATION_BASE, fix="apply_chat_template call")
+def test_apply_chat_template_keywords(upstream):
+    """PreTrainedTokenizerBase.apply_chat_template takes conversation, chat_template,
+    add_generation_prompt and tokenize."""
+    method = (
+        upstream.module(TOKENIZATION_BASE)
+        .cls("PreTrainedTokenizerBase")
+        .method("apply_chat_template")
+    )
+    expect_parameters(method, "conversation", "chat_template", "add_generation_prompt", "tokenize")
+    expect_keyword_accepted(method, "return_dict")
+
+
+@check(reads=ATTN_MASK_UTILS, fix="attention mask utilities")
+def test_attention_mask_utilities(upstream):
+    """modeling_attn_mask_utils.py defines AttentionMaskConverter and the _prepare_4d_*
+    mask builders (5.24.0 shipped without the file; see tags.toml broken)."""
+    module = upstream.module(ATTN_MASK_UTILS)
+    for name in (
+        "AttentionMaskConverter",
+        "_prepare_4d_attention_mask",
+        "_prepare_4d_causal_attention_mask",
+        "_prepare_4d_causal_attention_mask_for_sdpa",
+    ):
+        expect_defined(module, name)
+
+
+@check(reads=CACHE_UTILS, fix="KV cache classes")
+def test_cache_and_dynamic_cache(upstream):
+    """cache_utils.py defines Cache and DynamicCache, a direct subclass of Cache."""
+    module = upstream.module(CACHE_UTILS)
+    module.cls("Cache")
+    expect_base(module.cls("DynamicCache"), "Cache")
+
+
+@check(reads=TRAINING_ARGS, fix="training_args ParallelMode")
+def test_parallel_mode_members(upstream):
+    """training_args.py defines the enum ParallelMode with NOT_PARALLEL, NOT_DISTRIBUTED and
+    DISTRIBUTED."""
+    parallel_mode = upstream.module(TRAINING_ARGS).cls("ParallelMode")
+    for member in ("NOT_PARALLEL", "NOT_DISTRIBUTED", "DISTRIBUTED"):
+        expect_class_attribute(parallel_mode, member)

@@ -11,7 +11,102 @@ from __future__ import annotations
 from canary.fixes import Fix
 
 # -- protected by canary/checks/test_transformers.py ------------------------------------
-TRANSFORMERS_PATCHES: tuple[Fix, ...] = ()
+TRANSFORMERS_PATCHES: tuple[Fix, ...] = (
+    Fix(
+        name="modeling_utils checkpoint alias",
+        summary=(
+            "swaps transformers.modeling_utils.checkpoint (the module's own binding of "
+            "torch.utils.checkpoint.checkpoint) for its offloading gradient checkpoint"
+        ),
+        reference="unsloth-zoo#549",
+    ),
+    Fix(
+        name="PushToHubMixin._create_repo",
+        summary="calls PushToHubMixin._create_repo when saving and pushing merged models",
+        reference="unsloth-zoo#393",
+    ),
+    Fix(
+        name="bitsandbytes Linear4bit replacement",
+        summary=(
+            "patches transformers.integrations.bitsandbytes' replacement of nn.Linear by "
+            "bnb.nn.Linear4bit when loading 4-bit models"
+        ),
+        reference="unsloth-zoo#491",
+    ),
+    Fix(
+        name="quantizers should_convert_module",
+        summary=(
+            "calls transformers.quantizers.quantizers_utils.should_convert_module(full_name, "
+            "patterns) to skip modules it keeps unquantized"
+        ),
+        reference="unsloth-zoo#488",
+    ),
+    Fix(
+        name="FP8Linear construction",
+        summary=(
+            "builds transformers.integrations.finegrained_fp8.FP8Linear layers itself, passing "
+            "the bias flag under the name the release uses (bias, later has_bias)"
+        ),
+        reference="unsloth-zoo#572",
+    ),
+    Fix(
+        name="processing_utils Unpack",
+        summary="imports Unpack from transformers.processing_utils for its processor kwargs types",
+        reference="unsloth-zoo#583",
+    ),
+    Fix(
+        name="Gemma3Attention patch",
+        summary="replaces Gemma3Attention.forward in transformers.models.gemma3.modeling_gemma3",
+        reference="unsloth#5036",
+    ),
+    Fix(
+        name="GptOssModel patch",
+        summary="patches GptOssModel in transformers.models.gpt_oss.modeling_gpt_oss",
+        reference="unsloth#5036",
+    ),
+    Fix(
+        name="auto mapping registration",
+        summary=(
+            "reads and extends _LazyAutoMapping's private tables (_model_mapping, "
+            "_extra_content via register) to map its model classes into the Auto classes"
+        ),
+        reference="unsloth#5155",
+    ),
+    Fix(
+        name="PretrainedConfig import",
+        summary=(
+            "imports PretrainedConfig from transformers.configuration_utils (renamed "
+            "PreTrainedConfig in 5.0, with the old name kept as an alias)"
+        ),
+        reference="unsloth#5036",
+    ),
+    Fix(
+        name="apply_chat_template call",
+        summary=(
+            "calls PreTrainedTokenizerBase.apply_chat_template with conversation, "
+            "chat_template, add_generation_prompt and tokenize by keyword"
+        ),
+        reference="unsloth#5036",
+    ),
+    Fix(
+        name="attention mask utilities",
+        summary=(
+            "imports AttentionMaskConverter and the _prepare_4d_* mask builders from "
+            "transformers.modeling_attn_mask_utils for its fast attention paths"
+        ),
+        reference="unsloth#5036",
+    ),
+    Fix(
+        name="KV cache classes",
+        summary="builds and type-checks Cache / DynamicCache from transformers.cache_utils",
+        reference="unsloth#5036",
+    ),
+    Fix(
+        name="training_args ParallelMode",
+        summary="compares TrainingArguments.parallel_mode against training_args.ParallelMode",
+        reference="unsloth#5036",
+    ),
+)
 
 # -- protected by canary/checks/test_trl.py ---------------------------------------------
 TRL_PATCHES: tuple[Fix, ...] = (
