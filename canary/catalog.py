@@ -19,7 +19,7 @@ When upstream has drifted, the failure says which fix breaks, what the check exp
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -67,8 +67,14 @@ def check(
     fix: str,
     since: str | None = None,
     until: str | None = None,
+    known_drift: Mapping[str, str] | None = None,
 ) -> Callable[[CheckFunction], CheckFunction]:
-    """Declare a catalog check: the upstream files it reads, the fix at risk, its window."""
+    """Declare a catalog check: the upstream files it reads, the fix at risk, its window.
+
+    ``known_drift`` maps a release inside the window to why this check fails there (a
+    release that broke the fix and was repaired in the next one). Those cases are strict
+    xfails: a drift there is expected, and a pass says the entry is stale.
+    """
     protected = get_fix(fix)  # a typo in the catalog is an error at collection, not a pass
     paths = (reads,) if isinstance(reads, str) else tuple(reads)
     if not paths:
@@ -77,6 +83,12 @@ def check(
     for bound in (since, until):
         if bound is not None:
             Version(bound)  # raises InvalidVersion for a bad bound, at collection
+    known = dict(known_drift or {})
+    for release, why in known.items():
+        if window.excludes(Version(release)):
+            raise ValueError(f"known_drift {release} is outside the check's window ({window})")
+        if not why.strip():
+            raise ValueError(f"known_drift {release} needs a reason")
 
     def decorate(function: CheckFunction) -> CheckFunction:
         if not (function.__doc__ or "").strip():
@@ -94,7 +106,7 @@ def check(
             failure.canary_subject = subject  # type: ignore[attr-defined]  # read by the report
             raise failure
 
-        marker = pytest.mark.canary_check(reads=paths, fix=fix, window=window)
+        marker = pytest.mark.canary_check(reads=paths, fix=fix, window=window, known_drift=known)
         return marker(run_check)  # type: ignore[return-value]
 
     return decorate

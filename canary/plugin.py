@@ -314,6 +314,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     package = package_marker.args[0]
     run = _run_or_usage_error(metafunc.config)
     window = _window(metafunc.definition)
+    known_drift = _known_drift(metafunc.definition)
     tags = run.tags.package(package)
     params = []
     for case in run.cases(package):
@@ -324,6 +325,14 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
                     reason=f"{case} is listed as broken in tags.toml: {reason}",
                     raises=pytest.fail.Exception,
                     strict=False,
+                )
+            )
+        if case.source != "local" and (reason := known_drift.get(case.label)):
+            marks.append(
+                pytest.mark.xfail(
+                    reason=f"known drift in {case}: {reason}",
+                    raises=pytest.fail.Exception,
+                    strict=True,
                 )
             )
         if (version := case.known_version) is not None and window.excludes(version):
@@ -342,6 +351,11 @@ def _run_or_usage_error(config: pytest.Config) -> CanaryRun:
 def _window(item: pytest.Item) -> Window:
     marker = item.get_closest_marker("canary_check")
     return marker.kwargs["window"] if marker else Window()
+
+
+def _known_drift(item: pytest.Item) -> dict[str, str]:
+    marker = item.get_closest_marker("canary_check")
+    return marker.kwargs.get("known_drift", {}) if marker else {}
 
 
 def _reads(item: pytest.Item) -> tuple[str, ...]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from canary.catalog import (
+    check,
     expect_assigned_after,
     expect_assignment,
     expect_base,
@@ -253,3 +254,10 @@ def test_expect_bound_accepts_definitions_and_imports(steps):
         expect_bound(steps, "Unpack", imported_from="typing")
     with pytest.raises(Drift, match=r"'Missing' not found in pkg/steps\.py"):
         expect_bound(steps, "Missing")
+
+
+def test_known_drift_must_lie_inside_the_window_and_say_why():
+    with pytest.raises(ValueError, match=r"known_drift 4\.0\.0 is outside the check's window"):
+        check(reads="pkg/a.py", fix="chunked NLL loss", since="5.0.0", known_drift={"4.0.0": "x"})
+    with pytest.raises(ValueError, match=r"known_drift 5\.1\.0 needs a reason"):
+        check(reads="pkg/a.py", fix="chunked NLL loss", known_drift={"5.1.0": " "})

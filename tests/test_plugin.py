@@ -109,6 +109,34 @@ def test_outcomes_pass_skip_with_window_and_xfail_for_broken(project):
     )
 
 
+KNOWN_DRIFT = '''
+import pytest
+from canary.catalog import check, expect_parameters
+
+pytestmark = pytest.mark.upstream("toy")
+
+@check(reads="toy/core.py", fix="chunked NLL loss", known_drift={"1.1.1": "lost it, back in 1.2"})
+def test_run_takes_num_items_in_batch(upstream):
+    """Engine.run takes num_items_in_batch."""
+    run = upstream.module("toy/core.py").cls("Engine").method("run")
+    expect_parameters(run, "num_items_in_batch")
+'''
+
+
+def test_known_drift_of_one_check_xfails_there_and_a_stale_entry_fails(project, cache_dir):
+    project.makepyfile(test_toy=KNOWN_DRIFT)
+    cache = Cache(cache_dir)
+    cache.write_file(FileKey("index", "toy", "1.1.1", "toy/core.py"), DRIFTED)
+    result = run(project, "-k", "toy_1_1")
+    result.assert_outcomes(passed=1, xfailed=1)
+    result.stdout.fnmatch_lines(["*XFAIL*toy_1_1_1*known drift in toy 1.1.1: lost it, back in 1.2"])
+
+    cache.write_file(FileKey("index", "toy", "1.1.1", "toy/core.py"), GOOD)
+    result = run(project, "-k", "toy_1_1")
+    result.assert_outcomes(passed=1, failed=1)  # XPASS(strict): the entry is stale
+    result.stdout.fnmatch_lines(["*XPASS(strict)*known drift in toy 1.1.1*"])
+
+
 def test_drift_names_the_fix_the_file_and_what_was_found(project, cache_dir):
     Cache(cache_dir).write_file(FileKey("index", "toy", "2.10.0", "toy/core.py"), DRIFTED)
     result = run(project, "-k", "toy_2_10_0 and run_takes")
