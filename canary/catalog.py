@@ -43,12 +43,15 @@ class Window:
 
     @property
     def specifier(self) -> SpecifierSet:
+        return SpecifierSet(",".join(self._bounds()))
+
+    def _bounds(self) -> list[str]:
         parts = []
         if self.since:
             parts.append(f">={self.since}")
         if self.until:
             parts.append(f"<{self.until}")
-        return SpecifierSet(",".join(parts))
+        return parts
 
     def excludes(self, version: Version | None) -> bool:
         # A tree whose version cannot be read (a branch without a literal version) is
@@ -58,7 +61,8 @@ class Window:
         return not self.specifier.contains(version, prereleases=True)
 
     def __str__(self) -> str:
-        return str(self.specifier) or "every release"
+        # Lower bound first (SpecifierSet would sort them: "<1.6.0,>=0.26.0").
+        return ",".join(self._bounds()) or "every release"
 
 
 def check(

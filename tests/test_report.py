@@ -102,7 +102,10 @@ def test_json_records_every_case_with_its_outcome_fix_window_and_subject(project
     assert drift["reads"] == ["toy/core.py"]
     assert drift["subject"] == {"path": "toy/core.py", "qualname": "Engine.run"}
     assert "has no parameter 'num_items_in_batch'" in drift["message"]
-    assert "outside this check's window (>=1.1.0)" in cases[(run, "1.0.0")]["message"]
+    assert (
+        "outside the window of test_run_takes_num_items_in_batch (toy >=1.1.0)"
+        in (cases[(run, "1.0.0")]["message"])
+    )
     assert "ships a broken Engine" in cases[(run, "1.2.0")]["message"]
     assert cases[("test_engine_exists", "1.2.0")]["outcome"] == "pass"  # xpass
 
