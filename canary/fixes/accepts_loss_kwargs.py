@@ -12,6 +12,19 @@ by the accumulation steps; when False it divides. Two ways that goes wrong:
 * a forward that *does* honour ``num_items_in_batch`` (this project's chunked loss) on a
   class that declares False would be divided twice.
 
+What the fix does not claim, found by the catalog across every release:
+
+* where the outer forward already honours ``num_items_in_batch`` (it calls
+  ``self.loss_function(..., **kwargs)``: Gemma3ForConditionalGeneration from 5.17.0,
+  PaliGemma and Qwen2-VL on 4.57+) the inner ``.model``'s False is still inherited. Trainer
+  then divides a per-micro-batch mean by the accumulation steps: the right scale, but not
+  the exact token-count weighting. Trusting the outer forward instead would need to know
+  that it forwards ``**kwargs`` into the loss, which some releases do not (Qwen2-VL 4.53.0
+  calls ``loss_function`` without them), and a wrong True is the serious failure (a loss
+  the accumulation steps times too large, #4982), so the fix stays on the safe side;
+* transformers 4.46.2 to 4.47.1 never divide in ``training_step``, so a shadowed False
+  cannot restore the division there.
+
 The fix sets the right value as an instance attribute on every wrapper level, so whichever
 level Trainer's release inspects (the outer model, ``get_base_model()``, ``base_model.model``)
 sees it. ``type(m).__dict__`` is read instead of ``hasattr`` because PEFT's ``__getattr__``

@@ -16,8 +16,10 @@ Released transformers 5.2.0 .. 5.5.3 tell it the real count instead: in
 
 (transformers 5.2.0 trainer.py:757/762, 5.5.3 trainer.py:768/773), while ``training_step``
 still divides (5.2.0 trainer.py:1972). Gradients come out ``1/gradient_accumulation_steps``
-too small. 4.57.x, 5.0.0 and 5.1.0 pass no plugin (Accelerate's default is 1 step); 5.5.4
-and later set ``grad_acc_kwargs["num_steps"] = 1`` (5.5.4 trainer.py:769).
+too small. 4.46.2 to 5.1.0 pass no plugin (Accelerate's default is 1 step); 5.5.4 and
+later set ``grad_acc_kwargs["num_steps"] = 1`` (5.5.4 trainer.py:769). 4.46.1 does pass the
+real count, without harm: its ``training_step`` multiplies the loss by the accumulation
+steps before Accelerate divides, so it is outside the window.
 
 The decision is taken from the live trainer (is Accelerate set to divide, and does this
 Trainer divide itself), not from the version: :data:`DOUBLE_DIVISION_WINDOW` is the
@@ -37,7 +39,8 @@ from canary.fixes._log import warn_once
 logger = logging.getLogger("canary.fixes")
 
 DOUBLE_DIVISION_WINDOW = SpecifierSet(">=5.2.0,<5.5.4")
-"""Releases whose Trainer gives Accelerate ``num_steps=gradient_accumulation_steps``."""
+"""Releases whose Trainer gives Accelerate ``num_steps=gradient_accumulation_steps`` while
+``training_step`` divides by them too (the catalog checks it against every release)."""
 
 
 def in_double_division_window(transformers_version: str) -> bool:

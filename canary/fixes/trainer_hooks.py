@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from canary.fixes._log import warn_once
 from canary.fixes.accepts_loss_kwargs import apply_accepts_loss_kwargs_fix
 from canary.fixes.grad_accum_clamp import clamp_gradient_accumulation
 
@@ -31,11 +32,44 @@ def apply_to_trainer(trainer: Any) -> dict[str, Any]:
     """
     shadowed = apply_accepts_loss_kwargs_fix(getattr(trainer, "model", None))
     if shadowed is not None:
-        # Every release decides model_accepts_loss_kwargs from hasattr(unwrapped, ...)
-        # inside __init__, which already ran: set the decision itself to the shadowed value.
-        trainer.model_accepts_loss_kwargs = shadowed
+        if (forced := upstream_forces_no_loss_kwargs(trainer)) is not None:
+            # Trainer overrode the model's answer for a reason of its own: keep its False.
+            if shadowed:
+                warn_once(
+                    "accepts_loss_kwargs fix: left model_accepts_loss_kwargs False: %s", forced
+                )
+        else:
+            # Every release decides model_accepts_loss_kwargs from hasattr(unwrapped, ...)
+            # inside __init__, which already ran: set the decision itself to the shadowed
+            # value.
+            trainer.model_accepts_loss_kwargs = shadowed
+        declared = getattr(type(trainer), "loss_is_scaled_for_ga", None)
+        if declared is not None:
+            # transformers 5.19+: training_step's division follows the trainer class's
+            # declaration, not model_accepts_loss_kwargs; the shadow then only decides
+            # whether num_items_in_batch reaches the model.
+            warn_once(
+                "accepts_loss_kwargs fix: %s declares loss_is_scaled_for_ga = %s, which decides "
+                "the accumulation division instead of the shadowed value %s",
+                type(trainer).__name__,
+                declared,
+                shadowed,
+            )
     clamped = clamp_gradient_accumulation(trainer)
     return {"accepts_loss_kwargs": shadowed, "clamped": clamped}
+
+
+def upstream_forces_no_loss_kwargs(trainer: Any) -> str | None:
+    """Why Trainer set ``model_accepts_loss_kwargs = False`` whatever the model says, or None.
+
+    transformers 5.0+ does so under DeepSpeed sequence parallelism, which counts its own
+    tokens; shadowing True over it would pass ``num_items_in_batch`` twice over.
+    """
+    accelerator = getattr(trainer, "accelerator", None)
+    config = getattr(accelerator, "parallelism_config", None)
+    if getattr(config, "sp_backend", None) == "deepspeed" and getattr(config, "sp_enabled", False):
+        return "DeepSpeed sequence parallelism computes its own token count"
+    return None
 
 
 def hooks_installed() -> bool:

@@ -123,3 +123,55 @@ def test_text_lm_is_left_to_trainer(how: str, tmp_path: Any) -> None:
     # Nothing declared: the fix leaves Trainer's **kwargs inference (True) alone.
     assert trainer.model_accepts_loss_kwargs is True
     assert all(ATTR not in level.__dict__ for level in wrapper_chain(model))
+
+
+def test_hook_keeps_the_false_trainer_forces_under_deepspeed_sequence_parallel(
+    tmp_path: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """transformers 5.0+ forces False under DeepSpeed sequence parallelism (it counts its
+    own tokens); the hook must not shadow True over it."""
+    from types import SimpleNamespace
+
+    from canary.fixes.trainer_hooks import apply_to_trainer
+
+    model = build_wrapper("Gemma3ForConditionalGeneration")
+    patch_chunked_loss(model)  # the shadow would say True
+    trainer = make_trainer(model, tmp_path)
+    # Accelerate's parallelism_config is read-only: stand in an accelerator that has it.
+    trainer.accelerator = SimpleNamespace(
+        parallelism_config=SimpleNamespace(sp_backend="deepspeed", sp_enabled=True),
+        distributed_type=trainer.accelerator.distributed_type,
+        gradient_accumulation_steps=1,
+    )
+    trainer.model_accepts_loss_kwargs = False  # what such a Trainer decided in __init__
+    with caplog.at_level("WARNING", logger="canary.fixes"):
+        assert apply_to_trainer(trainer)["accepts_loss_kwargs"] is True
+    assert trainer.model_accepts_loss_kwargs is False
+    assert "left model_accepts_loss_kwargs False: DeepSpeed sequence parallelism" in caplog.text
+
+
+def test_hook_says_when_the_trainer_class_decides_the_division(
+    tmp_path: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A Trainer subclass declaring loss_is_scaled_for_ga (transformers 5.19+) decides the
+    accumulation division itself: the hook warns that its shadow does not."""
+    from canary.fixes.trainer_hooks import apply_to_trainer
+
+    class ScaledTrainer(transformers.Trainer):
+        loss_is_scaled_for_ga = True
+
+    model = build_wrapper("PaliGemmaForConditionalGeneration")
+    args = transformers.TrainingArguments(output_dir=str(tmp_path), report_to=[], use_cpu=True)
+    trainer = ScaledTrainer(model=model, args=args)
+    with caplog.at_level("WARNING", logger="canary.fixes"):
+        assert apply_to_trainer(trainer)["accepts_loss_kwargs"] is False
+    assert trainer.model_accepts_loss_kwargs is False
+    assert "ScaledTrainer declares loss_is_scaled_for_ga = True" in caplog.text
+
+
+@pytest.fixture(autouse=True)
+def _fresh_warnings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test sees the fixes' once-only warnings afresh."""
+    from canary.fixes import _log
+
+    monkeypatch.setattr(_log, "_seen", set())
