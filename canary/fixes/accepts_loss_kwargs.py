@@ -3,39 +3,55 @@
 Trainer decides ``model_accepts_loss_kwargs`` in ``__init__`` from the (accelerate- and
 PEFT-unwrapped) model: ``model.accepts_loss_kwargs`` if ``hasattr``, else "does forward take
 ``**kwargs``". When True, Trainer passes ``num_items_in_batch`` and does not divide the loss
-by the accumulation steps; when False it divides. Two ways that goes wrong:
+by the accumulation steps; when False it divides. Only the model whose forward computes the
+loss can be right about that, and vision wrappers put the declaration one level too deep.
 
-* vision wrappers (Gemma3/PaliGemma/Qwen2-VL ForConditionalGeneration, Gemma3n before 5.x)
-  declare ``accepts_loss_kwargs = False`` only on the inner ``.model``; the outer forward
-  takes ``**kwargs``, so Trainer infers True and the loss is never divided under
-  accumulation;
-* a forward that *does* honour ``num_items_in_batch`` (this project's chunked loss) on a
-  class that declares False would be divided twice.
+The rule (:func:`decide`), applied to the *loss level*, the outermost wrapper level that is a
+transformers model (PEFT levels only delegate to it):
 
-What the fix does not claim, found by the catalog across every release:
+1. a chunked-loss forward anywhere in the chain -> True (it divides by
+   ``num_items_in_batch`` itself, even on a class that declares False);
+2. the loss level (or a level above it) declares ``accepts_loss_kwargs`` -> that value
+   (Gemma3ForConditionalGeneration 4.57-5.16, Gemma3n from 5.6 declare False themselves);
+3. the loss level's forward hands its own ``**kwargs`` (where Trainer puts
+   ``num_items_in_batch``) to ``self.loss_function``, and that loss function takes
+   ``num_items_in_batch`` -> None, nothing shadowed: Trainer's own detection (True, the
+   forward takes ``**kwargs``) is right, the loss is normalised over the whole accumulated
+   batch and the inner ``.model``'s False says nothing about it
+   (Gemma3ForConditionalGeneration from 5.17, PaliGemma from 4.52, Qwen2-VL from 4.56;
+   text LMs too). Read from the forward's syntax tree
+   (``inspect.getsource`` + ``ast``) after a bytecode gate (``loss_function`` in
+   ``co_names``), so reformatting does not matter; unreadable source falls through to 4;
+4. else the first value an inner level's class declares: the loss level builds its own loss
+   (``nn.CrossEntropyLoss()``, blind to ``num_items_in_batch``: Gemma3 before 4.57.1,
+   Gemma3n before 5.6) and inherits the inner False (the seed's #4982);
+5. else None: nothing declared, Trainer's ``**kwargs`` detection stands.
 
-* where the outer forward already honours ``num_items_in_batch`` (it calls
-  ``self.loss_function(..., **kwargs)``: Gemma3ForConditionalGeneration from 5.17.0,
-  PaliGemma and Qwen2-VL on 4.57+) the inner ``.model``'s False is still inherited. Trainer
-  then divides a per-micro-batch mean by the accumulation steps: the right scale, but not
-  the exact token-count weighting. Trusting the outer forward instead would need to know
-  that it forwards ``**kwargs`` into the loss, which some releases do not (Qwen2-VL 4.53.0
-  calls ``loss_function`` without them), and a wrong True is the serious failure (a loss
-  the accumulation steps times too large, #4982), so the fix stays on the safe side;
-* transformers 4.46.2 to 4.47.1 never divide in ``training_step``, so a shadowed False
-  cannot restore the division there.
+Rule 3 checks that ``**kwargs`` reach the loss rather than trusting ``loss_function`` alone:
+Qwen2-VL 4.52-4.55 calls it without them, and a wrong True is the serious failure (a loss the
+accumulation steps times too large). A wrong False is milder: Trainer divides a
+per-micro-batch mean, the right scale without the token-count weighting.
 
-The fix sets the right value as an instance attribute on every wrapper level, so whichever
-level Trainer's release inspects (the outer model, ``get_base_model()``, ``base_model.model``)
-sees it. ``type(m).__dict__`` is read instead of ``hasattr`` because PEFT's ``__getattr__``
+What the fix does not claim: transformers 4.46.2 to 4.47.1 never divide in
+``training_step``, so a shadowed False cannot restore the division there (those releases are
+below the supported floor; :data:`NO_DIVISION_WINDOW`, the construction hook warns).
+
+The fix sets the value as an instance attribute on every wrapper level, so whichever level
+Trainer's release inspects (the outer model, ``get_base_model()``, ``base_model.model``) sees
+it. ``type(m).__dict__`` is read instead of ``hasattr`` because PEFT's ``__getattr__``
 forwards attribute lookups down the chain and would report a value the level never declared.
 """
 
 from __future__ import annotations
 
+import ast
 import inspect
 import logging
+import textwrap
+from dataclasses import dataclass
 from typing import Any
+
+from packaging.specifiers import SpecifierSet
 
 from canary.fixes._log import warn_once
 from canary.fixes.chunked_loss import is_chunked_loss_forward
@@ -43,6 +59,10 @@ from canary.fixes.chunked_loss import is_chunked_loss_forward
 logger = logging.getLogger("canary.fixes")
 
 ATTR = "accepts_loss_kwargs"
+
+NO_DIVISION_WINDOW = SpecifierSet(">=4.46.2,<4.48.0")
+"""Releases whose ``training_step`` never divides the loss by the accumulation steps (it only
+divides the logged value): a shadowed False cannot restore the division there."""
 
 
 def _own_attribute(level: Any, name: str) -> bool:
@@ -88,13 +108,17 @@ def wrapper_chain(model: Any) -> list[Any]:
     return chain
 
 
+def _declared(level: Any) -> bool | None:
+    # The level's own class only: a value inherited or reached through PEFT's __getattr__
+    # forwarding is not a declaration of this level.
+    value = type(level).__dict__.get(ATTR)
+    return value if isinstance(value, bool) else None
+
+
 def declared_value(model: Any) -> bool | None:
     """The first ``accepts_loss_kwargs`` a level's own class declares, walking down the chain."""
     for level in wrapper_chain(model):
-        # The level's own class only: a value inherited or reached through PEFT's
-        # __getattr__ forwarding is not a declaration of this level.
-        value = type(level).__dict__.get(ATTR)
-        if isinstance(value, bool):
+        if (value := _declared(level)) is not None:
             return value
     return None
 
@@ -102,6 +126,111 @@ def declared_value(model: Any) -> bool | None:
 def uses_chunked_loss(model: Any) -> bool:
     """True if any level's forward is the chunked-loss forward (it honours num_items_in_batch)."""
     return any(is_chunked_loss_forward(level) for level in wrapper_chain(model))
+
+
+def loss_level_index(chain: list[Any]) -> int | None:
+    """Index of the level whose forward computes the loss: the outermost transformers model.
+
+    Recognised by transformers' ``loss_function`` on its class (PreTrainedModel, 4.46+);
+    PeftModel and LoraModel only delegate to it.
+    """
+    for i, level in enumerate(chain):
+        if hasattr(type(level), "loss_function"):
+            return i
+    return None
+
+
+def _forward_function(level: Any) -> Any:
+    """The plain function ``level.forward`` runs, past bound-method and decorator wrappers."""
+    forward = getattr(level, "forward", None)
+    return inspect.unwrap(getattr(forward, "__func__", forward))
+
+
+def _forward_syntax(function: Any) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    except (OSError, TypeError, SyntaxError) as exc:
+        logger.debug("accepts_loss_kwargs: no readable source for %r: %r", function, exc)
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            return node  # getsource starts at the function (or its decorators)
+    return None
+
+
+def forwards_num_items_to_loss(level: Any) -> bool:
+    """``level.forward`` hands its own ``**kwargs`` to ``self.loss_function``, which takes
+    ``num_items_in_batch``: Trainer's count then reaches the loss and normalises it.
+
+    False when it cannot tell (no source, no loss function): the caller falls back to the
+    inner declaration, the safe side.
+    """
+    function = _forward_function(level)
+    code = getattr(function, "__code__", None)
+    # Bytecode gate: no source read for forwards that never touch loss_function.
+    if code is None or "loss_function" not in code.co_names:
+        return False
+    node = _forward_syntax(function)
+    if node is None or node.args.kwarg is None or not node.args.args:
+        return False
+    self_name, var_keyword = node.args.args[0].arg, node.args.kwarg.arg
+    forwarded = any(
+        isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Attribute)
+        and call.func.attr == "loss_function"
+        and isinstance(call.func.value, ast.Name)
+        and call.func.value.id == self_name
+        and any(
+            kw.arg is None and isinstance(kw.value, ast.Name) and kw.value.id == var_keyword
+            for kw in call.keywords
+        )
+        for call in ast.walk(node)
+    )
+    if not forwarded:
+        return False
+    try:
+        parameters = inspect.signature(level.loss_function).parameters
+    except Exception as exc:  # a loss_function property that fails is not one that counts
+        logger.debug("accepts_loss_kwargs: %s.loss_function: %r", type(level).__name__, exc)
+        return False
+    return "num_items_in_batch" in parameters
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The value to shadow (None: leave Trainer's detection alone) and why."""
+
+    value: bool | None
+    reason: str
+
+
+def decide(model: Any) -> Decision:
+    """What ``accepts_loss_kwargs`` should be for ``model`` (the rule in the module docstring)."""
+    chain = wrapper_chain(model)
+    if any(is_chunked_loss_forward(level) for level in chain):
+        return Decision(True, "the chunked-loss forward divides by num_items_in_batch itself")
+    top = loss_level_index(chain)
+    outer = chain[: top + 1] if top is not None else []
+    for level in outer:
+        if (value := _declared(level)) is not None:
+            return Decision(value, f"{type(level).__name__} declares {ATTR} = {value}")
+    if top is not None and forwards_num_items_to_loss(chain[top]):
+        # Its forward takes **kwargs, so Trainer's own detection already says True.
+        name = type(chain[top]).__name__
+        return Decision(
+            None,
+            f"{name}.forward passes its **kwargs to self.loss_function: Trainer's own "
+            "detection (True) stands",
+        )
+    for level in chain[len(outer) :]:
+        if (value := _declared(level)) is not None:
+            computes = type(chain[top]).__name__ if top is not None else "the outer model"
+            return Decision(
+                value,
+                f"inner {type(level).__name__} declares {ATTR} = {value}; {computes}.forward "
+                "does not pass num_items_in_batch to its loss",
+            )
+    return Decision(None, f"nothing declares {ATTR}: Trainer's **kwargs detection stands")
 
 
 def _shadow(model: Any, value: bool) -> None:
@@ -121,19 +250,16 @@ def _shadow(model: Any, value: bool) -> None:
 def apply_accepts_loss_kwargs_fix(model: Any) -> bool | None:
     """Shadow ``accepts_loss_kwargs`` on every wrapper level of ``model``.
 
-    Returns the value shadowed: True when the chunked-loss forward is in use, else the first
-    value a level's class declares; None when nothing declares one (text LMs: Trainer's own
-    ``**kwargs`` detection is right and is left alone).
+    Returns the value shadowed (see :func:`decide`); None when nothing was shadowed
+    (Trainer's own ``**kwargs`` detection is right and is left alone).
     """
     if model is None:
         return None
-    if uses_chunked_loss(model):
-        value: bool | None = True
-    else:
-        value = declared_value(model)
-    if value is not None:
-        _shadow(model, value)
-    return value
+    decision = decide(model)
+    if decision.value is not None:
+        logger.debug("accepts_loss_kwargs fix: %s (%s)", decision.value, decision.reason)
+        _shadow(model, decision.value)
+    return decision.value
 
 
 def _trainer_unwrap(model: Any) -> Any:

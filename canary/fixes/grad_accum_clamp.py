@@ -39,8 +39,12 @@ from canary.fixes._log import warn_once
 logger = logging.getLogger("canary.fixes")
 
 DOUBLE_DIVISION_WINDOW = SpecifierSet(">=5.2.0,<5.5.4")
-"""Releases whose Trainer gives Accelerate ``num_steps=gradient_accumulation_steps`` while
-``training_step`` divides by them too (the catalog checks it against every release)."""
+"""Releases whose Trainer gives Accelerate ``num_steps=gradient_accumulation_steps`` *and*
+whose ``training_step`` divides by them too (the catalog checks it against every release).
+
+Not every release that passes the accumulation steps to Accelerate: 4.46.1 does as well, but
+its ``training_step`` multiplies the loss by them first, so Accelerate's division cancels
+that and there is no double division (and nothing to clamp)."""
 
 
 def in_double_division_window(transformers_version: str) -> bool:

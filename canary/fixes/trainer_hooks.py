@@ -5,18 +5,31 @@ cannot: a model wrapped by PEFT after loading, and ``Trainer(model_init=...)`` w
 model only exists inside ``__init__``. Subclasses (TRL's SFTTrainer, ...) inherit the hook;
 trainers that force ``model_accepts_loss_kwargs = False`` after ``super().__init__()``
 (TRL's GRPO/DPO/KTO...) still win, because they assign after the hook ran.
+
+Where Trainer's own decision must stand, the hook leaves it:
+
+* transformers 5.0+ forces ``model_accepts_loss_kwargs = False`` in ``__init__`` under
+  DeepSpeed sequence parallelism (it counts its own tokens); the hook keeps that False
+  (:func:`upstream_forces_no_loss_kwargs`);
+* from 5.19 a trainer may set ``loss_is_scaled_for_ga``, which ``training_step`` reads
+  instead of ``model_accepts_loss_kwargs`` to decide the accumulation division. Its author
+  knows how its ``compute_loss`` scales, so it is respected; the hook warns once where it
+  contradicts the shadowed value;
+* 4.46.2-4.47.1 never divide in ``training_step``: a shadowed False cannot restore the
+  division, and the hook warns once under accumulation.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from canary.fixes._log import warn_once
-from canary.fixes.accepts_loss_kwargs import apply_accepts_loss_kwargs_fix
+from canary.fixes.accepts_loss_kwargs import NO_DIVISION_WINDOW, apply_accepts_loss_kwargs_fix
 from canary.fixes.grad_accum_clamp import clamp_gradient_accumulation
 
 logger = logging.getLogger("canary.fixes")
@@ -43,33 +56,91 @@ def apply_to_trainer(trainer: Any) -> dict[str, Any]:
             # inside __init__, which already ran: set the decision itself to the shadowed
             # value.
             trainer.model_accepts_loss_kwargs = shadowed
-        declared = getattr(type(trainer), "loss_is_scaled_for_ga", None)
-        if declared is not None:
-            # transformers 5.19+: training_step's division follows the trainer class's
-            # declaration, not model_accepts_loss_kwargs; the shadow then only decides
-            # whether num_items_in_batch reaches the model.
-            warn_once(
-                "accepts_loss_kwargs fix: %s declares loss_is_scaled_for_ga = %s, which decides "
-                "the accumulation division instead of the shadowed value %s",
-                type(trainer).__name__,
-                declared,
-                shadowed,
-            )
+        _warn_where_the_division_is_decided_elsewhere(trainer)
     clamped = clamp_gradient_accumulation(trainer)
     return {"accepts_loss_kwargs": shadowed, "clamped": clamped}
+
+
+def _warn_where_the_division_is_decided_elsewhere(trainer: Any) -> None:
+    """Say so where ``model_accepts_loss_kwargs`` does not decide the accumulation division."""
+    accepts = bool(getattr(trainer, "model_accepts_loss_kwargs", False))
+    # transformers 5.19+: training_step divides unless self.loss_is_scaled_for_ga, when a
+    # trainer (class or instance) sets it; model_accepts_loss_kwargs then only decides whether
+    # num_items_in_batch reaches the model. The trainer's author knows how its compute_loss
+    # scales, so the declaration is respected; a disagreement is worth a warning.
+    scaled = getattr(trainer, "loss_is_scaled_for_ga", None)
+    contradicts = scaled is not None and bool(scaled) is not accepts
+    if contradicts and _release_reads_loss_is_scaled_for_ga():
+        warn_once(
+            "accepts_loss_kwargs fix: %s sets loss_is_scaled_for_ga = %s, which decides the "
+            "gradient-accumulation division instead of model_accepts_loss_kwargs = %s",
+            type(trainer).__name__,
+            scaled,
+            accepts,
+        )
+    args = getattr(trainer, "args", None)
+    steps = getattr(args, "gradient_accumulation_steps", 1)
+    if not accepts and steps > 1 and _release_never_divides():
+        warn_once(
+            "accepts_loss_kwargs fix: transformers %s never divides the loss by the "
+            "gradient accumulation steps (%d): model_accepts_loss_kwargs = False cannot "
+            "restore the division; upgrade transformers",
+            _transformers_version(),
+            steps,
+        )
+
+
+def _release_reads_loss_is_scaled_for_ga() -> bool:
+    # Trainer itself declares the attribute (None) from 5.19, the release that reads it.
+    from transformers import Trainer
+
+    return "loss_is_scaled_for_ga" in vars(Trainer)
+
+
+def _transformers_version() -> str:
+    import transformers
+
+    return str(transformers.__version__)
+
+
+def _release_never_divides() -> bool:
+    return NO_DIVISION_WINDOW.contains(_transformers_version(), prereleases=True)
+
+
+def init_forces_for_sequence_parallel() -> bool:
+    """Whether this release's ``Trainer.__init__`` reads ``parallelism_config.sp_backend``.
+
+    A bytecode fact (the name in ``__init__``'s ``co_names``, past the hook's wrapper):
+    transformers 5.0+ forces ``model_accepts_loss_kwargs = False`` there under DeepSpeed
+    sequence parallelism; 4.x has no such branch.
+    """
+    from transformers import Trainer
+
+    code = getattr(inspect.unwrap(Trainer.__init__), "__code__", None)
+    return code is not None and "sp_backend" in code.co_names
 
 
 def upstream_forces_no_loss_kwargs(trainer: Any) -> str | None:
     """Why Trainer set ``model_accepts_loss_kwargs = False`` whatever the model says, or None.
 
     transformers 5.0+ does so under DeepSpeed sequence parallelism, which counts its own
-    tokens; shadowing True over it would pass ``num_items_in_batch`` twice over.
+    tokens; shadowing True over it would pass ``num_items_in_batch`` twice over. The same
+    condition as ``Trainer.__init__``'s (``pc is not None and pc.sp_backend == "deepspeed"
+    and pc.sp_enabled``), and only where this release's ``__init__`` has that branch and the
+    value it left is False: elsewhere nothing was forced and the shadow applies.
     """
     accelerator = getattr(trainer, "accelerator", None)
     config = getattr(accelerator, "parallelism_config", None)
-    if getattr(config, "sp_backend", None) == "deepspeed" and getattr(config, "sp_enabled", False):
-        return "DeepSpeed sequence parallelism computes its own token count"
-    return None
+    sequence_parallel = getattr(config, "sp_backend", None) == "deepspeed" and getattr(
+        config, "sp_enabled", False
+    )
+    if config is None or not sequence_parallel:
+        return None
+    if not init_forces_for_sequence_parallel():
+        return None
+    if getattr(trainer, "model_accepts_loss_kwargs", None) is not False:
+        return None
+    return "DeepSpeed sequence parallelism computes its own token count"
 
 
 def hooks_installed() -> bool:

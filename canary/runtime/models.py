@@ -6,6 +6,7 @@ Qwen3-shaped config at full vocabulary through the same builders.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from typing import Any
 
@@ -204,6 +205,25 @@ VISION_WRAPPERS: dict[str, tuple[str, Any]] = {
 }
 
 
+FORWARDS_NUM_ITEMS_TO_LOSS: dict[str, str] = {
+    # The releases where the wrapper declares nothing itself and its forward passes its
+    # **kwargs (Trainer's num_items_in_batch) to self.loss_function: the accepts_loss_kwargs
+    # fix says True there, False elsewhere (verified per release by the static catalog).
+    "Gemma3ForConditionalGeneration": ">=5.17.0",  # 4.57.1-5.16 declare False, before: own CE
+    "PaliGemmaForConditionalGeneration": ">=4.52.1",
+    "Qwen2VLForConditionalGeneration": ">=4.56.0",  # 4.52-4.55 call loss_function without them
+    "Gemma3nForConditionalGeneration": "<0",  # own CE before 5.6, declares False from 5.6
+}
+
+
+def forwards_num_items_to_loss(name: str, transformers_version: str) -> bool:
+    """Whether wrapper ``name`` of that release normalises its loss by num_items_in_batch."""
+    from packaging.specifiers import SpecifierSet
+
+    window = SpecifierSet(FORWARDS_NUM_ITEMS_TO_LOSS[name])
+    return window.contains(transformers_version, prereleases=True)
+
+
 def tiny_vision_wrapper(name: str, seed: int = 0) -> Any:
     """A random-init vision-language wrapper of class ``name`` from a tiny config."""
     import torch
@@ -213,3 +233,64 @@ def tiny_vision_wrapper(name: str, seed: int = 0) -> Any:
     config = build_config()
     torch.manual_seed(seed)
     return cls(config)
+
+
+OWN_LOSS_WRAPPER = "OwnLossWrapper"
+"""Class name of :func:`tiny_own_loss_wrapper`'s outer model."""
+
+
+@functools.cache
+def _own_loss_classes() -> tuple[type, type]:
+    import torch
+    import transformers
+    from transformers.modeling_outputs import CausalLMOutputWithPast
+
+    class InnerDeclaresFalse(transformers.LlamaModel):  # type: ignore[misc, valid-type]
+        accepts_loss_kwargs = False
+
+    class OwnLossWrapper(transformers.LlamaPreTrainedModel):  # type: ignore[misc, valid-type]
+        # The outer class declares nothing and its forward takes **kwargs: Trainer's own
+        # detection says True, although the loss below never sees num_items_in_batch.
+        def __init__(self, config: Any) -> None:
+            super().__init__(config)
+            self.model = InnerDeclaresFalse(config)
+            self.lm_head = torch.nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+            self.post_init()
+
+        def forward(
+            self,
+            input_ids: Any = None,
+            attention_mask: Any = None,
+            labels: Any = None,
+            **kwargs: Any,
+        ) -> Any:
+            hidden = self.model(input_ids=input_ids, attention_mask=attention_mask)[0]
+            logits = self.lm_head(hidden)
+            loss = None
+            if labels is not None:
+                # A per-micro-batch mean, as Gemma3 4.50-4.56 and Gemma3n before 5.6 build it.
+                loss = torch.nn.CrossEntropyLoss()(
+                    logits[:, :-1].reshape(-1, logits.size(-1)).float(),
+                    labels[:, 1:].reshape(-1),
+                )
+            return CausalLMOutputWithPast(loss=loss, logits=logits)
+
+    OwnLossWrapper.__name__ = OwnLossWrapper.__qualname__ = OWN_LOSS_WRAPPER
+    return InnerDeclaresFalse, OwnLossWrapper
+
+
+def tiny_own_loss_wrapper(seed: int = 0) -> Any:
+    """A wrapper of the shape transformers' vision wrappers had before 4.57.1.
+
+    The outer forward builds its own ``nn.CrossEntropyLoss()`` (blind to
+    ``num_items_in_batch``) and only the inner ``.model``'s class declares
+    ``accepts_loss_kwargs = False``. No pinned release still has that shape (Gemma3 declares
+    False on the outer class from 4.57.1, Gemma3n from 5.6), so the runtime tier builds it.
+    """
+    import torch
+    from transformers import LlamaConfig
+
+    config = LlamaConfig(**_text_kwargs(VOCAB, HIDDEN, 1))
+    config._attn_implementation = "eager"
+    torch.manual_seed(seed)
+    return _own_loss_classes()[1](config)

@@ -3,47 +3,91 @@
 On transformers inside the Accelerate double-division window (verified:
 ``canary.fixes.grad_accum_clamp.DOUBLE_DIVISION_WINDOW``) the unclamped run gets gradients
 1/4 too small; with the clamp it matches. Outside the window the unclamped run matches too.
+
+The same equivalence proves the accepts_loss_kwargs rule on vision wrappers: where the outer
+forward hands num_items_in_batch to its loss (True), variable lengths match exactly, and the
+inherited inner False (the rule before) weights tokens per micro-batch; where it builds its
+own mean loss (False), equal lengths match exactly and a True would be 4 times too large.
 SGD, not Adam: Adam's update is nearly invariant to a uniform gradient scale and would hide
 the bug in the weights.
 """
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 import torch
 
 from canary.fixes import grad_accum_clamp
+from canary.fixes.accepts_loss_kwargs import declared_value
 from canary.fixes.trainer_hooks import apply_to_trainer, hooks_installed, trainer_hooks
-from canary.runtime.models import VOCAB, tiny_causal_lm
+from canary.runtime.models import (
+    OWN_LOSS_WRAPPER,
+    VISION_WRAPPERS,
+    VOCAB,
+    forwards_num_items_to_loss,
+    tiny_causal_lm,
+    tiny_own_loss_wrapper,
+    tiny_vision_wrapper,
+)
 
 transformers = pytest.importorskip("transformers")
 
 LENGTHS = [5, 17, 9, 30, 12, 3, 22, 8]  # variable lengths: token-count normalisation matters
+EQUAL_LENGTHS = [12] * 8  # a mean of micro-batch means is then the full-batch mean
 TOL = 1e-5
+# Below the vision wrappers' image/video/boi/eoi token ids (VOCAB-3 .. VOCAB-1): text only.
+TEXT_VOCAB = VOCAB - 8
 
 
 class _Examples(torch.utils.data.Dataset):
-    def __init__(self) -> None:
+    """Rows of ``lengths`` tokens; with ``width``, rows of ``width`` tokens of which only the
+    last ``lengths[i]`` are labelled (prompt masking): the token count varies without padding.
+    """
+
+    def __init__(
+        self,
+        lengths: list[int] = LENGTHS,
+        vocab: int = VOCAB,
+        width: int | None = None,
+        token_types: bool = False,
+    ) -> None:
         gen = torch.Generator().manual_seed(3)
-        self.rows = [torch.randint(7, VOCAB, (n,), generator=gen) for n in LENGTHS]
+        self.rows = [torch.randint(7, vocab, (width or n,), generator=gen) for n in lengths]
+        self.labels = [
+            row if width is None else row.clone().index_fill_(0, torch.arange(width - n), -100)
+            for row, n in zip(self.rows, lengths, strict=True)
+        ]
+        # Gemma3/PaliGemma 5.x insist on token_type_ids in training (0: text, no image).
+        self.token_types = token_types
 
     def __len__(self) -> int:
         return len(self.rows)
 
     def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
-        return {"input_ids": self.rows[i]}
+        row = {"input_ids": self.rows[i], "labels": self.labels[i]}
+        if self.token_types:
+            row["token_type_ids"] = torch.zeros_like(self.rows[i])
+        return row
 
 
 def _collate(rows: list[dict[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
     width = max(len(r["input_ids"]) for r in rows)
     ids = torch.zeros(len(rows), width, dtype=torch.long)
+    labels = torch.full_like(ids, -100)
     mask = torch.zeros_like(ids)
     for i, r in enumerate(rows):
-        ids[i, : len(r["input_ids"])] = r["input_ids"]
-        mask[i, : len(r["input_ids"])] = 1
-    return {"input_ids": ids, "attention_mask": mask, "labels": ids.masked_fill(mask == 0, -100)}
+        n = len(r["input_ids"])
+        ids[i, :n] = r["input_ids"]
+        labels[i, :n] = r["labels"]
+        mask[i, :n] = 1
+    batch = {"input_ids": ids, "attention_mask": mask, "labels": labels}
+    if "token_type_ids" in rows[0]:
+        batch["token_type_ids"] = torch.zeros_like(ids)
+    return batch
 
 
 class _Logs(transformers.TrainerCallback):
@@ -55,10 +99,24 @@ class _Logs(transformers.TrainerCallback):
             self.rows.append(dict(logs))
 
 
-def train(tmp_path: Any, batch: int, accum: int, *, clamp: bool) -> dict[str, Any]:
-    """Two optimizer steps over the 8 examples; returns losses, grad norms, weights, state."""
+def train(
+    tmp_path: Any,
+    batch: int,
+    accum: int,
+    *,
+    clamp: bool,
+    build: Callable[[], Any] = lambda: tiny_causal_lm("llama", seed=0),
+    dataset: torch.utils.data.Dataset | None = None,
+    accepts_loss_kwargs: Callable[[Any], bool] | None = None,
+) -> dict[str, Any]:
+    """Two optimizer steps over the 8 examples; returns losses, grad norms, weights, state.
+
+    ``clamp`` applies the construction hook's fixes (as the hook does after ``__init__``);
+    ``accepts_loss_kwargs`` then overrides the trainer's decision (a rule under comparison).
+    """
+    tag = f"b{batch}a{accum}{clamp}{accepts_loss_kwargs is not None}"
     args = transformers.TrainingArguments(
-        output_dir=str(tmp_path / f"b{batch}a{accum}{clamp}"),
+        output_dir=str(tmp_path / tag),
         per_device_train_batch_size=batch,
         gradient_accumulation_steps=accum,
         max_steps=2,
@@ -77,15 +135,18 @@ def train(tmp_path: Any, batch: int, accum: int, *, clamp: bool) -> dict[str, An
     )
     logs = _Logs()
     trainer = transformers.Trainer(
-        model=tiny_causal_lm("llama", seed=0),
+        model=build(),
         args=args,
-        train_dataset=_Examples(),
+        train_dataset=dataset if dataset is not None else _Examples(),
         data_collator=_collate,
         callbacks=[logs],
     )
     accel_steps_before = trainer.accelerator.gradient_accumulation_steps
     needed = grad_accum_clamp.needs_clamp(trainer)
     clamped = apply_to_trainer(trainer)["clamped"] if clamp else False
+    if accepts_loss_kwargs is not None:
+        trainer.model_accepts_loss_kwargs = accepts_loss_kwargs(trainer.model)
+    decided = trainer.model_accepts_loss_kwargs
     trainer.train()
     return {
         "loss": [r["loss"] for r in logs.rows],
@@ -94,6 +155,7 @@ def train(tmp_path: Any, batch: int, accum: int, *, clamp: bool) -> dict[str, An
         "accel_steps_before": accel_steps_before,
         "needed": needed,
         "clamped": clamped,
+        "accepts_loss_kwargs": decided,
     }
 
 
@@ -171,3 +233,57 @@ def test_hook_clamps_at_construction(tmp_path: Any) -> None:
     assert trainer.accelerator.gradient_accumulation_steps == 1
     assert trainer.accelerator.gradient_state.plugin_kwargs.get("num_steps", 1) == 1
     assert grad_accum_clamp.needs_clamp(trainer) is False
+
+
+# -- accepts_loss_kwargs: the decision, proven by the equivalence ---------------------------
+
+
+def _expected(name: str) -> bool:
+    if name == OWN_LOSS_WRAPPER:
+        return False
+    return forwards_num_items_to_loss(name, transformers.__version__)
+
+
+def _builder(name: str) -> Callable[[], Any]:
+    if name == OWN_LOSS_WRAPPER:
+        return tiny_own_loss_wrapper
+    if not hasattr(transformers, name):
+        pytest.skip(f"transformers {transformers.__version__} has no {name}")
+    try:
+        tiny_vision_wrapper(name)
+    except ImportError as exc:  # e.g. Gemma3n's timm vision tower without timm/PIL
+        pytest.skip(f"{name} cannot be built here: {str(exc).strip().splitlines()[0]}")
+    return lambda: tiny_vision_wrapper(name)
+
+
+def _grad_ratio(a: dict[str, Any], b: dict[str, Any]) -> float:
+    return a["grad_norm"][0] / b["grad_norm"][0]
+
+
+@pytest.mark.parametrize("name", [*VISION_WRAPPERS, OWN_LOSS_WRAPPER])
+def test_accepts_loss_kwargs_decision_makes_accumulation_exact(name: str, tmp_path: Any) -> None:
+    build = _builder(name)
+    expected = _expected(name)
+    # True is exact only with the token count; False only where micro-batches weigh alike.
+    # No padding: PaliGemma 5.x's output for a row depends on the padding beside it.
+    lengths = LENGTHS if expected else EQUAL_LENGTHS
+    token_types = "token_type_ids" in inspect.signature(build().forward).parameters
+    data = _Examples(lengths, vocab=TEXT_VOCAB, width=max(lengths), token_types=token_types)
+    run: dict[str, Any] = {"build": build, "dataset": data, "clamp": True}
+    reference = train(tmp_path, batch=4, accum=1, **run)
+    fixed = train(tmp_path, batch=1, accum=4, **run)
+    assert fixed["accepts_loss_kwargs"] is expected, (name, transformers.__version__)
+    worst = mismatch(reference, fixed)
+    assert all(v < TOL for v in worst.values()), (name, worst)
+
+    if expected:
+        # The rule before: the inner .model's False, inherited past an outer forward that
+        # normalises by num_items_in_batch. Right scale, per-micro-batch token weighting.
+        old = train(tmp_path, batch=1, accum=4, accepts_loss_kwargs=declared_value, **run)
+        assert old["accepts_loss_kwargs"] is False
+        assert mismatch(reference, old)["grad_norm"] > 1e-3, (name, reference, old)
+    else:
+        # A True here (Trainer's own **kwargs detection where the outer class declares
+        # nothing) leaves the per-micro-batch mean undivided: gradients 4 times too large.
+        wrong = train(tmp_path, batch=1, accum=4, accepts_loss_kwargs=lambda m: True, **run)
+        assert _grad_ratio(wrong, reference) == pytest.approx(4.0, rel=1e-4), (name, wrong)
