@@ -175,8 +175,8 @@ def test_init_falls_back_to_var_keyword_forward(upstream):
 @check(reads=TRAINER, fix=HOOK, since="5.0.0")
 def test_init_forces_false_under_deepspeed_sequence_parallel(upstream):
     """From 5.0 Trainer.__init__ forces model_accepts_loss_kwargs = False under DeepSpeed
-    sequence parallelism (it counts its own tokens); the hook assigns the shadowed value
-    after __init__ and so overrides this decision too."""
+    sequence parallelism (it counts its own tokens); the construction hook reads this branch
+    and keeps Trainer's False instead of shadowing over it."""
     expect_assignment_where(
         _init(upstream),
         ACCEPTS,
@@ -476,8 +476,9 @@ def test_for_causal_lm_loss_takes_shift_labels(upstream):
 
 
 # -- accepts_loss_kwargs: which model classes declare it ----------------------------------
-# The fix walks PeftModel -> LoraModel -> the HF model -> its inner .model and shadows the
-# first value a level's own class declares; vision wrappers declare it on the inner model.
+# The fix decides at the loss level (the outermost HF model): its own declaration; else
+# Trainer's True where its forward hands **kwargs to loss_function; else the first value an
+# inner .model declares (vision wrappers that build their own loss).
 
 
 def _declares_false(upstream, path, *classes):
@@ -504,7 +505,7 @@ def test_gemma3_for_conditional_generation_declares_no_loss_kwargs(upstream):
 def test_gemma3_for_conditional_generation_uses_the_loss_function(upstream):
     """From 5.17 Gemma3ForConditionalGeneration declares no accepts_loss_kwargs and computes
     its loss with self.loss_function(..., **<forward's kwargs>), which honours num_items_in_batch,
-    while Gemma3Model still declares False: the fix shadows that False on the outer model."""
+    while Gemma3Model still declares False: the fix's rule 3 leaves Trainer's True here."""
     outer = upstream.module(GEMMA3).cls("Gemma3ForConditionalGeneration")
     expect_not_declared(outer, "accepts_loss_kwargs")
     forward = outer.method("forward")
@@ -535,7 +536,8 @@ def test_gemma3n_for_conditional_generation_declares_no_loss_kwargs(upstream):
 @check(reads=PALIGEMMA, fix=SHADOW, since="4.53.0")
 def test_paligemma_model_declares_no_loss_kwargs(upstream):
     """From 4.53 PaliGemmaModel declares accepts_loss_kwargs = False; the outer
-    PaliGemmaForConditionalGeneration never does, so only the fix's walk finds it."""
+    PaliGemmaForConditionalGeneration never does, so the fix decides from the outer forward
+    (inheriting that False only where the forward builds its own loss)."""
     _declares_false(upstream, PALIGEMMA, "PaliGemmaModel")
     expect_not_declared(
         upstream.module(PALIGEMMA).cls("PaliGemmaForConditionalGeneration"), "accepts_loss_kwargs"
