@@ -240,6 +240,7 @@ class Workspace:
         self._indexes: dict[str, codeindex.Module] = {}
         self._parsing: dict[tuple[Case, str], Future[tuple[bytes, float]]] = {}
         self._digest_jobs: dict[str, Future[tuple[bytes, float]]] = {}
+        self._job_indexes: dict[Future[tuple[bytes, float]], codeindex.Module] = {}
         self._trees: dict[Case, Tree] = {}
         self._modules: dict[tuple[Case, str], codeindex.Module | None] = {}
         self._versions: dict[Case, Version | None] = {}
@@ -335,11 +336,18 @@ class Workspace:
             contents = self._read(case, [path])
             module = self._parse_here(contents[path], path, str(case))
         else:
-            module = _load_index(blob).relabeled(path=path, origin=str(case))
+            module = self._index_of(job, blob).relabeled(path=path, origin=str(case))
         with self._case_lock(case):
             self._modules[(case, path)] = module
             self._parsing.pop((case, path), None)
         return module
+
+    def _index_of(self, job: Future[tuple[bytes, float]], blob: bytes) -> codeindex.Module:
+        """The job's code index, unpickled once however many cases share that file."""
+        with self._lock:
+            if (index := self._job_indexes.get(job)) is None:
+                index = self._job_indexes[job] = _load_index(blob)
+            return index
 
     def _read(self, case: Case, paths: Sequence[str]) -> dict[str, bytes | None]:
         """Read through the case's tree; a fetch that failed once fails fast for the rest
