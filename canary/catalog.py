@@ -28,7 +28,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from canary.codeindex import Assignment, Call, Class, ClassAttribute, Function, Module
-from canary.errors import Drift, Subject
+from canary.errors import CheckDrift, Drift, Subject
 from canary.fixes import Fix, get_fix
 
 CheckFunction = TypeVar("CheckFunction", bound=Callable[..., Any])
@@ -105,10 +105,9 @@ def check(
             except AssertionError as exc:  # Drift, or a plain assert in the check
                 message = drift_message(function, protected, paths, kwargs.get("upstream"), exc)
                 subject = drift_subject(exc, paths)
+                kind = exc.kind if isinstance(exc, Drift) else Drift.CHANGED
             # Outside the except block: the report shows the drift once, not a chain.
-            failure = pytest.fail.Exception(message, pytrace=False)
-            failure.canary_subject = subject  # type: ignore[attr-defined]  # read by the report
-            raise failure
+            raise CheckDrift(message, fix=protected.name, subject=subject, kind=kind)
 
         marker = pytest.mark.canary_check(reads=paths, fix=fix, window=window, known_drift=known)
         return marker(run_check)  # type: ignore[return-value]

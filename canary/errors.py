@@ -49,8 +49,34 @@ class Subject:
 
 
 class Drift(AssertionError):
-    """Upstream no longer has the shape a fix relies on. A check failure, not an error."""
+    """Upstream no longer has the shape a fix relies on. A check failure, not an error.
 
-    def __init__(self, *args: object, subject: Subject | None = None) -> None:
+    ``subject`` is what the check was looking at (the matrix report diffs it between the
+    last passing and the first failing release); ``kind`` says whether it is gone
+    (:data:`MISSING`: a file, class, function or name upstream no longer has) or still
+    there in another shape (:data:`CHANGED`). A catalog check re-raises the drift an
+    expectation found as a :class:`CheckDrift` that also names the fix at risk.
+    """
+
+    MISSING = "missing"
+    CHANGED = "changed"
+
+    def __init__(self, *args: object, subject: Subject | None = None, kind: str = CHANGED) -> None:
         super().__init__(*args)
+        if kind not in (self.MISSING, self.CHANGED):
+            wanted = f"{self.MISSING!r} or {self.CHANGED!r}"
+            raise ValueError(f"Drift kind must be {wanted}, not {kind!r}")
         self.subject = subject
+        self.kind = kind
+
+
+class CheckDrift(Drift):
+    """The drift a catalog check reports: the message says which fix breaks, in which
+    case, what the check expects and what upstream has instead. Shown without a
+    traceback: the message is the finding."""
+
+    def __init__(
+        self, message: str, *, fix: str, subject: Subject | None = None, kind: str = Drift.CHANGED
+    ) -> None:
+        super().__init__(message, subject=subject, kind=kind)
+        self.fix = fix

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,7 @@ from packaging.version import InvalidVersion, Version
 import canary
 from canary.cache import Cache, default_cache_dir
 from canary.catalog import Window
-from canary.errors import ConfigError
+from canary.errors import CheckDrift, ConfigError
 from canary.report import progress
 from canary.report.record import Recorder
 from canary.sources import Source
@@ -340,8 +340,8 @@ def _run_or_usage_error(config: pytest.Config) -> CanaryRun:
 
 
 def _drift_expected(reason: str, *, strict: bool = False) -> pytest.MarkDecorator:
-    # Only drift (a check's pytest.fail) is expected: an infrastructure error stays an error.
-    return pytest.mark.xfail(reason=reason, raises=pytest.fail.Exception, strict=strict)
+    # Only drift is expected: an infrastructure error stays an error.
+    return pytest.mark.xfail(reason=reason, raises=CheckDrift, strict=strict)
 
 
 def _declared(item: pytest.Item, key: str, default: Any) -> Any:
@@ -390,6 +390,17 @@ def upstream(request: pytest.FixtureRequest) -> Snapshot:
         if window.excludes(version):
             pytest.skip(_main_outside(case, window, version))
     return run.workspace.snapshot(case, _reads(request.node))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A check's drift is shown as its message alone: the finding, not canary's traceback."""
+    report = yield
+    if report.failed and call.excinfo is not None and call.excinfo.errisinstance(CheckDrift):
+        report.longrepr = str(call.excinfo.value)
+    return report
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

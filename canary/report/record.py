@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 import canary
-from canary.errors import Subject
+from canary.errors import CheckDrift
 from canary.report.results import SCHEMA
 from canary.upstream import Case
 
@@ -74,10 +74,10 @@ def _phase_outcome(
         return ("pass" if report.when == "call" else None), "", None
     excinfo = call.excinfo
     assert excinfo is not None  # a failed phase always has one
-    if report.when == "call" and excinfo.errisinstance(pytest.fail.Exception):
-        subject: Subject | None = getattr(excinfo.value, "canary_subject", None)
+    if report.when == "call" and isinstance(drift := excinfo.value, CheckDrift):
+        subject = drift.subject
         shape = {"path": subject.path, "qualname": subject.qualname} if subject else None
-        return "fail", str(excinfo.value.msg), shape
+        return "fail", str(drift), shape
     # A fetch, cache or parse problem, or a check that crashed: nothing was checked.
     return "error", excinfo.exconly()[-_MESSAGE_LIMIT:], None
 
