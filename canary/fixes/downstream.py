@@ -8,7 +8,7 @@ maintainer straight to the code that breaks.
 
 from __future__ import annotations
 
-from canary.fixes import Fix
+from canary.fixes.fix import Fix
 
 # -- protected by canary/checks/test_transformers.py ------------------------------------
 TRANSFORMERS_PATCHES: tuple[Fix, ...] = (
