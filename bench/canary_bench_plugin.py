@@ -47,11 +47,10 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     out = os.environ.get("CANARY_BENCH_OUT")
     if not out:
         return
-    from canary.plugin import _RUN_KEY
+    from canary.plugin import run_of
 
-    stats = {}
-    if _RUN_KEY in session.config.stash:
-        stats = session.config.stash[_RUN_KEY].workspace.stats.as_dict()
+    run = run_of(session.config)
+    stats = run.workspace.stats.as_dict() if run is not None else {}
     with open(out, "w", encoding="utf-8") as stream:
         json.dump(
             {

@@ -1,7 +1,7 @@
 """What a catalog check is made of: the ``@check`` declaration and the expectations.
 
 A check is a plain pytest test in ``canary/checks/test_<package>.py`` that takes the
-``upstream`` fixture (a :class:`canary.upstream.Snapshot`) and declares, with
+``upstream`` fixture (a :class:`canary.workspace.Snapshot`) and declares, with
 ``@check``, the files it reads, the fix that depends on it and its version window::
 
     pytestmark = pytest.mark.upstream("transformers")

@@ -21,7 +21,7 @@ from pathlib import Path
 from canary.errors import CanaryError
 from canary.report.render import FORMATS
 from canary.tags import load_tags, stable_releases, update_tags_file
-from canary.upstream import Case
+from canary.workspace import Case
 
 
 def main(argv: Sequence[str] | None = None) -> int:

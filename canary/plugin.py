@@ -1,4 +1,10 @@
-"""The pytest plugin: options, the ``upstream`` fixture, cases, version gates, broken releases.
+"""The pytest plugin: canary's options, and the run registered as a plugin object.
+
+The entry point only adds the ``--canary-*`` options. A session that is a canary run (a
+canary option given, or the catalog under ``canary/`` collected) gets a :class:`RunPlugin`
+registered for it, as pytest-xdist registers its session object: the ``upstream``
+fixture, the cases and the summary exist in canary runs only, so a downstream project's
+own test session (with canary installed) sees nothing of canary but its options.
 
 Each check module says which package it checks (``pytestmark =
 pytest.mark.upstream("transformers")``); every check in it runs once per case of that
@@ -9,42 +15,36 @@ package, with ids ``<package>_<version with dots as underscores>``, so
 from __future__ import annotations
 
 import contextlib
-import functools
-from collections.abc import Generator, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Generator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 import canary
-from canary.cache import Cache, default_cache_dir
 from canary.catalog import Window
 from canary.errors import CheckDrift, ConfigError
 from canary.report import progress
-from canary.report.record import Recorder
-from canary.sources import Source
-from canary.sources.index import IndexSource
-from canary.sources.local import LocalSource
-from canary.tags import Tags, load_tags
-from canary.upstream import MAIN, Case, FetchPolicy, Snapshot, Workspace
+from canary.report.record import Recorder, RunFacts, case_of
+from canary.run import Run, RunOptions, open_run
+from canary.workspace import Case, Snapshot, Stats
 
 RUNTIME_DIR = Path(canary.__file__).parent / "runtime"
-_RUN_KEY = pytest.StashKey["CanaryRun"]()
+RUN_PLUGIN_NAME = "canary-run"
 
-
-# The options that choose what a run checks, with their defaults. Giving any of them makes
-# the session a canary run, so bad input is reported before collection.
-_RUN_OPTION_DEFAULTS: dict[str, object] = {
-    "canary_source": "auto",
-    "canary_tags": [],
-    "canary_local": [],
-    "canary_main": False,
-    "canary_offline": False,
-    "canary_refresh": False,
-    "canary_tags_file": None,
-    "canary_workers": 4,
+# The options that choose what a run checks, as RunOptions fields, with their defaults.
+# Giving any of them makes the session a canary run, so bad input is reported before
+# collection.
+_RUN_DEFAULTS = RunOptions()
+_RUN_OPTIONS = {
+    "canary_source": "source",
+    "canary_tags": "tags",
+    "canary_local": "local",
+    "canary_main": "main",
+    "canary_offline": "offline",
+    "canary_refresh": "refresh",
+    "canary_tags_file": "tags_file",
+    "canary_workers": "workers",
 }
 
 
@@ -53,21 +53,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--canary-source",
         choices=("auto", "github", "index"),
-        default=_RUN_OPTION_DEFAULTS["canary_source"],
+        default=_RUN_DEFAULTS.source,
         help="where upstream text comes from: auto (releases from the package index, main "
         "from GitHub), github (everything from GitHub raw) or index (releases only)",
     )
     group.addoption(
         "--canary-tags",
         action="append",
-        default=_RUN_OPTION_DEFAULTS["canary_tags"],
+        default=[],
         metavar="PKG=V1,V2",
         help="check only these versions of PKG (repeatable); 'main' is allowed",
     )
     group.addoption(
         "--canary-local",
         action="append",
-        default=_RUN_OPTION_DEFAULTS["canary_local"],
+        default=[],
         metavar="PKG[@VERSION]=PATH",
         help="check the tree at PATH as PKG (repository checkout or installed layout) "
         "instead of its releases; its version is read from the tree unless given",
@@ -87,14 +87,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--canary-tags-file",
-        default=_RUN_OPTION_DEFAULTS["canary_tags_file"],
+        default=_RUN_DEFAULTS.tags_file,
         metavar="PATH",
         help="the tags.toml to read (default: tags.toml in the rootdir)",
     )
     group.addoption(
         "--canary-workers",
         type=int,
-        default=_RUN_OPTION_DEFAULTS["canary_workers"],
+        default=_RUN_DEFAULTS.workers,
         metavar="N",
         help="how many cases to fetch in parallel (default 4)",
     )
@@ -122,22 +122,48 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if not _is_canary_run(config):
+        return
     for line in (
         "upstream(package): the upstream package a canary check module checks",
-        "canary_check(reads, fix, window): set by @canary.catalog.check",
-        "gpu: needs CUDA; skipped with a reason elsewhere",
+        "canary_check(spec): set by @canary.catalog.check",
     ):
         config.addinivalue_line("markers", line)
-    if _is_canary_run(config):
+    try:
+        run = open_run(_run_options(config), config.rootpath)
+    except ConfigError as exc:
         # Bad tags.toml or options stop the run here, with one clear line, not a traceback.
-        _run_or_usage_error(config)
+        raise pytest.UsageError(str(exc)) from None
+    config.add_cleanup(run.close)
+    config.pluginmanager.register(RunPlugin(config, run), RUN_PLUGIN_NAME)
     if (results_path := config.getoption("canary_json")) is not None:
-        config.pluginmanager.register(Recorder(config, results_path), "canary-json")
+        facts = RunFacts(
+            tags_file=str(run.tags_path.resolve()),
+            source=run.options.source,
+            cache_dir=str(run.workspace.cache.root) if run.workspace.cache else None,
+            local={
+                package: {"path": str(tree.root), "version": tree.ref}
+                for package, tree in run.local.items()
+            },
+        )
+        recorder = Recorder(results_path, facts, version_of=run.workspace.version)
+        config.pluginmanager.register(recorder, "canary-json")
+
+
+def run_of(config: pytest.Config) -> Run | None:
+    """The session's canary run; None in a session that is not one."""
+    plugin = config.pluginmanager.get_plugin(RUN_PLUGIN_NAME)
+    return plugin.run if isinstance(plugin, RunPlugin) else None
+
+
+def _run_options(config: pytest.Config) -> RunOptions:
+    given = {field: config.getoption(option) for option, field in _RUN_OPTIONS.items()}
+    return RunOptions(**{**given, "tags": tuple(given["tags"]), "local": tuple(given["local"])})
 
 
 def _is_canary_run(config: pytest.Config) -> bool:
-    """Whether this session checks upstream: canary options given, or canary/ collected."""
-    if any(config.getoption(name) != default for name, default in _RUN_OPTION_DEFAULTS.items()):
+    """Whether this session checks upstream: a run option given, or canary/ collected."""
+    if _run_options(config) != _RUN_DEFAULTS:
         return True
     package_dir = RUNTIME_DIR.parent
     for target in _arg_paths(config):
@@ -155,211 +181,151 @@ def _inside(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
 
-def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    """Keep the runtime tier out of ``pytest canary`` unless it was asked for."""
-    if collection_path != RUNTIME_DIR or config.getoption("canary_runtime"):
-        return None
-    if any(_inside(target, RUNTIME_DIR) for target in _arg_paths(config)):
-        return None
-    return True
+class RunPlugin:
+    """The hooks and the fixture of one canary run; registered only in canary runs."""
 
+    def __init__(self, config: pytest.Config, run: Run) -> None:
+        self.config = config
+        self.run = run
+        self.stats: Stats = run.workspace.stats
 
-# -- the run: tags, cases, workspace ----------------------------------------------------
+    # -- collection ---------------------------------------------------------------------
 
+    def pytest_ignore_collect(self, collection_path: Path, config: pytest.Config) -> bool | None:
+        """Keep the runtime tier out of ``pytest canary`` unless it was asked for."""
+        if collection_path != RUNTIME_DIR or config.getoption("canary_runtime"):
+            return None
+        if any(_inside(target, RUNTIME_DIR) for target in _arg_paths(config)):
+            return None
+        return True
 
-@dataclass
-class CanaryRun:
-    tags: Tags
-    workspace: Workspace
-    source_mode: str
-    only: dict[str, list[str]]
-    local: dict[str, LocalSource]
-    include_main: bool
-    _cases: dict[str, list[Case]] = field(default_factory=dict)
-
-    def cases(self, package: str) -> list[Case]:
-        if package not in self._cases:
-            self._cases[package] = list(self._resolve(package))
-        return self._cases[package]
-
-    def _resolve(self, package: str) -> Iterator[Case]:
-        tags = self.tags.package(package)
-        if package in self.local:
-            yield Case(package, self.local[package].ref, "local")
+    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
+        if "upstream" not in metafunc.fixturenames:
             return
-        labels = self.only.get(package, list(tags.versions))
-        if self.include_main and MAIN not in labels:
-            labels = [*labels, MAIN]
-        for label in labels:
-            if label == MAIN:
-                yield Case(package, MAIN, "github")
-            else:
-                yield Case(package, label, "github" if self.source_mode == "github" else "index")
-
-
-def source_for(
-    case: Case, tags: Tags, local: dict[str, LocalSource], wheel_dir: Path | None = None
-) -> Source:
-    """Where a case's files come from: its local tree, its wheel, or GitHub at its tag."""
-    if case.source == "local":
-        return local[case.package]
-    if case.source == "index":
-        return IndexSource(case.package, case.label, wheel_dir=wheel_dir)
-    from canary.sources.github import GitHubSource  # requests is imported only when needed
-
-    package = tags.package(case.package)
-    ref = MAIN if case.label == MAIN else f"v{case.label}"
-    return GitHubSource(case.package, package.repo, ref, package.package_dir)
-
-
-def current_run(config: pytest.Config) -> CanaryRun | None:
-    """The session's run if it has one (a canary run), without building it."""
-    return config.stash.get(_RUN_KEY, None)
-
-
-def tags_path(config: pytest.Config) -> Path:
-    return Path(config.getoption("canary_tags_file") or config.rootpath / "tags.toml")
-
-
-def canary_run(config: pytest.Config) -> CanaryRun:
-    """The session's run, built on first use so unit-test sessions never read tags.toml."""
-    if _RUN_KEY not in config.stash:
-        config.stash[_RUN_KEY] = _build_run(config)
-    return config.stash[_RUN_KEY]
-
-
-def _build_run(config: pytest.Config) -> CanaryRun:
-    tags = load_tags(tags_path(config))
-    only = _parse_tag_filters(config.getoption("canary_tags"), tags)
-    local = _parse_local_trees(config.getoption("canary_local"), tags)
-    wants_main = config.getoption("canary_main") or any(MAIN in v for v in only.values())
-    if wants_main and config.getoption("canary_source") == "index":
-        raise ConfigError(
-            "--canary-source index cannot check main (it is not on the package index); "
-            "use --canary-source auto or github"
-        )
-    policy = FetchPolicy(
-        offline=config.getoption("canary_offline"),
-        refresh=config.getoption("canary_refresh"),
-    )
-    cache = Cache(default_cache_dir())
-    workspace = Workspace(
-        functools.partial(source_for, tags=tags, local=local, wheel_dir=cache.wheel_dir),
-        cache,
-        policy,
-        workers=max(1, config.getoption("canary_workers")),
-    )
-    config.add_cleanup(workspace.close)
-    return CanaryRun(
-        tags=tags,
-        workspace=workspace,
-        source_mode=config.getoption("canary_source"),
-        only=only,
-        local=local,
-        include_main=config.getoption("canary_main"),
-    )
-
-
-def _parse_tag_filters(values: list[str], tags: Tags) -> dict[str, list[str]]:
-    only: dict[str, list[str]] = {}
-    for value in values:
-        package, sep, versions = value.partition("=")
-        if not sep or not versions.strip():
-            raise ConfigError(
-                f"--canary-tags {value!r}: expected PKG=V1,V2 (e.g. trl=0.25.1,1.0.0)"
+        package_marker = metafunc.definition.get_closest_marker("upstream")
+        if package_marker is None or not package_marker.args:
+            raise pytest.UsageError(
+                f"{metafunc.definition.nodeid} takes `upstream` but its module does not say "
+                f"which package: add pytestmark = pytest.mark.upstream('<package>')"
             )
-        tags.package(package)  # names the known packages on a typo
-        for version in (v.strip() for v in versions.split(",")):
-            if version != MAIN:
-                try:
-                    Version(version)
-                except InvalidVersion:
-                    raise ConfigError(
-                        f"--canary-tags {value!r}: {version!r} is not a version or 'main'"
-                    ) from None
-            only.setdefault(package, []).append(version)
-    return only
+        package = package_marker.args[0]
+        spec = _Spec.of(metafunc.definition) or _Spec.unchecked()
+        tags = self.run.tags.package(package)
+        params = []
+        for case in self.run.cases(package):
+            marks = []
+            if case.source != "local" and (reason := tags.broken_reason(case.label)):
+                # Not strict: the checks a broken release still passes are fine there.
+                marks.append(_drift_expected(f"{case} is listed as broken in tags.toml: {reason}"))
+            if case.source != "local" and (reason := spec.known_drift.get(case.label)):
+                # Strict: once that release passes, the known_drift entry is stale.
+                marks.append(_drift_expected(f"known drift in {case}: {reason}", strict=True))
+            if (version := case.known_version) is not None and spec.window.excludes(version):
+                marks.append(
+                    pytest.mark.skip(reason=_outside(metafunc.definition.name, case, spec.window))
+                )
+            params.append(pytest.param(case, id=case.id, marks=marks))
+        metafunc.parametrize("upstream", params, indirect=True)
 
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """Start fetching every selected case's files while the first checks run."""
+        if self.config.option.collectonly or hasattr(self.config, "workerinput"):
+            return  # an xdist worker runs a share of the items; the cache lock stops double fetches
+        plan: dict[Case, set[str]] = {}
+        for item in session.items:
+            case = case_of(item)
+            spec = _Spec.of(item)
+            if case is not None and spec is not None and not item.get_closest_marker("skip"):
+                plan.setdefault(case, set()).update(spec.reads)
+        self.run.workspace.prefetch(plan)
+        capture = self.config.pluginmanager.getplugin("capturemanager")
+        uncaptured = capture.global_and_fixture_disabled if capture else contextlib.nullcontext
+        choice = self.config.getoption("canary_progress")
+        shown = progress.start(choice, self.stats, plan, uncaptured)
+        if shown is not None:
+            self.config.add_cleanup(shown.stop)
 
-def _parse_local_trees(values: list[str], tags: Tags) -> dict[str, LocalSource]:
-    local: dict[str, LocalSource] = {}
-    for value in values:
-        spec, sep, path = value.partition("=")
-        if not sep or not path:
-            raise ConfigError(f"--canary-local {value!r}: expected PKG=PATH or PKG@VERSION=PATH")
-        package, _, version = spec.partition("@")
-        tags.package(package)
-        if version:
-            try:
-                Version(version)
-            except InvalidVersion:
-                raise ConfigError(
-                    f"--canary-local {value!r}: {version!r} is not a version"
-                ) from None
-        local[package] = LocalSource.from_path(package, Path(path), version=version or None)
-    return local
+    # -- running ------------------------------------------------------------------------
 
+    @pytest.fixture
+    def upstream(self, request: pytest.FixtureRequest) -> Snapshot:
+        """The case's upstream files this check declared, parsed: a :class:`Snapshot`."""
+        case = getattr(request, "param", None)
+        if not isinstance(case, Case):
+            raise pytest.UsageError(
+                f"{request.node.nodeid}: the upstream fixture is parametrized by canary; "
+                f"mark the module with pytest.mark.upstream('<package>')"
+            )
+        spec = _Spec.of(request.node) or _Spec.unchecked()
+        workspace = self.run.workspace
+        if case.known_version is None:  # main: the gate needs the version the tree declares
+            version = workspace.version(case)
+            if spec.window.excludes(version):
+                pytest.skip(_main_outside(case, spec.window, version))
+        return workspace.snapshot(case, spec.reads)
 
-# -- parametrizing checks ---------------------------------------------------------------
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        """A check's drift is shown as its message alone: the finding, not a traceback."""
+        report = yield
+        if report.failed and call.excinfo is not None and call.excinfo.errisinstance(CheckDrift):
+            report.longrepr = str(call.excinfo.value)
+        return report
 
+    # -- the end ------------------------------------------------------------------------
 
-def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "upstream" not in metafunc.fixturenames:
-        return
-    package_marker = metafunc.definition.get_closest_marker("upstream")
-    if package_marker is None or not package_marker.args:
-        raise pytest.UsageError(
-            f"{metafunc.definition.nodeid} takes `upstream` but its module does not say which "
-            f"package: add pytestmark = pytest.mark.upstream('<package>')"
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if hasattr(self.config, "workerinput"):
+            self.config.workeroutput["canary_stats"] = self.stats.as_dict()
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: object, error: object) -> None:
+        """Add an xdist worker's fetch and parse counters to the controller's summary."""
+        worker_stats = getattr(node, "workeroutput", {}).get("canary_stats")
+        if worker_stats:
+            self.stats.add(**worker_stats)
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        stats = self.stats
+        terminalreporter.write_sep("-", "canary")
+        terminalreporter.write_line(
+            f"files: {stats.files_from_cache} from cache, {stats.files_fetched} fetched "
+            f"({stats.bytes_downloaded / 1e6:.1f} MB downloaded, "
+            f"{stats.fetch_seconds:.1f} s fetching); "
+            f"code indexes: {stats.modules_from_cache} from cache, {stats.modules_parsed} parsed "
+            f"({stats.parse_seconds:.1f} s)"
         )
-    package = package_marker.args[0]
-    run = _run_or_usage_error(metafunc.config)
-    window = _window(metafunc.definition)
-    known_drift = _known_drift(metafunc.definition)
-    tags = run.tags.package(package)
-    params = []
-    for case in run.cases(package):
-        marks = []
-        if case.source != "local" and (reason := tags.broken_reason(case.label)):
-            # Not strict: the checks a broken release still passes are fine there.
-            marks.append(_drift_expected(f"{case} is listed as broken in tags.toml: {reason}"))
-        if case.source != "local" and (reason := known_drift.get(case.label)):
-            # Strict: once that release passes, the known_drift entry is stale.
-            marks.append(_drift_expected(f"known drift in {case}: {reason}", strict=True))
-        if (version := case.known_version) is not None and window.excludes(version):
-            marks.append(pytest.mark.skip(reason=_outside(metafunc.definition.name, case, window)))
-        params.append(pytest.param(case, id=case.id, marks=marks))
-    metafunc.parametrize("upstream", params, indirect=True)
+        drift = len(terminalreporter.stats.get("failed", []))
+        errors = len(terminalreporter.stats.get("error", []))
+        terminalreporter.write_line(
+            f"drift: {drift} failing check(s); infrastructure or input errors: {errors}"
+        )
 
 
-def _run_or_usage_error(config: pytest.Config) -> CanaryRun:
-    try:
-        return canary_run(config)
-    except ConfigError as exc:
-        raise pytest.UsageError(str(exc)) from None
+class _Spec:
+    """What a check's ``@check`` declared (until the catalog's typed CheckSpec lands)."""
+
+    def __init__(self, reads: tuple[str, ...], window: Window, known_drift: dict[str, str]):
+        self.reads, self.window, self.known_drift = reads, window, known_drift
+
+    @classmethod
+    def of(cls, item: pytest.Item) -> _Spec | None:
+        marker = item.get_closest_marker("canary_check")
+        if marker is None:
+            return None
+        kwargs = marker.kwargs
+        return cls(kwargs["reads"], kwargs["window"], kwargs.get("known_drift", {}))
+
+    @classmethod
+    def unchecked(cls) -> _Spec:
+        return cls((), Window(), {})
 
 
 def _drift_expected(reason: str, *, strict: bool = False) -> pytest.MarkDecorator:
     # Only drift is expected: an infrastructure error stays an error.
     return pytest.mark.xfail(reason=reason, raises=CheckDrift, strict=strict)
-
-
-def _declared(item: pytest.Item, key: str, default: Any) -> Any:
-    """What the item's ``@check`` declared under ``key`` (its ``canary_check`` marker)."""
-    marker = item.get_closest_marker("canary_check")
-    return marker.kwargs.get(key, default) if marker else default
-
-
-def _window(item: pytest.Item) -> Window:
-    return _declared(item, "window", Window())
-
-
-def _known_drift(item: pytest.Item) -> dict[str, str]:
-    return _declared(item, "known_drift", {})
-
-
-def _reads(item: pytest.Item) -> tuple[str, ...]:
-    return _declared(item, "reads", ())
 
 
 def _outside(check: str, case: Case, window: Window) -> str:
@@ -372,89 +338,3 @@ def _outside(check: str, case: Case, window: Window) -> str:
 def _main_outside(case: Case, window: Window, version: Version | None) -> str:
     shown = version if version is not None else "an unreadable version"
     return f"{case} is {shown}, outside this check's window ({window})"
-
-
-@pytest.fixture
-def upstream(request: pytest.FixtureRequest) -> Snapshot:
-    """The case's upstream files this check declared, parsed: a :class:`Snapshot`."""
-    case = getattr(request, "param", None)
-    if not isinstance(case, Case):
-        raise pytest.UsageError(
-            f"{request.node.nodeid}: the upstream fixture is parametrized by canary; "
-            f"mark the module with pytest.mark.upstream('<package>')"
-        )
-    run = canary_run(request.config)
-    window = _window(request.node)
-    if case.known_version is None:  # main: the gate needs the version the tree declares
-        version = run.workspace.version(case)
-        if window.excludes(version):
-            pytest.skip(_main_outside(case, window, version))
-    return run.workspace.snapshot(case, _reads(request.node))
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(
-    item: pytest.Item, call: pytest.CallInfo[None]
-) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    """A check's drift is shown as its message alone: the finding, not canary's traceback."""
-    report = yield
-    if report.failed and call.excinfo is not None and call.excinfo.errisinstance(CheckDrift):
-        report.longrepr = str(call.excinfo.value)
-    return report
-
-
-def pytest_collection_finish(session: pytest.Session) -> None:
-    """Start fetching every selected case's files while the first checks run."""
-    config = session.config
-    if _RUN_KEY not in config.stash or config.option.collectonly:
-        return
-    if hasattr(config, "workerinput"):
-        return  # an xdist worker runs a share of the items; the cache lock stops double fetches
-    plan: dict[Case, set[str]] = {}
-    for item in session.items:
-        callspec = getattr(item, "callspec", None)
-        case = callspec.params.get("upstream") if callspec else None
-        if isinstance(case, Case) and not item.get_closest_marker("skip"):
-            plan.setdefault(case, set()).update(_reads(item))
-    workspace = canary_run(session.config).workspace
-    workspace.prefetch(plan)
-    capture = config.pluginmanager.getplugin("capturemanager")
-    uncaptured = capture.global_and_fixture_disabled if capture else contextlib.nullcontext
-    shown = progress.start(config.getoption("canary_progress"), workspace.stats, plan, uncaptured)
-    if shown is not None:
-        config.add_cleanup(shown.stop)
-
-
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    config = session.config
-    if hasattr(config, "workerinput") and _RUN_KEY in config.stash:
-        config.workeroutput["canary_stats"] = canary_run(config).workspace.stats.as_dict()
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_testnodedown(node: object, error: object) -> None:
-    """Add an xdist worker's fetch and parse counters to the controller's summary."""
-    worker_stats = getattr(node, "workeroutput", {}).get("canary_stats")
-    config = getattr(node, "config", None)
-    if worker_stats and config is not None and _RUN_KEY in config.stash:
-        canary_run(config).workspace.stats.add(**worker_stats)
-
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    config = terminalreporter.config
-    if _RUN_KEY not in config.stash:
-        return
-    stats = canary_run(config).workspace.stats
-    terminalreporter.write_sep("-", "canary")
-    terminalreporter.write_line(
-        f"files: {stats.files_from_cache} from cache, {stats.files_fetched} fetched "
-        f"({stats.bytes_downloaded / 1e6:.1f} MB downloaded, "
-        f"{stats.fetch_seconds:.1f} s fetching); "
-        f"code indexes: {stats.modules_from_cache} from cache, {stats.modules_parsed} parsed "
-        f"({stats.parse_seconds:.1f} s)"
-    )
-    drift = len(terminalreporter.stats.get("failed", []))
-    errors = len(terminalreporter.stats.get("error", []))
-    terminalreporter.write_line(
-        f"drift: {drift} failing check(s); infrastructure or input errors: {errors}"
-    )

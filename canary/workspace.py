@@ -1,34 +1,30 @@
-"""Upstream trees read through the cache, and the snapshots checks look at.
+"""The cases of a run: their trees read through the cache, and the snapshots checks see.
 
 Data flows one way: a :class:`Case` names a package at a version and where it comes
 from; a :class:`Tree` reads its files through the cache (fetching misses from a
-source); the :class:`Workspace` parses them into code indexes (cached by content hash)
-and hands a check a :class:`Snapshot` holding just the modules it declared.
+source); the :class:`Workspace` schedules the cases' loading (a prefetch pool, a case
+whose fetch failed fails fast), has their files indexed by the
+:class:`~canary.indexstore.IndexStore` and hands a check a :class:`Snapshot` holding just
+the modules it declared.
 Checks never fetch or parse: everything a check sees was loaded before it ran, so a
 fetch or parse problem is a setup error of that case, never a pass or a drift.
 """
 
 from __future__ import annotations
 
-import contextlib
-import gc
-import hashlib
-import multiprocessing
-import os
-import pickle
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
 from canary import codeindex
 from canary.cache import Cache, FileKey
 from canary.errors import Drift, InfrastructureError, OfflineMiss
+from canary.indexstore import IndexStore, ParseJob
 from canary.sources import Source
 from canary.sources.version import package_version_files, version_from_package_files
 
@@ -212,7 +208,7 @@ class Snapshot:
 
 
 class Workspace:
-    """Every tree of a run, with one parse cache and one prefetch pool."""
+    """Every case of a run: its tree, its version, its modules; one prefetch pool."""
 
     def __init__(
         self,
@@ -228,19 +224,10 @@ class Workspace:
         self.policy = policy
         self.stats = Stats()
         self.workers = workers
-        # Parsing is CPU-bound and holds the GIL, so a prefetch hands cache misses to a
-        # process pool: they parse on other cores while the fetch threads keep
-        # downloading. None: one process per core where there is more than one core.
-        if parse_processes is None:
-            parse_processes = os.cpu_count() or 1
-            parse_processes = parse_processes if parse_processes > 1 else 0
-        self.parse_processes = parse_processes
-        self._parse_pool: Executor | None = None
-        self._parse_in_processes = False
-        self._indexes: dict[str, codeindex.Module] = {}
-        self._parsing: dict[tuple[Case, str], Future[tuple[bytes, float]]] = {}
-        self._digest_jobs: dict[str, Future[tuple[bytes, float]]] = {}
-        self._job_indexes: dict[Future[tuple[bytes, float]], codeindex.Module] = {}
+        # Parsing is CPU-bound and holds the GIL, so a prefetch hands cache misses to
+        # parse processes: they parse on other cores while the fetch threads download.
+        self.indexes = IndexStore(cache, self.stats.add, processes=parse_processes)
+        self._parsing: dict[tuple[Case, str], ParseJob] = {}
         self._trees: dict[Case, Tree] = {}
         self._modules: dict[tuple[Case, str], codeindex.Module | None] = {}
         self._versions: dict[Case, Version | None] = {}
@@ -280,7 +267,7 @@ class Workspace:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="canary-fetch")
             # Starting processes costs more than parsing a handful of files in place.
-            self._parse_in_processes = len(plan) >= _CASES_WORTH_PROCESSES
+            self.indexes.in_processes = len(plan) >= _CASES_WORTH_PROCESSES
             for case, paths in plan.items():
                 if case not in self._pending:
                     self._pending[case] = self._pool.submit(self._load, case, sorted(paths))
@@ -296,10 +283,7 @@ class Workspace:
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
-        if self._parse_pool is not None:
-            # Waiting lets the workers exit cleanly (no leaked semaphores); by now they
-            # are idle or their jobs were cancelled.
-            self._parse_pool.shutdown(wait=True, cancel_futures=True)
+        self.indexes.close()
 
     def _load(self, case: Case, paths: Sequence[str]) -> None:
         with self._case_lock(case):
@@ -307,7 +291,6 @@ class Workspace:
             wanted = [p for p in paths if (case, p) not in known]
             if not wanted:
                 return
-            tree = self.tree(case)
             # A tree that declares its own version (main) reads it in the same fetch, so
             # one failure decides every check of the case alike, whatever runs first.
             version_files = []
@@ -318,11 +301,15 @@ class Workspace:
                 text = version_from_package_files(case.package, contents.get)
                 self._versions[case] = _parse_version(text)
             for path in wanted:
-                parsed = self._parse(tree, path, contents[path])
-                if isinstance(parsed, Future):
-                    self._parsing[(case, path)] = parsed
+                content = contents[path]
+                if content is None:  # not in this tree: the check decides what that means
+                    self._modules[(case, path)] = None
+                    continue
+                indexed = self.indexes.index(content, path, str(case))
+                if isinstance(indexed, Future):
+                    self._parsing[(case, path)] = indexed
                 else:
-                    self._modules[(case, path)] = parsed
+                    self._modules[(case, path)] = indexed
 
     def _module(self, case: Case, path: str) -> codeindex.Module | None:
         """The parsed module, waiting for it where a parse process has it in hand."""
@@ -331,23 +318,15 @@ class Workspace:
                 return self._modules[(case, path)]
             job = self._parsing[(case, path)]
         try:
-            blob, _ = job.result()  # a ParseError of the file is raised here
+            module = self.indexes.finish(job, path, str(case))  # or the file's ParseError
         except BrokenProcessPool:  # a parse process died (killed, out of memory)
-            contents = self._read(case, [path])
-            module = self._parse_here(contents[path], path, str(case))
-        else:
-            module = self._index_of(job, blob).relabeled(path=path, origin=str(case))
+            content = self._read(case, [path])[path]
+            assert content is not None  # it was there when the job was handed out
+            module = self.indexes.parse_here(content, path, str(case))
         with self._case_lock(case):
             self._modules[(case, path)] = module
             self._parsing.pop((case, path), None)
         return module
-
-    def _index_of(self, job: Future[tuple[bytes, float]], blob: bytes) -> codeindex.Module:
-        """The job's code index, unpickled once however many cases share that file."""
-        with self._lock:
-            if (index := self._job_indexes.get(job)) is None:
-                index = self._job_indexes[job] = _load_index(blob)
-            return index
 
     def _read(self, case: Case, paths: Sequence[str]) -> dict[str, bytes | None]:
         """Read through the case's tree; a fetch that failed once fails fast for the rest
@@ -359,61 +338,6 @@ class Workspace:
         except InfrastructureError as exc:
             self._failures[case] = exc
             raise
-
-    def _parse(
-        self, tree: Tree, path: str, content: bytes | None
-    ) -> codeindex.Module | Future[tuple[bytes, float]] | None:
-        """The module, or the parse process's job where it was handed to one."""
-        if content is None:
-            return None
-        origin = str(tree.case)
-        # Keyed by content alone: patch releases share most files, so each distinct file
-        # is parsed once, ever; relabeling makes messages name this case.
-        digest = hashlib.sha256(content).hexdigest()
-        # Patch releases share most files: a digest read once this run is not read and
-        # unpickled again for every case.
-        module = self._indexes.get(digest)
-        if module is None and self.cache is not None:
-            module = _cached_module(self.cache.read_blob(codeindex.INDEX_KEY, digest))
-            if module is not None:
-                self._indexes[digest] = module
-        if module is not None:
-            self.stats.add(modules_from_cache=1)
-            return module.relabeled(path=path, origin=origin)
-        if self._parse_in_processes and self.parse_processes > 0:
-            with self._lock:
-                if self._parse_pool is None:
-                    # spawn, not fork: this process already runs threads holding locks.
-                    self._parse_pool = ProcessPoolExecutor(
-                        self.parse_processes,
-                        mp_context=multiprocessing.get_context("spawn"),
-                        initializer=_yield_to_downloads,
-                    )
-                job = self._digest_jobs.get(digest)
-                if job is None:
-                    root = self.cache.root if self.cache is not None else None
-                    try:
-                        job = self._parse_pool.submit(_parse_to_blob, content, path, origin, root)
-                    except (BrokenProcessPool, RuntimeError):  # broken or shut down
-                        return self._parse_here(content, path, origin)
-                    job.add_done_callback(self._count_parse)
-                    self._digest_jobs[digest] = job
-                else:  # another case's copy of the same file is already being parsed
-                    self.stats.add(modules_from_cache=1)
-            return job
-        return self._parse_here(content, path, origin)
-
-    def _count_parse(self, job: Future[tuple[bytes, float]]) -> None:
-        if not job.cancelled() and job.exception() is None:
-            self.stats.add(modules_parsed=1, parse_seconds=job.result()[1])
-
-    def _parse_here(self, content: bytes | None, path: str, origin: str) -> codeindex.Module | None:
-        if content is None:
-            return None
-        root = self.cache.root if self.cache is not None else None
-        blob, seconds = _parse_to_blob(content, path, origin, root)
-        self.stats.add(modules_parsed=1, parse_seconds=seconds)
-        return _load_index(blob)
 
     def _case_lock(self, case: Case) -> threading.Lock:
         with self._lock:
@@ -427,48 +351,3 @@ def _parse_version(text: str | None) -> Version | None:
         return Version(text)
     except InvalidVersion:
         return None
-
-
-def _yield_to_downloads() -> None:
-    # Downloads (pip) are the run's critical path and want CPU too; parsing fills the
-    # gaps and catches up once they are done.
-    if hasattr(os, "nice"):
-        with contextlib.suppress(OSError):
-            os.nice(10)
-
-
-def _cached_module(blob: bytes | None) -> codeindex.Module | None:
-    if not blob:
-        return None
-    try:
-        module = _load_index(blob)
-    except Exception:  # a pickle from another canary: parse again and overwrite it
-        return None
-    return module if isinstance(module, codeindex.Module) else None
-
-
-def _load_index(blob: bytes) -> codeindex.Module:
-    module = pickle.loads(blob)
-    # A warm full run holds hundreds of MB of code indexes for its whole length, and every
-    # full collection of the cyclic GC would walk them again (a fifth of a warm run).
-    # They are immutable and live until the end: move them out of the collector's sight.
-    gc.freeze()
-    return module
-
-
-def _parse_to_blob(
-    content: bytes, path: str, origin: str, cache_root: Path | None
-) -> tuple[bytes, float]:
-    """Parse one file and keep its code index; runs in a parse process or in place.
-
-    Returns the pickled index (what crosses the process boundary anyway) and the seconds
-    the parse took. A ParseError is raised to the caller, pickled across if need be.
-    """
-    started = time.perf_counter()
-    module = codeindex.parse_module(content, path=path, origin=origin)
-    seconds = time.perf_counter() - started
-    blob = pickle.dumps(module, protocol=5)
-    if cache_root is not None:
-        digest = hashlib.sha256(content).hexdigest()
-        Cache(cache_root).write_blob(codeindex.INDEX_KEY, digest, blob)
-    return blob, seconds

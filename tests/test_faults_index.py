@@ -87,12 +87,14 @@ def checks(n: int) -> str:
 def test_xdist_workers_share_one_cache_and_download_each_wheel_once(pytester, fake_pip):
     pytester.makefile(".toml", tags=TAGS)
     pytester.makepyfile(test_a=checks(6), test_b=checks(6))
-    result = pytester.runpytest("-p", "no:cacheprovider", "-n", "2")
+    # Checks outside canary/ make a canary run when a canary option says so.
+    run = ("-p", "no:cacheprovider", "-n", "2", "--canary-tags-file=tags.toml")
+    result = pytester.runpytest(*run)
     result.assert_outcomes(passed=12 * len(VERSIONS))
     downloads = fake_pip.read_text().split()
     assert sorted(downloads) == sorted(f"toy=={v}" for v in VERSIONS)  # each exactly once
     # A second run, also parallel, downloads nothing.
-    pytester.runpytest("-p", "no:cacheprovider", "-n", "2").assert_outcomes(passed=72)
+    pytester.runpytest(*run).assert_outcomes(passed=72)
     assert len(fake_pip.read_text().split()) == len(VERSIONS)
 
 

@@ -368,3 +368,37 @@ def test_a_ref_github_does_not_have_is_an_error_not_drift(project, github):
     )
     result.assert_outcomes(errors=2)
     result.stdout.fnmatch_lines(["*RefNotFound*example/toy has no ref 'v1.1.1'*"])
+
+
+# -- a session that is not a canary run ---------------------------------------------------
+
+OWN_UPSTREAM = """
+import pytest
+
+@pytest.fixture
+def upstream():
+    return "the project's own upstream fixture"
+
+def test_uses_its_own_upstream(upstream):
+    assert upstream == "the project's own upstream fixture"
+"""
+
+
+def test_a_downstream_test_session_sees_nothing_of_canary_but_its_options(pytester):
+    """canary installed beside a project's own suite: no fixture of canary's shadows or
+    collides with the project's, no summary section, no tags.toml read."""
+    pytester.makepyfile(test_own=OWN_UPSTREAM)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    result.stdout.no_fnmatch_line("*- canary -*")  # no summary section
+    result.stdout.no_fnmatch_line("*drift:*")
+    fixtures = pytester.runpytest("-p", "no:cacheprovider", "--fixtures")
+    fixtures.stdout.no_fnmatch_line("*Snapshot*")  # canary's upstream fixture is not there
+    assert "--canary-tags" in pytester.runpytest("--help").stdout.str()
+
+
+def test_any_run_option_makes_a_canary_run(project):
+    """A check module outside canary/ is checked once an option says this is a canary run;
+    the project's tags.toml is then read (here: its cases are parametrized)."""
+    result = project.runpytest("-p", "no:cacheprovider", "--canary-offline", "--co", "-q")
+    result.stdout.fnmatch_lines(["*test_engine_exists[[]toy_1_0_0[]]*"])

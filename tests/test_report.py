@@ -19,7 +19,7 @@ from canary.cache import Cache, FileKey
 from canary.report.matrix import DASH
 from canary.report.progress import Progress
 from canary.report.results import CaseResult, RunResults, exit_status, load
-from canary.upstream import Case, Stats
+from canary.workspace import Case, Stats
 
 pytest_plugins = ["pytester"]
 

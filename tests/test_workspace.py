@@ -12,7 +12,7 @@ from packaging.version import Version
 from canary.cache import Cache
 from canary.catalog import Window, check
 from canary.errors import Drift, FetchError, OfflineMiss, ParseError
-from canary.upstream import Case, FetchPolicy, Workspace
+from canary.workspace import Case, FetchPolicy, Workspace
 
 CORE = b"class Engine:\n    def run(self, steps, *, num_items_in_batch=None):\n        pass\n"
 

@@ -29,7 +29,7 @@ from canary.catalog import (
 )
 from canary.codeindex import Assignment, Call, Class, Function
 from canary.errors import Drift
-from canary.upstream import Snapshot
+from canary.workspace import Snapshot
 
 pytestmark = pytest.mark.upstream("trl")
 

@@ -14,10 +14,11 @@ from canary.cache import Cache, default_cache_dir
 from canary.errors import CanaryError, Drift, Subject
 from canary.report.matrix import Transition
 from canary.report.results import CaseResult, RunResults
+from canary.run import source_for
 from canary.sources import Source
 from canary.sources.local import LocalSource
 from canary.tags import Tags, load_tags
-from canary.upstream import Case, FetchPolicy, Workspace
+from canary.workspace import Case, FetchPolicy, Workspace
 
 
 @dataclass(frozen=True)
@@ -86,8 +87,6 @@ class Differ:
         return self._workspace
 
     def _source(self, case: Case, *, local: dict[str, LocalSource], wheel_dir: Path) -> Source:
-        from canary.plugin import source_for
-
         return source_for(case, self._tags, local, wheel_dir)
 
     @functools.cached_property

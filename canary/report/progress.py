@@ -1,6 +1,6 @@
 """A status line for long cold fetches, drawn from the workspace's counters.
 
-A background thread polls :class:`canary.upstream.Stats` (it never touches the fetch
+A background thread polls :class:`canary.workspace.Stats` (it never touches the fetch
 code) and rewrites one line on a terminal: releases and packages in the plan, files read
 of the files planned, megabytes downloaded. Nothing is drawn when the plan is already in
 the cache (the line appears only after a second of fetching), and nothing in a CI log
@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager as ContextManager
 from typing import TextIO
 
-from canary.upstream import Case, Stats
+from canary.workspace import Case, Stats
 
 CHOICES = ("auto", "on", "off")
 

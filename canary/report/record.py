@@ -1,8 +1,9 @@
 """``--canary-json PATH``: record every case of a run as it is reported, write them at the end.
 
-Each test report of a canary check carries a ``canary`` attribute (plain JSON data: pytest
-and pytest-xdist ship a report's extra attributes from the workers to the controller), so
-the controller sees every worker's cases; only the controller writes the file.
+Each test report of a canary check carries a ``canary`` attribute (a :class:`CaseResult`
+as plain JSON data: pytest and pytest-xdist ship a report's extra attributes from the
+workers to the controller), so the controller sees every worker's cases; only the
+controller writes the file, as :class:`RunResults`.
 """
 
 from __future__ import annotations
@@ -11,57 +12,72 @@ import datetime
 import json
 import os
 import tempfile
-from collections.abc import Generator
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from packaging.version import Version
 
 import canary
-from canary.errors import CheckDrift
-from canary.report.results import SCHEMA
-from canary.upstream import Case
+from canary.errors import CheckDrift, InfrastructureError
+from canary.report.results import CaseResult, RunResults
+from canary.workspace import Case
 
 REPORT_ATTRIBUTE = "canary"
 _MESSAGE_LIMIT = 4000  # characters of an error's text kept in the file
 
 
+@dataclass(frozen=True)
+class RunFacts:
+    """What the results file says about the run as a whole."""
+
+    tags_file: str
+    source: str
+    cache_dir: str | None = None
+    local: dict[str, dict[str, str]] = field(default_factory=dict)
+
+
 def case_of(item: pytest.Item) -> Case | None:
+    """The case a collected check runs on; None for anything else."""
     callspec = getattr(item, "callspec", None)
     case = callspec.params.get("upstream") if callspec else None
     return case if isinstance(case, Case) else None
 
 
-def phase_record(
-    item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestReport
-) -> dict[str, Any] | None:
-    """What one phase (setup, call, teardown) of a canary check says about its case."""
+def phase_result(
+    item: pytest.Item,
+    call: pytest.CallInfo[None],
+    report: pytest.TestReport,
+    version_of: Callable[[Case], Version | None],
+) -> CaseResult | None:
+    """What one phase (setup, call, teardown) of a canary check says about its case; its
+    outcome is empty while the phase leaves it undecided (a setup that passed)."""
     case = case_of(item)
     marker = item.get_closest_marker("canary_check")
     if case is None or marker is None:
         return None
     outcome, message, subject = _phase_outcome(call, report)
-    return {
-        "package": case.package,
-        "label": case.label,
-        "source": case.source,
-        "check": getattr(item, "originalname", item.name),
-        "nodeid": item.nodeid,
-        "fix": marker.kwargs["fix"],
-        "reads": list(marker.kwargs["reads"]),
-        "window": str(marker.kwargs["window"]),
-        "version": _declared_version(item.config, case) if outcome is not None else None,
-        "outcome": outcome,
-        "message": message,
-        "subject": subject,
-        "duration": report.duration,
-    }
+    return CaseResult(
+        package=case.package,
+        label=case.label,
+        source=case.source,
+        check=getattr(item, "originalname", item.name),
+        nodeid=item.nodeid,
+        outcome=outcome,
+        fix=marker.kwargs["fix"],
+        message=message,
+        reads=tuple(marker.kwargs["reads"]),
+        window=str(marker.kwargs["window"]),
+        subject=subject,
+        version=_declared_version(case, version_of) if outcome else None,
+        duration=report.duration,
+    )
 
 
-def _phase_outcome(
-    call: pytest.CallInfo[None], report: pytest.TestReport
-) -> tuple[str | None, str, dict[str, str | None] | None]:
-    """(outcome or None while undecided, message, subject) of one phase."""
+def _phase_outcome(call: pytest.CallInfo[None], report: pytest.TestReport) -> tuple[str, str, Any]:
+    """(outcome, or "" while undecided; message; subject) of one phase."""
     if hasattr(report, "wasxfail"):  # a release listed as broken in tags.toml
         if report.skipped:
             return "xfail", report.wasxfail, None
@@ -71,25 +87,20 @@ def _phase_outcome(
         reason = getattr(call.excinfo.value, "msg", "") if call.excinfo else ""
         return "skip", str(reason), None
     if report.passed:
-        return ("pass" if report.when == "call" else None), "", None
+        return ("pass" if report.when == "call" else ""), "", None
     excinfo = call.excinfo
     assert excinfo is not None  # a failed phase always has one
     if report.when == "call" and isinstance(drift := excinfo.value, CheckDrift):
-        subject = drift.subject
-        shape = {"path": subject.path, "qualname": subject.qualname} if subject else None
-        return "fail", str(drift), shape
+        return "fail", str(drift), drift.subject
     # A fetch, cache or parse problem, or a check that crashed: nothing was checked.
     return "error", excinfo.exconly()[-_MESSAGE_LIMIT:], None
 
 
-def _declared_version(config: pytest.Config, case: Case) -> str | None:
+def _declared_version(case: Case, version_of: Callable[[Case], Version | None]) -> str | None:
     if (known := case.known_version) is not None:
         return str(known)
-    from canary.errors import InfrastructureError
-    from canary.plugin import canary_run
-
     try:  # main: resolved (and cached) by the fixture; a failed read stays unknown
-        version = canary_run(config).workspace.version(case)
+        version = version_of(case)
     except InfrastructureError:
         return None
     return None if version is None else str(version)
@@ -98,64 +109,60 @@ def _declared_version(config: pytest.Config, case: Case) -> str | None:
 class Recorder:
     """Registered by the canary plugin when ``--canary-json`` is given."""
 
-    def __init__(self, config: pytest.Config, path: Path) -> None:
-        self.config = config
+    def __init__(
+        self, path: Path, facts: RunFacts, *, version_of: Callable[[Case], Version | None]
+    ) -> None:
         self.path = path
-        self.cases: dict[str, dict[str, Any]] = {}
+        self.facts = facts
+        self.version_of = version_of
+        self.cases: dict[str, CaseResult] = {}
 
-    @pytest.hookimpl(hookwrapper=True)
+    @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(
         self, item: pytest.Item, call: pytest.CallInfo[None]
-    ) -> Generator[None, Any, None]:
-        outcome = yield
-        report: pytest.TestReport = outcome.get_result()
-        record = phase_record(item, call, report)
-        if record is not None:
-            setattr(report, REPORT_ATTRIBUTE, record)
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        result = phase_result(item, call, report, self.version_of)
+        if result is not None:
+            setattr(report, REPORT_ATTRIBUTE, result.to_json())
+        return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        record = getattr(report, REPORT_ATTRIBUTE, None)
-        if not record:
+        data = getattr(report, REPORT_ATTRIBUTE, None)
+        if not data:
             return
+        result = CaseResult.from_json(data, undecided=True)
         known = self.cases.get(report.nodeid)
         if known is None:
-            self.cases[report.nodeid] = dict(record)
+            self.cases[report.nodeid] = result
             return
-        known["duration"] += record["duration"]
         # The first phase that decides wins; a teardown error still spoils a pass.
-        undecided = known["outcome"] is None
-        spoiled = record["outcome"] == "error" and known["outcome"] == "pass"
-        if record["outcome"] is not None and (undecided or spoiled):
-            known.update({k: record[k] for k in ("outcome", "message", "subject", "version")})
+        undecided = not known.outcome
+        spoiled = result.outcome == "error" and known.outcome == "pass"
+        decided = {"duration": known.duration + result.duration}
+        if result.outcome and (undecided or spoiled):
+            decided.update(
+                outcome=result.outcome,
+                message=result.message,
+                subject=result.subject,
+                version=result.version,
+            )
+        self.cases[report.nodeid] = replace(known, **decided)
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if hasattr(self.config, "workerinput"):
+        if hasattr(session.config, "workerinput"):
             return
-        from canary.plugin import current_run, tags_path
-
-        cases = [
-            {**record, "outcome": record["outcome"] or "error"} for record in self.cases.values()
-        ]
-        local: dict[str, dict[str, str]] = {}
-        cache_dir = None
-        if (run := current_run(self.config)) is not None:
-            local = {
-                package: {"path": str(tree.root), "version": tree.ref}
-                for package, tree in run.local.items()
-            }
-            cache_dir = str(run.workspace.cache.root) if run.workspace.cache else None
-        data = {
-            "schema": SCHEMA,
-            "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "canary": canary.__version__,
-            "exitstatus": int(exitstatus),
-            "cache_dir": cache_dir,
-            "tags_file": str(tags_path(self.config).resolve()),
-            "source": self.config.getoption("canary_source"),
-            "local": local,
-            "cases": cases,
-        }
-        write_atomically(self.path, json.dumps(data, indent=1) + "\n")
+        results = RunResults(
+            cases=[replace(c, outcome=c.outcome or "error") for c in self.cases.values()],
+            exitstatus=int(exitstatus),
+            cache_dir=self.facts.cache_dir,
+            tags_file=self.facts.tags_file,
+            source=self.facts.source,
+            local=self.facts.local,
+            created=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            canary=canary.__version__,
+        )
+        write_atomically(self.path, json.dumps(results.to_json(), indent=1) + "\n")
 
 
 def write_atomically(path: Path, text: str) -> None:

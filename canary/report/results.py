@@ -71,6 +71,31 @@ class CaseResult:
         data["reads"] = list(self.reads)
         return data
 
+    @classmethod
+    def from_json(cls, entry: Mapping[str, Any], *, undecided: bool = False) -> CaseResult:
+        """A case as :meth:`to_json` wrote it; ValueError, KeyError or TypeError when not.
+        ``undecided``: a phase of a running case may have no outcome yet (``""``)."""
+        outcome = entry["outcome"]
+        if outcome not in OUTCOMES and not (undecided and outcome == ""):
+            nodeid = entry.get("nodeid")
+            raise ValueError(f"outcome {outcome!r} of {nodeid} is not one of {OUTCOMES}")
+        subject = entry.get("subject")
+        return cls(
+            package=str(entry["package"]),
+            label=str(entry["label"]),
+            source=str(entry["source"]),
+            check=str(entry["check"]),
+            nodeid=str(entry["nodeid"]),
+            outcome=outcome,
+            fix=str(entry["fix"]),
+            message=str(entry.get("message") or ""),
+            reads=tuple(entry["reads"]),
+            window=str(entry.get("window") or ""),
+            subject=Subject(subject.get("path"), subject.get("qualname")) if subject else None,
+            version=entry.get("version"),
+            duration=float(entry.get("duration") or 0.0),
+        )
+
 
 @dataclass
 class RunResults:
@@ -162,7 +187,7 @@ def _load_one(path: Path) -> RunResults:
         found = data.get("schema") if isinstance(data, Mapping) else type(data).__name__
         raise ConfigError(f"{path}: expected schema {SCHEMA!r}, found {found!r}; {hint}")
     try:
-        cases = [_case(entry) for entry in data["cases"]]
+        cases = [CaseResult.from_json(entry) for entry in data["cases"]]
     except (KeyError, TypeError, ValueError) as exc:
         raise ConfigError(f"{path}: a case entry is malformed ({exc}); {hint}") from None
     return RunResults(
@@ -174,26 +199,4 @@ def _load_one(path: Path) -> RunResults:
         local=dict(data.get("local") or {}),
         created=data.get("created"),
         canary=data.get("canary"),
-    )
-
-
-def _case(entry: Mapping[str, Any]) -> CaseResult:
-    outcome = entry["outcome"]
-    if outcome not in OUTCOMES:
-        raise ValueError(f"outcome {outcome!r} of {entry.get('nodeid')} is not one of {OUTCOMES}")
-    subject = entry.get("subject")
-    return CaseResult(
-        package=str(entry["package"]),
-        label=str(entry["label"]),
-        source=str(entry["source"]),
-        check=str(entry["check"]),
-        nodeid=str(entry["nodeid"]),
-        outcome=outcome,
-        fix=str(entry["fix"]),
-        message=str(entry.get("message") or ""),
-        reads=tuple(entry["reads"]),
-        window=str(entry.get("window") or ""),
-        subject=Subject(subject.get("path"), subject.get("qualname")) if subject else None,
-        version=entry.get("version"),
-        duration=float(entry.get("duration") or 0.0),
     )

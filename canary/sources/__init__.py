@@ -5,7 +5,7 @@ Paths are always in the *installed* layout, relative to site-packages:
 ``transformers/trainer.py``, ``trl/trainer/sft_trainer.py``. A source maps them to its
 own layout (``src/transformers/...`` in the transformers repository).
 
-Sources know nothing about checks or about the cache: :mod:`canary.upstream` puts the
+Sources know nothing about checks or about the cache: :mod:`canary.workspace` puts the
 cache in front of them.
 """
 

@@ -1,0 +1,158 @@
+"""One canary run: what it checks (its options), the cases of each package, and where each
+case's files come from.
+
+The pytest plugin builds a :class:`Run` from the command line and registers it; the
+after-run report builds the same sources from a results file. Neither direction reaches
+back: this module knows nothing of pytest.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from packaging.version import InvalidVersion, Version
+
+from canary.cache import Cache, default_cache_dir
+from canary.errors import ConfigError
+from canary.sources import Source
+from canary.sources.index import IndexSource
+from canary.sources.local import LocalSource
+from canary.tags import Tags, load_tags
+from canary.workspace import MAIN, Case, FetchPolicy, Workspace
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What a run checks and how it fetches: the ``--canary-*`` options, as given."""
+
+    source: str = "auto"  # "auto", "github" or "index"
+    tags: tuple[str, ...] = ()  # "PKG=V1,V2" filters
+    local: tuple[str, ...] = ()  # "PKG[@VERSION]=PATH" trees
+    main: bool = False
+    offline: bool = False
+    refresh: bool = False
+    tags_file: Path | None = None
+    workers: int = 4
+
+    def tags_path(self, rootpath: Path) -> Path:
+        """The tags.toml to read: the one given, else the one in the rootdir."""
+        return Path(self.tags_file) if self.tags_file else rootpath / "tags.toml"
+
+
+@dataclass
+class Run:
+    """The cases of every package, and the workspace that loads them."""
+
+    options: RunOptions
+    tags_path: Path
+    tags: Tags
+    workspace: Workspace
+    only: dict[str, list[str]]
+    local: dict[str, LocalSource]
+    _cases: dict[str, list[Case]] = field(default_factory=dict)
+
+    def cases(self, package: str) -> list[Case]:
+        """The package's cases in the order they were asked for: every release in
+        tags.toml (or the ``--canary-tags`` subset), then ``main``; or its local tree."""
+        if package not in self._cases:
+            self._cases[package] = list(self._resolve(package))
+        return self._cases[package]
+
+    def close(self) -> None:
+        self.workspace.close()
+
+    def _resolve(self, package: str) -> Iterator[Case]:
+        tags = self.tags.package(package)
+        if package in self.local:
+            yield Case(package, self.local[package].ref, "local")
+            return
+        labels = self.only.get(package, list(tags.versions))
+        if self.options.main and MAIN not in labels:
+            labels = [*labels, MAIN]
+        for label in labels:
+            if label == MAIN:
+                yield Case(package, MAIN, "github")
+            else:
+                from_github = self.options.source == "github"
+                yield Case(package, label, "github" if from_github else "index")
+
+
+def open_run(options: RunOptions, rootpath: Path) -> Run:
+    """The run these options describe; bad input is a :class:`ConfigError` naming the
+    option or file and how to fix it."""
+    tags_path = options.tags_path(rootpath)
+    tags = load_tags(tags_path)
+    only = _parse_tag_filters(options.tags, tags)
+    local = _parse_local_trees(options.local, tags)
+    wants_main = options.main or any(MAIN in versions for versions in only.values())
+    if wants_main and options.source == "index":
+        raise ConfigError(
+            "--canary-source index cannot check main (it is not on the package index); "
+            "use --canary-source auto or github"
+        )
+    cache = Cache(default_cache_dir())
+    workspace = Workspace(
+        functools.partial(source_for, tags=tags, local=local, wheel_dir=cache.wheel_dir),
+        cache,
+        FetchPolicy(offline=options.offline, refresh=options.refresh),
+        workers=max(1, options.workers),
+    )
+    return Run(options, tags_path, tags, workspace, only, local)
+
+
+def source_for(
+    case: Case, tags: Tags, local: dict[str, LocalSource], wheel_dir: Path | None = None
+) -> Source:
+    """Where a case's files come from: its local tree, its wheel, or GitHub at its tag."""
+    if case.source == "local":
+        return local[case.package]
+    if case.source == "index":
+        return IndexSource(case.package, case.label, wheel_dir=wheel_dir)
+    from canary.sources.github import GitHubSource  # requests is imported only when needed
+
+    package = tags.package(case.package)
+    ref = MAIN if case.label == MAIN else f"v{case.label}"
+    return GitHubSource(case.package, package.repo, ref, package.package_dir)
+
+
+def _parse_tag_filters(values: tuple[str, ...], tags: Tags) -> dict[str, list[str]]:
+    only: dict[str, list[str]] = {}
+    for value in values:
+        package, sep, versions = value.partition("=")
+        if not sep or not versions.strip():
+            raise ConfigError(
+                f"--canary-tags {value!r}: expected PKG=V1,V2 (e.g. trl=0.25.1,1.0.0)"
+            )
+        tags.package(package)  # names the known packages on a typo
+        for version in (v.strip() for v in versions.split(",")):
+            if version != MAIN:
+                try:
+                    Version(version)
+                except InvalidVersion:
+                    raise ConfigError(
+                        f"--canary-tags {value!r}: {version!r} is not a version or 'main'"
+                    ) from None
+            only.setdefault(package, []).append(version)
+    return only
+
+
+def _parse_local_trees(values: tuple[str, ...], tags: Tags) -> dict[str, LocalSource]:
+    local: dict[str, LocalSource] = {}
+    for value in values:
+        spec, sep, path = value.partition("=")
+        if not sep or not path:
+            raise ConfigError(f"--canary-local {value!r}: expected PKG=PATH or PKG@VERSION=PATH")
+        package, _, version = spec.partition("@")
+        tags.package(package)
+        if version:
+            try:
+                Version(version)
+            except InvalidVersion:
+                raise ConfigError(
+                    f"--canary-local {value!r}: {version!r} is not a version"
+                ) from None
+        local[package] = LocalSource.from_path(package, Path(path), version=version or None)
+    return local
