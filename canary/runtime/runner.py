@@ -88,6 +88,8 @@ class Context:
 
 
 def run_set(pin_set: PinSet, ctx: Context) -> SetResult:
+    """Build or reuse the set's venv, run the tier in it and judge the outcome. An install
+    or pytest problem becomes the result's status, so the other sets still run."""
     if reason := pin_set.python_mismatch(ctx.python.short_version):
         return SetResult(pin_set, SKIPPED, detail=reason)
     digest = venv_digest(pin_set, ctx.python, ctx.project)
@@ -183,6 +185,7 @@ def render_table(results: Iterable[SetResult]) -> str:
 
 
 def render_details(results: Iterable[SetResult]) -> str:
+    """What went wrong per set, below the table: the table's cells cannot hold it."""
     blocks = [
         f"[{r.pin_set.name}] {r.status}: {r.detail}" for r in results if r.detail and r.status
     ]
@@ -194,6 +197,20 @@ def exit_status(results: Sequence[SetResult]) -> int:
     if not results or any(r.is_bad for r in results):
         return 1
     return 0 if any(r.status == OK for r in results) else 1
+
+
+def render_list(
+    sets: Iterable[PinSet], root: Path, python: Python, project: Mapping[str, object]
+) -> str:
+    """``--list``: each set's pins and whether its venv for this interpreter is built."""
+    blocks = []
+    for pin_set in sets:
+        venv = venv_dir(root, pin_set, venv_digest(pin_set, python, project))
+        state = f"built: {venv}" if is_complete(venv) else "not built"
+        pins = ", ".join(f"{name}=={version}" for name, version in pin_set.pins.items())
+        extra = f"\n  requires-python {pin_set.requires_python}" if pin_set.requires_python else ""
+        blocks.append(f"{pin_set.name}: {pin_set.summary}\n  {pins}{extra}\n  {state}")
+    return "\n".join(blocks)
 
 
 # --- command line ------------------------------------------------------------------------
@@ -278,16 +295,3 @@ def _main(args: argparse.Namespace, passthrough: list[str], run: RunFn) -> int:
         print()
         print(details)
     return exit_status(results)
-
-
-def render_list(
-    sets: Iterable[PinSet], root: Path, python: Python, project: Mapping[str, object]
-) -> str:
-    blocks = []
-    for pin_set in sets:
-        venv = venv_dir(root, pin_set, venv_digest(pin_set, python, project))
-        state = f"built: {venv}" if is_complete(venv) else "not built"
-        pins = ", ".join(f"{name}=={version}" for name, version in pin_set.pins.items())
-        extra = f"\n  requires-python {pin_set.requires_python}" if pin_set.requires_python else ""
-        blocks.append(f"{pin_set.name}: {pin_set.summary}\n  {pins}{extra}\n  {state}")
-    return "\n".join(blocks)
