@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import canary
+from canary.runtime.process import Command, Completed, run_command
 from canary.runtime.tier import OFFLINE_ENV, TEST_PATH, tier_command, tier_environment
 from canary.runtime.venv import venv_python
 
@@ -40,3 +42,15 @@ def test_tier_command_runs_the_tiers_tests_with_the_venvs_python(tmp_path):
 def test_the_test_path_is_the_runtime_tier_of_this_checkout():
     checkout = Path(canary.__file__).resolve().parent.parent
     assert (checkout / TEST_PATH / "conftest.py").is_file()
+
+
+def test_importing_the_offline_variables_loads_no_hub_package():
+    # The tier's conftest imports OFFLINE_ENV before it sets the variables: a hub package
+    # imported on the way would read them unset.
+    hub = ("huggingface_hub", "transformers", "datasets", "torch", "trl", "peft", "accelerate")
+    script = (
+        "import sys; import canary.runtime.tier; "
+        f"print(sorted(m for m in sys.modules if m.split('.')[0] in {hub!r}))"
+    )
+    result = run_command(Command((sys.executable, "-c", script)))
+    assert result == Completed(0, "[]\n")

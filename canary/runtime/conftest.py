@@ -4,19 +4,22 @@ from __future__ import annotations
 
 import os
 
+# The same variables the runner sets for the tier's subprocess; importing them loads no
+# hub package.
+from canary.runtime.tier import OFFLINE_ENV
+
 # Before anything imports huggingface_hub/transformers/datasets: they read these at import.
-for _var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
-    os.environ[_var] = "1"
+os.environ.update(OFFLINE_ENV)
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("WANDB_DISABLED", "true")
 
-import ipaddress  # noqa: E402
-import socket  # noqa: E402
-from collections.abc import Iterator  # noqa: E402
-from typing import Any  # noqa: E402
+import ipaddress
+import socket
+from collections.abc import Iterator
+from typing import Any
 
-import pytest  # noqa: E402
+import pytest
 
 
 def pytest_configure(config: pytest.Config) -> None:
