@@ -25,6 +25,7 @@ import requests.adapters
 import requests.auth
 
 from canary.errors import FetchError, RefNotFound
+from canary.sources.health import HostHealth
 
 __all__ = ["DEFAULT_BASE_URL", "GitHubSource", "HostHealth"]
 
@@ -78,47 +79,6 @@ class _RetryableError(Exception):
         self.reason = reason
         self.delay = delay
         self.unreachable = unreachable
-
-
-class HostHealth:
-    """Which hosts stopped answering, shared by every source of a run.
-
-    Every case of a run has its own source, and each file its own retries: without this,
-    a host that is down costs every case a full round of backoff (about 30 s each). After
-    ``threshold`` attempts in a row got no answer from a host, with no success between,
-    it is called down and every later request to it fails at once, for ``hold`` seconds.
-    """
-
-    def __init__(self, *, hold: float = 600.0, clock: Callable[[], float] = time.monotonic):
-        self.hold = hold
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._misses: dict[str, int] = {}
-        self._down: dict[str, tuple[float, str]] = {}  # host -> (since, last reason)
-
-    def down_reason(self, host: str) -> str | None:
-        """Why ``host`` is down, or None when it may be tried."""
-        with self._lock:
-            down = self._down.get(host)
-            if down is None:
-                return None
-            since, reason = down
-            if self._clock() - since > self.hold:
-                del self._down[host]
-                self._misses.pop(host, None)
-                return None
-            return reason
-
-    def no_answer(self, host: str, reason: str, threshold: int) -> None:
-        with self._lock:
-            self._misses[host] = misses = self._misses.get(host, 0) + 1
-            if misses >= threshold and host not in self._down:
-                self._down[host] = (self._clock(), f"{misses} attempts in a row: {reason}")
-
-    def answered(self, host: str) -> None:
-        with self._lock:
-            self._misses.pop(host, None)
-            self._down.pop(host, None)
 
 
 # One per process: a pytest run (or an xdist worker) is one process.
