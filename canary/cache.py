@@ -10,9 +10,11 @@ Two kinds of entry live here:
 
 Every entry is written atomically (temp file in the same folder, then rename) and carries
 a header with its length and SHA-256, so a truncated or garbage entry (disk full, a killed
-process, a hand edit) is detected, dropped and refetched instead of being read as upstream
-source. A lock per fetch unit lets parallel workers share one cache without fetching the
-same wheel twice.
+process, a hand edit) is detected and dropped instead of being read as upstream source: a
+damaged file entry is a :class:`~canary.errors.CacheDamaged` the reader refetches (or,
+offline, reports), a damaged blob is simply derived again. A lock per fetch unit
+(``filelock``: flock on POSIX, msvcrt on Windows) lets parallel workers share one cache
+without fetching the same wheel twice.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ import contextlib
 import hashlib
 import json
 import os
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -29,23 +30,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-_MAGIC = b"canary-cache-v1 "
+import filelock
+import platformdirs
 
-if sys.platform != "win32":
-    import fcntl
-else:  # pragma: no cover - no Windows runner here
-    fcntl = None
+from canary.errors import CacheDamaged
+
+_MAGIC = b"canary-cache-v1 "
 
 
 def default_cache_dir() -> Path:
-    """``CANARY_CACHE_DIR``, else the platform's user cache folder."""
+    """``CANARY_CACHE_DIR``, else the platform's user cache folder (``~/.cache/canary`` or
+    ``$XDG_CACHE_HOME/canary`` on Linux, ``~/Library/Caches/canary`` on macOS,
+    ``%LOCALAPPDATA%\\canary\\Cache`` on Windows)."""
     if configured := os.environ.get("CANARY_CACHE_DIR"):
         return Path(configured).expanduser()
-    if sys.platform == "darwin":
-        return Path.home() / "Library" / "Caches" / "canary"
-    if sys.platform == "win32":
-        return Path(os.environ.get("LOCALAPPDATA", Path.home())) / "canary" / "Cache"
-    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "canary"
+    return Path(platformdirs.user_cache_dir("canary", appauthor=False))
 
 
 @dataclass(frozen=True)
@@ -77,8 +76,21 @@ class Cache:
     # -- files ---------------------------------------------------------------------------
 
     def read_file(self, key: FileKey, *, max_age: float | None = None) -> Entry | None:
-        """The cached entry, or None on a miss, an expired entry or a damaged one."""
-        entry = _read_entry(self._file_path(key))
+        """The cached entry, or None on a miss or an expired entry.
+
+        A damaged entry is removed and raised as :class:`CacheDamaged` naming its file, so
+        the reader can tell "refetch this" from "never had it" (offline, only one is fine).
+        """
+        path = self._file_path(key)
+        try:
+            entry = _read_entry(path)
+        except _Damaged as exc:
+            raise CacheDamaged(
+                f"the cache entry {path} ({key.package} {key.ref}: {key.path}) is damaged "
+                f"({exc}) and was removed",
+                path=str(path),
+                cause="damaged cache entries",
+            ) from None
         if entry is None:
             return None
         if max_age is not None and time.time() - entry.fetched_at > max_age:
@@ -96,7 +108,11 @@ class Cache:
     # -- blobs ---------------------------------------------------------------------------
 
     def read_blob(self, namespace: str, digest: str) -> bytes | None:
-        entry = _read_entry(self._blob_path(namespace, digest))
+        """The blob, or None when it is missing or damaged (it is derived: make it again)."""
+        try:
+            entry = _read_entry(self._blob_path(namespace, digest))
+        except _Damaged:
+            return None
         return entry.content if entry else None
 
     def write_blob(self, namespace: str, digest: str, content: bytes) -> None:
@@ -112,14 +128,9 @@ class Cache:
         """Hold an exclusive lock shared by every process using this cache folder."""
         path = self.root / "locks" / f"{_safe(name)}.lock"
         path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("a+b") as handle:
-            if fcntl is not None:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                if fcntl is not None:
-                    fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+        # A lock object per call: threads of one process exclude each other as processes do.
+        with filelock.FileLock(path, thread_local=False):
+            yield
 
 
 def _safe(part: str) -> str:
@@ -139,33 +150,43 @@ def _parse_header(line: bytes) -> dict | None:
     return header if isinstance(header, dict) else None
 
 
+class _Damaged(Exception):
+    """An entry that is there but cannot be trusted; the message says why."""
+
+
 def _read_entry(path: Path) -> Entry | None:
+    """The entry at ``path``; None when there is none. A damaged one is removed and raised."""
     try:
         raw = path.read_bytes()
     except OSError:
         return None
+    try:
+        return _decode(raw)
+    except _Damaged:
+        with contextlib.suppress(OSError):
+            path.unlink()
+        raise
+
+
+def _decode(raw: bytes) -> Entry:
     newline = raw.find(b"\n")
     header = _parse_header(raw[: newline + 1]) if newline >= 0 else None
     if header is None:
-        return _drop(path)
+        raise _Damaged("no canary header")
     body = raw[newline + 1 :]
     try:
         fetched_at = float(header["fetched_at"])
         if header.get("absent"):
-            return (
-                Entry(content=None, sha256=None, fetched_at=fetched_at) if not body else _drop(path)
-            )
-        if len(body) != header["size"] or hashlib.sha256(body).hexdigest() != header["sha256"]:
-            return _drop(path)
+            if body:
+                raise _Damaged("an absent file's entry has content")
+            return Entry(content=None, sha256=None, fetched_at=fetched_at)
+        if len(body) != header["size"]:
+            raise _Damaged(f"{len(body)} of {header['size']} bytes")
+        if hashlib.sha256(body).hexdigest() != header["sha256"]:
+            raise _Damaged("SHA-256 does not match")
         return Entry(content=body, sha256=header["sha256"], fetched_at=fetched_at)
-    except (KeyError, TypeError, ValueError):
-        return _drop(path)
-
-
-def _drop(path: Path) -> None:
-    """Remove a damaged entry so the next read refetches it."""
-    with contextlib.suppress(OSError):
-        path.unlink()
+    except (KeyError, TypeError, ValueError) as exc:
+        raise _Damaged(f"bad header: {exc!r}") from None
 
 
 def _write_entry(path: Path, content: bytes | None) -> None:

@@ -8,6 +8,9 @@ parse), :class:`ConfigError` for bad input the user can fix, and :class:`Drift` 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeVar
+
+_E = TypeVar("_E", bound="InfrastructureError")
 
 
 class CanaryError(Exception):
@@ -19,7 +22,23 @@ class ConfigError(CanaryError):
 
 
 class InfrastructureError(CanaryError):
-    """Something stopped canary from checking. Never a pass, never a drift."""
+    """Something stopped canary from checking. Never a pass, never a drift.
+
+    ``cause`` is the reason without the case in it (``cannot reach the package index (pip:
+    connection refused)``), so the end of a run can group thousands of errors into one
+    line; None: the message itself is the cause.
+    """
+
+    def __init__(self, *args: object, cause: str | None = None) -> None:
+        super().__init__(*args)
+        self.cause = cause
+
+    def again(self: _E) -> _E:
+        """A fresh copy to raise for another check of the same case: re-raising one object
+        would grow its traceback by every raise (473 errors made 6.5 MB of output)."""
+        fresh = type(self).__new__(type(self), *self.args)
+        fresh.__dict__.update(self.__dict__)  # cause, path: whatever the subclass keeps
+        return fresh
 
 
 class FetchError(InfrastructureError):
@@ -32,6 +51,18 @@ class RefNotFound(FetchError):
 
 class OfflineMiss(InfrastructureError):
     """``--canary-offline`` was given and the cache does not hold what is needed."""
+
+
+class IndexUnreachable(FetchError):
+    """pip could not reach the package index (refused, DNS, TLS, timeout, proxy)."""
+
+
+class CacheDamaged(InfrastructureError):
+    """A cache entry is truncated or garbage; ``path`` is the file on disk."""
+
+    def __init__(self, *args: object, path: str = "", cause: str | None = None) -> None:
+        super().__init__(*args, cause=cause)
+        self.path = path
 
 
 class ParseError(InfrastructureError):

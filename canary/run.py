@@ -95,7 +95,9 @@ def open_run(options: RunOptions, rootpath: Path) -> Run:
         )
     cache = Cache(default_cache_dir())
     workspace = Workspace(
-        functools.partial(source_for, tags=tags, local=local, wheel_dir=cache.wheel_dir),
+        functools.partial(
+            source_for, tags=tags, local=local, wheel_dir=cache.wheel_dir, offline=options.offline
+        ),
         cache,
         FetchPolicy(offline=options.offline, refresh=options.refresh),
         workers=max(1, options.workers),
@@ -104,13 +106,18 @@ def open_run(options: RunOptions, rootpath: Path) -> Run:
 
 
 def source_for(
-    case: Case, tags: Tags, local: dict[str, LocalSource], wheel_dir: Path | None = None
+    case: Case,
+    tags: Tags,
+    local: dict[str, LocalSource],
+    wheel_dir: Path | None = None,
+    *,
+    offline: bool = False,
 ) -> Source:
     """Where a case's files come from: its local tree, its wheel, or GitHub at its tag."""
     if case.source == "local":
         return local[case.package]
-    if case.source == "index":
-        return IndexSource(case.package, case.label, wheel_dir=wheel_dir)
+    if case.source == "index":  # offline: the kept wheel only, pip is never started
+        return IndexSource(case.package, case.label, wheel_dir=wheel_dir, offline=offline)
     from canary.sources.github import GitHubSource  # requests is imported only when needed
 
     package = tags.package(case.package)

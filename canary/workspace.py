@@ -23,7 +23,7 @@ from packaging.version import InvalidVersion, Version
 
 from canary import codeindex
 from canary.cache import Cache, FileKey
-from canary.errors import Drift, InfrastructureError, OfflineMiss
+from canary.errors import CacheDamaged, Drift, InfrastructureError, OfflineMiss
 from canary.indexstore import IndexStore, ParseJob
 from canary.sources import Source
 from canary.sources.version import package_version_files, version_from_package_files
@@ -131,19 +131,35 @@ class Tree:
         max_age = self.policy.ttl if self.case.mutable and not self.policy.offline else None
         found: dict[str, bytes | None] = {}
         for path in paths:
-            entry = self.cache.read_file(self._key(path), max_age=max_age)
+            try:
+                entry = self.cache.read_file(self._key(path), max_age=max_age)
+            except CacheDamaged as exc:
+                self._check_damaged_refetchable(exc)
+                continue  # a miss now: refetched below
             if entry is not None:
                 found[path] = entry.content
         self.stats.add(files_from_cache=len(found))
         return found
+
+    def _check_damaged_refetchable(self, damaged: CacheDamaged) -> None:
+        """Offline, a damaged entry is refetched only from what the cache still holds (the
+        kept wheel); otherwise it is this case's error, naming the file."""
+        if self.policy.offline and not getattr(self.source, "available_offline", False):
+            raise CacheDamaged(
+                f"--canary-offline: {damaged}; run the same command without "
+                f"--canary-offline to fetch {self.case} again",
+                path=damaged.path,
+                cause="damaged cache entries (offline: not refetched)",
+            ) from None
 
     def _fetch(self, paths: Sequence[str]) -> dict[str, bytes | None]:
         offline_capable = getattr(self.source, "available_offline", False)
         if self.policy.offline and self.cache is not None and not offline_capable:
             raise OfflineMiss(
                 f"--canary-offline: {self.source.description} is not in the cache "
-                f"({len(paths)} file(s), e.g. {paths[0]}); run once without --canary-offline "
-                f"to fill {self.cache.root}"
+                f"({len(paths)} file(s), e.g. {paths[0]}); run the same command without "
+                f"--canary-offline to fill {self.cache.root}",
+                cause="not in the cache (offline)",
             )
         started = time.perf_counter()
         before = getattr(self.source, "bytes_downloaded", None)
@@ -251,7 +267,7 @@ class Workspace:
         if (known := case.known_version) is not None:
             return known
         if (pending := self._pending.get(case)) is not None:
-            pending.result()  # the prefetch reads the version too; its failure is ours
+            _wait(pending)  # the prefetch reads the version too; its failure is ours
         with self._case_lock(case):
             if case not in self._versions:
                 files = self._read(case, package_version_files(case.package))
@@ -275,7 +291,7 @@ class Workspace:
     def snapshot(self, case: Case, paths: Sequence[str]) -> Snapshot:
         pending = self._pending.get(case)
         if pending is not None:
-            pending.result()  # a failed prefetch is this case's setup error
+            _wait(pending)  # a failed prefetch is this case's setup error
         self._load(case, paths)
         version = self.version(case)
         return Snapshot(case, version, {p: self._module(case, p) for p in paths})
@@ -319,6 +335,8 @@ class Workspace:
             job = self._parsing[(case, path)]
         try:
             module = self.indexes.finish(job, path, str(case))  # or the file's ParseError
+        except InfrastructureError as exc:
+            raise exc.again() from None  # one job serves many checks: a fresh error each
         except BrokenProcessPool:  # a parse process died (killed, out of memory)
             content = self._read(case, [path])[path]
             assert content is not None  # it was there when the job was handed out
@@ -332,7 +350,7 @@ class Workspace:
         """Read through the case's tree; a fetch that failed once fails fast for the rest
         of the run instead of retrying for every check of the case."""
         if case in self._failures:
-            raise self._failures[case]
+            raise self._failures[case].again()
         try:
             return self.tree(case).read(paths)
         except InfrastructureError as exc:
@@ -342,6 +360,14 @@ class Workspace:
     def _case_lock(self, case: Case) -> threading.Lock:
         with self._lock:
             return self._case_locks.setdefault(case, threading.Lock())
+
+
+def _wait(pending: Future[None]) -> None:
+    """Wait for a prefetch; its failure is raised afresh for every check that waits on it."""
+    try:
+        pending.result()
+    except InfrastructureError as exc:
+        raise exc.again() from None
 
 
 def _parse_version(text: str | None) -> Version | None:

@@ -11,6 +11,7 @@ import pytest
 
 from canary import cache as cache_module
 from canary.cache import Cache, FileKey
+from canary.errors import CacheDamaged
 
 KEY = FileKey("index", "transformers", "5.5.4", "transformers/trainer.py")
 SOURCE = b"class Trainer:\n    def compute_loss(self, model, inputs):\n        pass\n"
@@ -138,15 +139,20 @@ DAMAGE = [
 
 
 @pytest.mark.parametrize("damage", DAMAGE, ids=lambda f: f.__name__.strip("_"))
-def test_a_damaged_entry_is_a_miss_and_is_removed(cache, damage):
+def test_a_damaged_entry_is_reported_naming_its_file_and_is_removed(cache, damage):
     cache.write_file(KEY, SOURCE)
     [path] = entry_files(cache.root)
     damaged = damage(path.read_bytes())
     assert damaged != path.read_bytes()
     path.write_bytes(damaged)
 
-    assert cache.read_file(KEY) is None
+    # Damaged is not missing: the reader decides (refetch online, an error offline).
+    with pytest.raises(CacheDamaged) as caught:
+        cache.read_file(KEY)
+    assert caught.value.path == str(path)
+    assert str(path) in str(caught.value)
     assert not path.exists()
+    assert cache.read_file(KEY) is None  # removed: a plain miss from now on
 
     cache.write_file(KEY, SOURCE)
     assert cache.read_file(KEY).content == SOURCE

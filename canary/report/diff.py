@@ -87,7 +87,7 @@ class Differ:
         return self._workspace
 
     def _source(self, case: Case, *, local: dict[str, LocalSource], wheel_dir: Path) -> Source:
-        return source_for(case, self._tags, local, wheel_dir)
+        return source_for(case, self._tags, local, wheel_dir, offline=self.offline)
 
     @functools.cached_property
     def _tags(self) -> Tags:

@@ -25,26 +25,34 @@ class HostHealth:
         self._clock = clock
         self._lock = threading.Lock()
         self._misses: dict[str, int] = {}
-        self._down: dict[str, tuple[float, str]] = {}  # host -> (since, last reason)
+        self._down: dict[str, tuple[float, int, str]] = {}  # host -> (since, misses, reason)
 
     def down_reason(self, host: str) -> str | None:
         """Why ``host`` is down, or None when it may be tried."""
+        down = self._current(host)
+        return None if down is None else f"{down[1]} attempts in a row: {down[2]}"
+
+    def down_cause(self, host: str) -> str | None:
+        """The last reason ``host`` gave, as it was reported, while it is down."""
+        down = self._current(host)
+        return None if down is None else down[2]
+
+    def _current(self, host: str) -> tuple[float, int, str] | None:
         with self._lock:
             down = self._down.get(host)
             if down is None:
                 return None
-            since, reason = down
-            if self._clock() - since > self.hold:
+            if self._clock() - down[0] > self.hold:
                 del self._down[host]
                 self._misses.pop(host, None)
                 return None
-            return reason
+            return down
 
     def no_answer(self, host: str, reason: str, threshold: int) -> None:
         with self._lock:
             self._misses[host] = misses = self._misses.get(host, 0) + 1
             if misses >= threshold and host not in self._down:
-                self._down[host] = (self._clock(), f"{misses} attempts in a row: {reason}")
+                self._down[host] = (self._clock(), misses, reason)
 
     def answered(self, host: str) -> None:
         with self._lock:

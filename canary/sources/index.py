@@ -6,14 +6,18 @@ certificates) decides where the wheel comes from; no registry host is written he
 A released wheel never changes, so with ``wheel_dir`` it is kept after the first download:
 a check added later that reads another file of the same release costs a zip read, not a
 second download of the whole wheel. It is moved into place only once complete, and a kept
-wheel that no longer reads as a zip is deleted and downloaded again.
+wheel that no longer reads as a zip is deleted and downloaded again (offline: an error
+naming it; pip is never started offline).
+
+When pip cannot reach the index at all (its output says why: :mod:`canary.sources.pipfailure`),
+a few failures in a row call the index down for the rest of the run, and every later
+release fails at once with the same reason instead of paying pip's retries again.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -21,11 +25,16 @@ import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from canary.errors import FetchError, RefNotFound
+from canary.errors import CacheDamaged, FetchError, IndexUnreachable, OfflineMiss, RefNotFound
+from canary.sources import pipfailure
+from canary.sources.health import HostHealth
 
-_NOT_ON_INDEX = re.compile(
-    r"No matching distribution found|Could not find a version that satisfies", re.IGNORECASE
-)
+# The index as HostHealth sees it: pip hides which host it tried, so the index is one "host".
+INDEX = "the package index"
+# Failures in a row that call the index down: pip already retried each one.
+DOWN_AFTER = 3
+# One per process, as GitHub's HOSTS: a pytest run (or an xdist worker) is one process.
+INDEX_HEALTH = HostHealth()
 
 
 class IndexSource:
@@ -41,12 +50,16 @@ class IndexSource:
         wheel_dir: Path | None = None,
         pip: Sequence[str] = (sys.executable, "-m", "pip"),
         timeout: float = 900.0,
+        offline: bool = False,
+        health: HostHealth | None = None,
     ) -> None:
         self.package = package
         self.ref = version
         self.wheel_dir = wheel_dir
         self.pip = tuple(pip)
         self.timeout = timeout
+        self.offline = offline
+        self.health = health if health is not None else INDEX_HEALTH
         self.bytes_downloaded = 0
 
     @property
@@ -70,9 +83,23 @@ class IndexSource:
         if kept is not None and kept.is_file():
             try:
                 return read_wheel_members(kept, paths, origin=self.description)
-            except FetchError:  # damaged on disk: forget it and download it again
+            except FetchError as exc:  # damaged on disk: forget it and download it again
                 with contextlib.suppress(OSError):
                     kept.unlink()
+                if self.offline:
+                    raise CacheDamaged(
+                        f"--canary-offline: the cached wheel {kept} is damaged ({exc}) and was "
+                        f"removed; run the same command without --canary-offline to download "
+                        f"{self.package} {self.ref} again",
+                        path=str(kept),
+                        cause="damaged cache entries (offline: not refetched)",
+                    ) from None
+        if self.offline:
+            raise OfflineMiss(
+                f"--canary-offline: {self.description} is not in the cache; run the same "
+                f"command without --canary-offline to download it",
+                cause="not in the cache (offline)",
+            )
         if kept is None:
             with tempfile.TemporaryDirectory(prefix="canary-wheel-") as folder:
                 wheel = self._download(Path(folder))
@@ -90,6 +117,14 @@ class IndexSource:
 
     def _download(self, folder: Path) -> Path:
         requirement = f"{self.package}=={self.ref}"
+        no_releases = f"{INDEX} ({self.package})"
+        for host in (INDEX, no_releases):
+            if (cause := self.health.down_cause(host)) is not None:
+                raise IndexUnreachable(
+                    f"{cause}: {requirement} not tried, after {DOWN_AFTER} downloads in a "
+                    f"row failed the same way",
+                    cause=cause,
+                )
         command = [
             *self.pip,
             "download",
@@ -109,32 +144,62 @@ class IndexSource:
         except OSError:  # missing or not executable
             raise FetchError(
                 f"cannot run {self.pip[0]!r} to download {requirement}: is pip installed? "
-                f"(canary fetches released versions with `pip download`)"
+                f"(canary fetches released versions with `pip download`)",
+                cause=f"cannot run {self.pip[0]!r}",
             ) from None
         except subprocess.TimeoutExpired:
             raise FetchError(
-                f"`pip download {requirement}` did not finish within {self.timeout:.0f} s"
+                f"`pip download {requirement}` did not finish within {self.timeout:.0f} s",
+                cause=f"`pip download` did not finish within {self.timeout:.0f} s",
             ) from None
-        if done.returncode != 0:
-            tail = _tail(done.stderr or done.stdout)
-            if "No module named pip" in tail:
-                raise FetchError(
-                    f"pip is not installed for {self.pip[0]}; install it "
-                    f"(python -m ensurepip) so canary can download {requirement}"
-                )
-            if _NOT_ON_INDEX.search(tail):
-                raise RefNotFound(
-                    f"{requirement} has no wheel on the package index: is the version right? "
-                    f"(pip said: {tail})"
-                )
-            raise FetchError(
-                f"`pip download {requirement}` failed (exit {done.returncode}): {tail}"
-            )
+        if done.returncode == 0:
+            self.health.answered(INDEX)
+            self.health.answered(no_releases)
+        else:
+            self._raise_failure(requirement, done)
         wheels = sorted(folder.glob("*.whl"))
         if len(wheels) != 1:
             found = ", ".join(p.name for p in folder.iterdir()) or "nothing"
             raise FetchError(f"`pip download {requirement}` left {found} instead of one wheel")
         return wheels[0]
+
+    def _raise_failure(self, requirement: str, done: subprocess.CompletedProcess[str]) -> None:
+        output = f"{done.stdout}\n{done.stderr}"
+        tail = _tail(done.stderr or done.stdout)
+        if "No module named pip" in output:
+            raise FetchError(
+                f"pip is not installed for {self.pip[0]}; install it "
+                f"(python -m ensurepip) so canary can download {requirement}",
+                cause=f"pip is not installed for {self.pip[0]}",
+            )
+        failure = pipfailure.classify(output)
+        if failure.kind == pipfailure.UNREACHABLE:
+            cause = f"cannot reach the package index (pip: {failure.reason})"
+            self.health.no_answer(INDEX, cause, DOWN_AFTER)
+            raise IndexUnreachable(
+                f"{cause} while downloading {requirement}; check the network and your pip "
+                f"configuration (`pip config list`). pip said: {tail}",
+                cause=cause,
+            )
+        if failure.kind == pipfailure.NO_RELEASES:
+            cause = f"the package index lists no wheel of {self.package} at all"
+            self.health.no_answer(f"{INDEX} ({self.package})", cause, DOWN_AFTER)
+            raise FetchError(
+                f"{cause} (pip: from versions: none) for {requirement}: is your pip "
+                f"configuration pointing at the index you meant (`pip config list`)? "
+                f"pip said: {tail}",
+                cause=cause,
+            )
+        if failure.kind == pipfailure.NOT_FOUND:
+            raise RefNotFound(
+                f"{requirement} has no wheel on the package index: is the version right? "
+                f"(pip said: {tail})",
+                cause="no wheel of that version on the package index",
+            )
+        raise FetchError(
+            f"`pip download {requirement}` failed (exit {done.returncode}): {tail}",
+            cause=f"`pip download` failed (exit {done.returncode})",
+        )
 
 
 def read_wheel_members(

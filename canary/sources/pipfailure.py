@@ -1,0 +1,68 @@
+"""What a failed ``pip download`` means, read from pip's own output.
+
+pip ends both "the index never answered" and "the index has no such version" with the
+same last line (``No matching distribution found``); the difference is in the lines
+before it: the warnings of its retries (``connection broken by ... Connection refused``)
+and the versions it did see (``from versions: none`` when it saw none at all). Telling
+them apart decides what canary says and whether trying the next release is worth it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+UNREACHABLE = "unreachable"  # no answer from the index: the next release will not fare better
+NO_RELEASES = "no releases"  # the index answered but lists nothing of the package at all
+NOT_FOUND = "not found"  # the index lists the package, but not this version
+OTHER = "other"
+
+# Most specific first: a refused connection also says "connection broken by".
+_NETWORK = (
+    ("connection refused", re.compile(r"Connection refused|ECONNREFUSED", re.IGNORECASE)),
+    (
+        "DNS lookup failed",
+        re.compile(
+            r"Name or service not known|Temporary failure in name resolution|"
+            r"nodename nor servname|getaddrinfo failed|Failed to resolve|"
+            r"No address associated with hostname",
+            re.IGNORECASE,
+        ),
+    ),
+    ("TLS error", re.compile(r"CERTIFICATE_VERIFY_FAILED|SSLError|\bSSL:", re.IGNORECASE)),
+    ("proxy error", re.compile(r"ProxyError|Tunnel connection failed", re.IGNORECASE)),
+    ("timed out", re.compile(r"timed out|ConnectTimeout|ReadTimeout", re.IGNORECASE)),
+    (
+        "network unreachable",
+        re.compile(r"Network is unreachable|No route to host", re.IGNORECASE),
+    ),
+    (
+        "connection failed",
+        re.compile(
+            r"connection broken by|Connection reset|RemoteDisconnected|connection error",
+            re.IGNORECASE,
+        ),
+    ),
+)
+_NOT_ON_INDEX = re.compile(
+    r"No matching distribution found|Could not find a version that satisfies", re.IGNORECASE
+)
+_NO_VERSIONS = re.compile(r"\(from versions: none\)", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class PipFailure:
+    kind: str  # one of UNREACHABLE, NO_RELEASES, NOT_FOUND, OTHER
+    reason: str  # pip's reason in a few words: "connection refused"
+
+
+def classify(output: str) -> PipFailure:
+    """The kind of failure pip's combined output describes."""
+    for reason, pattern in _NETWORK:
+        if pattern.search(output):
+            return PipFailure(UNREACHABLE, reason)
+    if _NOT_ON_INDEX.search(output):
+        if _NO_VERSIONS.search(output):
+            return PipFailure(NO_RELEASES, "no version of the package listed")
+        return PipFailure(NOT_FOUND, "no such version")
+    return PipFailure(OTHER, "failed")
