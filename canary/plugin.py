@@ -24,7 +24,7 @@ from packaging.version import Version
 import canary
 from canary.catalog import Window
 from canary.errors import CheckDrift, ConfigError
-from canary.report import progress
+from canary.report import endofrun, progress
 from canary.report.record import Recorder, RunFacts, case_of
 from canary.run import Run, RunOptions, open_run
 from canary.workspace import Case, Snapshot, Stats
@@ -188,6 +188,7 @@ class RunPlugin:
         self.config = config
         self.run = run
         self.stats: Stats = run.workspace.stats
+        self.workers_reported = 0  # xdist workers whose counters were added
 
     # -- collection ---------------------------------------------------------------------
 
@@ -268,17 +269,29 @@ class RunPlugin:
     def pytest_runtest_makereport(
         self, item: pytest.Item, call: pytest.CallInfo[None]
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-        """A check's drift is shown as its message alone: the finding, not a traceback."""
+        """A check's drift is shown as its message alone: the finding, not a traceback;
+        canary's own errors are one line too (see :mod:`canary.report.endofrun`)."""
         report = yield
         if report.failed and call.excinfo is not None and call.excinfo.errisinstance(CheckDrift):
             report.longrepr = str(call.excinfo.value)
+        elif report.failed and call.excinfo is not None:
+            case = case_of(item)
+            package, label = (case.package, case.label) if case else (None, None)
+            endofrun.note_error(item.config, report, call.excinfo, package, label)
         return report
 
     # -- the end ------------------------------------------------------------------------
 
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> Generator[None, None, None]:
+        """An xdist worker hands its counters over (before xdist sends them); the
+        controller prints canary's verdict after everything else, pytest's counts included."""
         if hasattr(self.config, "workerinput"):
             self.config.workeroutput["canary_stats"] = self.stats.as_dict()
+        yield
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None and not self.config.option.collectonly:
+            endofrun.write_verdict(reporter, session)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: object, error: object) -> None:
@@ -286,21 +299,14 @@ class RunPlugin:
         worker_stats = getattr(node, "workeroutput", {}).get("canary_stats")
         if worker_stats:
             self.stats.add(**worker_stats)
+            self.workers_reported += 1
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
-        stats = self.stats
-        terminalreporter.write_sep("-", "canary")
-        terminalreporter.write_line(
-            f"files: {stats.files_from_cache} from cache, {stats.files_fetched} fetched "
-            f"({stats.bytes_downloaded / 1e6:.1f} MB downloaded, "
-            f"{stats.fetch_seconds:.1f} s fetching); "
-            f"code indexes: {stats.modules_from_cache} from cache, {stats.modules_parsed} parsed "
-            f"({stats.parse_seconds:.1f} s)"
-        )
-        drift = len(terminalreporter.stats.get("failed", []))
-        errors = len(terminalreporter.stats.get("error", []))
-        terminalreporter.write_line(
-            f"drift: {drift} failing check(s); infrastructure or input errors: {errors}"
+        endofrun.write_section(
+            terminalreporter,
+            self.stats.as_dict(),
+            fetch_threads=self.run.workspace.workers,
+            workers=self.workers_reported,
         )
 
 

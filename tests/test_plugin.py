@@ -100,13 +100,14 @@ def test_outcomes_pass_skip_with_window_and_xfail_for_broken(project):
     result = run(project)
     # Engine still exists in the broken release: that check passes there (xpass, not strict).
     result.assert_outcomes(passed=7, skipped=3, xfailed=1, xpassed=1)
+    # Skips outside a window are expected: counted by canary, not listed one by one.
     result.stdout.fnmatch_lines(
         [
-            "*SKIPPED [[]1] *outside the window of test_run_takes_num_items_in_batch (toy >=1.1.0)",
-            "*SKIPPED [[]2] *outside the window of test_engine_exists (toy <2.0.0)",
+            "skipped: 3 outside their check's window (expected)",
             "*XFAIL*toy_1_2_0*listed as broken in tags.toml: ships a syntax error*",
         ]
     )
+    result.stdout.no_fnmatch_line("SKIPPED*outside the window*")
 
 
 KNOWN_DRIFT = '''
@@ -165,7 +166,8 @@ def test_offline_cache_miss_is_an_error_never_a_pass(project, cache_dir):
     result.stdout.fnmatch_lines(
         ["*OfflineMiss*--canary-offline: toy 3.0.0 from the package index*"]
     )
-    result.stdout.fnmatch_lines(["*infrastructure or input errors: 1*"])
+    verdict = "canary: not everything was checked: 1 error(s), no drift in the rest"
+    assert result.outlines[-1] == verdict
 
 
 def test_an_unparsable_upstream_file_is_an_error_naming_file_and_version(project, cache_dir):

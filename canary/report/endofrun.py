@@ -1,0 +1,134 @@
+"""What ``pytest canary`` prints about a run: one line per error, a section, the verdict last.
+
+The plugin's hooks call these; the words come from :mod:`canary.report.verdict`.
+
+* A canary error (fetch, cache, offline miss, parse, config) is one line, in the error
+  section and in pytest's short summary: the case's reason, not canary's call stack
+  (``--tb=long`` or ``-v`` still show it). A check that crashed keeps its traceback: that
+  one is a bug to read.
+* Skips outside a check's window are expected: the section counts them, pytest's short
+  summary does not list them (other skips are listed in the section).
+* The verdict is the very last line, after pytest's own counts.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+
+import pytest
+
+from canary.errors import CanaryError, Drift
+from canary.report.verdict import CaseError, RunCounts, describe, group_errors, is_window_skip
+from canary.report.verdict import verdict as verdict_line
+
+ERROR_ATTRIBUTE = "canary_error"  # on a failed report: {"package", "label", "cause"}
+_OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
+
+
+def note_error(
+    config: pytest.Config,
+    report: pytest.TestReport,
+    excinfo: pytest.ExceptionInfo[BaseException],
+    package: str | None,
+    label: str | None,
+) -> None:
+    """Record why a check errored (for the grouping) and, for canary's own errors, show
+    the reason alone unless a traceback was asked for."""
+    error = excinfo.value
+    if isinstance(error, CanaryError) and not isinstance(error, Drift):
+        cause = getattr(error, "cause", None) or str(error)
+        if config.option.tbstyle == "auto" and config.option.verbose <= 0:
+            report.longrepr = f"{type(error).__name__}: {error}"
+    else:  # a check that crashed: its last line says what
+        lines = excinfo.exconly().strip().splitlines()
+        cause = lines[-1] if lines else type(error).__name__
+    if package is not None and label is not None:
+        # Plain JSON data: xdist ships it from the worker with the report.
+        setattr(report, ERROR_ATTRIBUTE, {"package": package, "label": label, "cause": cause})
+
+
+def write_section(
+    terminalreporter: pytest.TerminalReporter,
+    stats: Mapping[str, float],
+    *,
+    fetch_threads: int,
+    workers: int,
+) -> None:
+    """canary's section: what the run read, the errors by cause, the skips by kind."""
+    tr = terminalreporter
+    tr.write_sep("-", "canary")
+    tr.write_line(
+        f"files: {stats['files_from_cache']:,.0f} from cache, {stats['files_fetched']:,.0f} "
+        f"fetched ({stats['bytes_downloaded'] / 1e6:.1f} MB downloaded); code indexes: "
+        f"{stats['modules_from_cache']:,.0f} from cache, {stats['modules_parsed']:,.0f} parsed"
+    )
+    if stats["fetch_seconds"] or stats["parse_seconds"]:
+        over = f"{fetch_threads} fetch threads" + (f" in each of {workers} workers" * (workers > 1))
+        tr.write_line(
+            f"time summed over {over} and the parse processes, not wall time: "
+            f"{stats['fetch_seconds']:.1f} s fetching, {stats['parse_seconds']:.1f} s parsing"
+        )
+    for group in group_errors(_errors(tr)):
+        tr.write_line(describe(group), red=True)
+    window, other = _skips(tr)
+    if window:
+        tr.write_line(f"skipped: {len(window):,} outside their check's window (expected)")
+        # pytest's short summary would list each of them (-ra): leave skips to this section.
+        tr.reportchars = tr.reportchars.replace("s", "").replace("S", "")
+        for reason, count in Counter(other).most_common():
+            tr.write_line(f"SKIPPED [{count}] {reason}", yellow=True)
+
+
+def write_verdict(terminalreporter: pytest.TerminalReporter, session: pytest.Session) -> None:
+    """The last line of the run."""
+    counts = run_counts(terminalreporter, session)
+    line = verdict_line(counts)
+    clear = line.startswith("canary: all clear")
+    nothing = counts.selected == 0 and not counts.interrupted
+    terminalreporter.write_line(line, green=clear, yellow=nothing, red=not (clear or nothing))
+
+
+def run_counts(terminalreporter: pytest.TerminalReporter, session: pytest.Session) -> RunCounts:
+    tr = terminalreporter
+    finished = {
+        report.nodeid
+        for outcome in _OUTCOMES
+        for report in tr.stats.get(outcome, [])
+        if hasattr(report, "when")  # a test's report, not a collection's
+    }
+    window, other = _skips(tr)
+    return RunCounts(
+        selected=session.testscollected,
+        finished=len(finished),
+        drift=len(_reports(tr, "failed")),
+        errors=len({report.nodeid for report in tr.stats.get("error", [])}),
+        passed=len(_reports(tr, "passed")),
+        window_skips=len(window),
+        other_skips=len(other),
+        xfailed=len(_reports(tr, "xfailed")),
+        interrupted=session.exitstatus == pytest.ExitCode.INTERRUPTED,
+        deselected=len(tr.stats.get("deselected", [])),
+        keyword=session.config.option.keyword,
+    )
+
+
+def _reports(tr: pytest.TerminalReporter, outcome: str) -> list[pytest.TestReport]:
+    return [report for report in tr.stats.get(outcome, []) if hasattr(report, "when")]
+
+
+def _errors(tr: pytest.TerminalReporter) -> Iterable[CaseError]:
+    for report in tr.stats.get("error", []):
+        if (noted := getattr(report, ERROR_ATTRIBUTE, None)) is not None:
+            yield CaseError(noted["package"], noted["label"], noted["cause"])
+
+
+def _skips(tr: pytest.TerminalReporter) -> tuple[list[str], list[str]]:
+    """The skip reasons of the run: (outside a window, the others)."""
+    window: list[str] = []
+    other: list[str] = []
+    for report in tr.stats.get("skipped", []):
+        longrepr = report.longrepr
+        reason = str(longrepr[2]) if isinstance(longrepr, tuple) else str(longrepr)
+        (window if is_window_skip(reason) else other).append(reason.removeprefix("Skipped: "))
+    return window, other
