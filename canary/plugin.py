@@ -242,7 +242,10 @@ class RunPlugin:
         capture = self.config.pluginmanager.getplugin("capturemanager")
         uncaptured = capture.global_and_fixture_disabled if capture else contextlib.nullcontext
         choice = self.config.getoption("canary_progress")
-        shown = progress.start(choice, self.stats, plan, uncaptured)
+        writer = self.config.get_terminal_writer()
+        shown = progress.start(
+            choice, self.stats, plan, uncaptured, column=lambda: writer.width_of_current_line
+        )
         if shown is not None:
             self.config.add_cleanup(shown.stop)
 

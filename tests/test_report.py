@@ -275,10 +275,33 @@ def test_progress_counts_files_and_megabytes_and_ends_when_the_plan_is_read():
     stats.add(files_from_cache=1)
     shown._thread.join(timeout=5)
     assert not shown._thread.is_alive()
-    text = stream.getvalue()
-    assert "\r\x1b[K" in text
-    assert "3/3 files, 5.0 MB downloaded" in text
-    assert text.endswith("\n")
+    assert "3/3 files, 5.0 MB downloaded" in shown.line()
+
+
+def test_progress_draws_below_pytests_row_returns_to_its_column_and_is_erased_at_the_end():
+    stats = Stats()
+    stream = _Stream(tty=True)
+    plan = {Case("toy", "1.0.0", "index"): {"a.py"}}
+    shown = Progress(stats, plan, stream, interval=0.01, delay=0.0, column=lambda: 17)
+    shown.start()
+    stats.add(files_fetched=1)
+    shown._thread.join(timeout=5)
+    draws = stream.getvalue().split("\n")[1:]  # each draw starts by going down a row
+    assert draws, "nothing was drawn"
+    # Every draw erases the row below, writes there, and goes back up to column 17,
+    # where pytest's dots continue; the last one leaves that row erased.
+    for draw in draws[:-1]:
+        assert draw.startswith("\x1b[2Kcanary: 1 releases")
+        assert draw.endswith("\x1b[1A\r\x1b[17C")
+    assert draws[-1] == "\x1b[2K\x1b[1A\r\x1b[17C"
+
+
+def test_progress_in_a_log_starts_its_own_line_after_a_row_of_dots():
+    stats = Stats()
+    stream = _Stream(tty=False)
+    shown = Progress(stats, {Case("toy", "1.0.0", "index"): {"a.py"}}, stream, column=lambda: 5)
+    shown._draw(final=False)
+    assert stream.getvalue() == "\n" + shown.line() + "\n"
 
 
 def test_progress_stays_silent_when_everything_was_cached():

@@ -5,6 +5,11 @@ code) and rewrites one line on a terminal: releases and packages in the plan, fi
 of the files planned, megabytes downloaded. Nothing is drawn when the plan is already in
 the cache (the line appears only after a second of fetching), and nothing in a CI log
 unless asked: ``--canary-progress=on`` prints a plain line every few seconds instead.
+
+pytest is writing its rows of dots on the same terminal meanwhile, so the line is drawn on
+the row below the cursor and the cursor is put back where pytest left it (``column``: how
+far along its row pytest is); when fetching is done the line is erased, so nothing of it
+is left in the scrollback between pytest's rows.
 """
 
 from __future__ import annotations
@@ -40,10 +45,12 @@ class Progress:
         interval: float | None = None,
         delay: float = 1.0,
         uncaptured: Callable[[], ContextManager[object]] = contextlib.nullcontext,
+        column: Callable[[], int] = lambda: 0,
     ) -> None:
         self.stats = stats
         self.stream = stream
         self.uncaptured = uncaptured
+        self.column = column
         self.tty = stream.isatty()
         self.interval = interval if interval is not None else (0.5 if self.tty else 5.0)
         self.delay = delay
@@ -92,12 +99,17 @@ class Progress:
     def _draw(self, *, final: bool) -> None:
         text = self.line()
         with self.uncaptured():
+            sys.stdout.flush()  # pytest's dots so far, so the column below is where they end
+            column = self.column()
             stream = self.stream
             if self.tty:
-                # \r + erase: one line rewritten in place, ended once at the end.
-                stream.write(f"\r\x1b[K{text}" + ("\n" if final else ""))
-            else:
-                stream.write(text + "\n")
+                # Down a row (scrolling if need be), erase it, write (or, at the end, leave
+                # it erased), then back up to pytest's row and column.
+                shown = "" if final else text
+                back = f"\x1b[{column}C" if column else ""
+                stream.write(f"\n\x1b[2K{shown}\x1b[1A\r{back}")
+            else:  # a log: a line of its own, never glued to a row of dots
+                stream.write(("\n" if column else "") + text + "\n")
             stream.flush()
 
 
@@ -106,15 +118,17 @@ def start(
     stats: Stats,
     plan: Mapping[Case, set[str]],
     uncaptured: Callable[[], ContextManager[object]] = contextlib.nullcontext,
+    column: Callable[[], int] = lambda: 0,
 ) -> Progress | None:
     """``uncaptured`` suspends pytest's output capture (which holds fd 2 while a test's
-    setup waits for its fetch) around each line."""
+    setup waits for its fetch) around each line; ``column`` is how far along its current
+    row pytest's output is."""
     if not plan:
         return None
     with uncaptured():
         if not wanted(choice, sys.stderr):
             return None
-    return Progress(stats, plan, _Stderr(), uncaptured=uncaptured).start()
+    return Progress(stats, plan, _Stderr(), uncaptured=uncaptured, column=column).start()
 
 
 class _Stderr:
