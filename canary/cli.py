@@ -3,17 +3,21 @@
 * ``tags [--update]``: show tags.toml, or resolve every package's releases from the
   package index and rewrite the version lists (comments and hand-written keys kept).
   ``tags --new`` prints ``--canary-tags`` arguments for the stable releases on the index
-  that tags.toml does not list yet (nothing when there are none).
+  that tags.toml does not list yet (nothing on stdout when there are none; stderr says so).
 * ``runtime [--pins NAME|all]``: build one environment per pin set and run the runtime
   tier in each (see :mod:`canary.runtime.runner`).
 * ``report RESULTS.json... [--format terminal|markdown|json|github]``: the matrix of a run
   written by ``pytest canary --canary-json RESULTS.json``. Exit status: 0 all clear, 1
   drift found, 2 nothing or not everything was checked (errors, an unreadable file).
+
+Every command that reads tags.toml takes ``--tags-file PATH`` (``--canary-tags-file`` under
+pytest). Output piped into a reader that stops early (``| head``) ends quietly.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,9 +27,22 @@ from canary.report.render import FORMATS
 from canary.tags import load_tags, stable_releases, update_tags_file
 from canary.workspace import Case
 
+TAGS_FILE = "--tags-file"  # how every command here spells "another tags.toml"
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        status = _command(argv)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
+    except BrokenPipeError:
+        # The reader (head, less) has what it wanted; the rest goes nowhere, quietly.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    return status
+
+
+def _command(argv: list[str]) -> int:
     if argv[:1] == ["runtime"]:
         from canary.runtime.runner import main as runtime_main
 
@@ -35,8 +52,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "report":
             return _report(args)
         if args.new:
-            return _new_tags(args.file)
-        return _tags(args.file, update=args.update)
+            return _new_tags(args.tags_file)
+        return _tags(args.tags_file, update=args.update)
     except CanaryError as exc:
         print(f"canary: error: {exc}", file=sys.stderr)
         return 2
@@ -47,7 +64,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m canary", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     tags = commands.add_parser("tags", help="show or update tags.toml")
-    tags.add_argument("--file", type=Path, default=Path("tags.toml"), help="default: ./tags.toml")
+    tags.add_argument(
+        "--tags-file", type=Path, default=Path("tags.toml"), help="default: ./tags.toml"
+    )
+    # The old spelling, kept so existing scripts (and the daily workflow) still work.
+    tags.add_argument("--file", dest="tags_file", type=Path, help=argparse.SUPPRESS)
     tags_action = tags.add_mutually_exclusive_group()
     tags_action.add_argument(
         "--update", action="store_true", help="resolve every stable release >= floor from the index"
@@ -88,7 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _tags(path: Path, *, update: bool) -> int:
     if update:
-        for package, (added, removed) in update_tags_file(path).items():
+        for package, (added, removed) in update_tags_file(path, option=TAGS_FILE).items():
             change = ", ".join(
                 part
                 for part in (
@@ -98,7 +119,7 @@ def _tags(path: Path, *, update: bool) -> int:
                 if part
             )
             print(f"{package}: {change or 'unchanged'}")
-    for package in load_tags(path).packages.values():
+    for package in load_tags(path, option=TAGS_FILE).packages.values():
         print(
             f"{package.name}: {len(package.versions)} releases "
             f"{package.versions[0]} .. {package.versions[-1]} (floor {package.floor}); "
@@ -112,7 +133,7 @@ def _new_tags(path: Path) -> int:
     with new releases, then ``-k`` and an expression selecting just those cases, so the
     packages without news are not rechecked."""
     selected: list[str] = []
-    for package in load_tags(path).packages.values():
+    for package in load_tags(path, option=TAGS_FILE).packages.values():
         listed = set(package.versions)
         new = [v for v in stable_releases(package.name, package.floor) if v not in listed]
         if new:
@@ -121,6 +142,8 @@ def _new_tags(path: Path) -> int:
     if selected:
         print("-k")
         print(" or ".join(selected))
+    else:  # stdout stays empty: it is read as pytest arguments
+        print(f"canary: every stable release on the index is listed in {path}", file=sys.stderr)
     return 0
 
 

@@ -14,6 +14,7 @@ package, with ids ``<package>_<version with dots as underscores>``, so
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 from collections.abc import Generator
 from pathlib import Path
@@ -93,7 +94,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--canary-workers",
-        type=int,
+        type=_at_least_one,
         default=_RUN_DEFAULTS.workers,
         metavar="N",
         help="how many cases to fetch in parallel (default 4)",
@@ -119,6 +120,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         help="also collect the runtime tier (canary/runtime) when collecting canary/",
     )
+
+
+def _at_least_one(text: str) -> int:
+    try:
+        number = int(text)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number of at least 1")
+    return number
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -280,8 +291,15 @@ class RunPlugin:
         elif report.failed and call.excinfo is not None:
             case = case_of(item)
             package, label = (case.package, case.label) if case else (None, None)
-            endofrun.note_error(item.config, report, call.excinfo, package, label)
+            endofrun.note_error(report, call.excinfo, package, label)
         return report
+
+    @pytest.hookimpl(tryfirst=True, specname="pytest_runtest_makereport")
+    def pytest_runtest_makereport_one_line(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> pytest.TestReport | None:
+        """canary's own errors (fetch, cache, offline, parse) are one line: the reason."""
+        return endofrun.one_line_report(item, call)
 
     # -- the end ------------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from canary.sources import Source
 from canary.sources.index import IndexSource
 from canary.sources.local import LocalSource
 from canary.tags import Tags, load_tags
+from canary.versions import canonical_version, requested_releases
 from canary.workspace import MAIN, Case, FetchPolicy, Workspace
 
 
@@ -100,7 +101,7 @@ def open_run(options: RunOptions, rootpath: Path) -> Run:
         ),
         cache,
         FetchPolicy(offline=options.offline, refresh=options.refresh),
-        workers=max(1, options.workers),
+        workers=options.workers,
     )
     return Run(options, tags_path, tags, workspace, only, local)
 
@@ -133,16 +134,22 @@ def _parse_tag_filters(values: tuple[str, ...], tags: Tags) -> dict[str, list[st
             raise ConfigError(
                 f"--canary-tags {value!r}: expected PKG=V1,V2 (e.g. trl=0.25.1,1.0.0)"
             )
-        tags.package(package)  # names the known packages on a typo
+        listed = tags.package(package).versions  # names the known packages on a typo
         for version in (v.strip() for v in versions.split(",")):
-            if version != MAIN:
-                try:
-                    Version(version)
-                except InvalidVersion:
-                    raise ConfigError(
-                        f"--canary-tags {value!r}: {version!r} is not a version or 'main'"
-                    ) from None
-            only.setdefault(package, []).append(version)
+            try:
+                # 5.5.0 and 5.05.0 are one case; 5.5 is the 5.5.x releases listed.
+                found = [MAIN] if version == MAIN else requested_releases(version, listed)
+            except InvalidVersion:
+                raise ConfigError(
+                    f"--canary-tags {value!r}: {version!r} is not a version or 'main'"
+                ) from None
+            if not found:
+                raise ConfigError(
+                    f"--canary-tags {value!r}: no release in tags.toml starts with {version}; "
+                    f"give a full version (e.g. {version}.0) to check one it does not list"
+                )
+            chosen = only.setdefault(package, [])
+            chosen += [label for label in found if label not in chosen]
     return only
 
 
@@ -161,5 +168,8 @@ def _parse_local_trees(values: tuple[str, ...], tags: Tags) -> dict[str, LocalSo
                 raise ConfigError(
                     f"--canary-local {value!r}: {version!r} is not a version"
                 ) from None
-        local[package] = LocalSource.from_path(package, Path(path), version=version or None)
+        # ~ after "=" is left alone by most shells (zsh, and bash inside quotes).
+        tree = Path(path).expanduser()
+        version = canonical_version(version) if version else ""
+        local[package] = LocalSource.from_path(package, tree, version=version or None)
     return local

@@ -68,10 +68,14 @@ class Tags:
             ) from None
 
 
-def load_tags(path: Path | str) -> Tags:
-    """Read and validate tags.toml; :class:`ConfigError` names the file, key and problem."""
+def load_tags(path: Path | str, *, option: str = "--canary-tags-file") -> Tags:
+    """Read and validate tags.toml; :class:`ConfigError` names the file, key and problem.
+
+    ``option`` is how the caller's user names another file (``--tags-file`` under
+    ``python -m canary``), so a missing file's advice fits the command that was run.
+    """
     path = Path(path)
-    return parse_tags(read_toml(path, hint="pass --canary-tags-file"), path)
+    return parse_tags(read_toml(path, hint=f"pass {option} PATH"), path)
 
 
 def read_toml(path: Path, *, hint: str) -> dict[str, object]:
@@ -268,12 +272,14 @@ def format_versions(versions: list[str], per_line: int = 8) -> str:
     return "versions = [\n" + body + "]"
 
 
-def update_tags_file(path: Path) -> dict[str, tuple[list[str], list[str]]]:
+def update_tags_file(
+    path: Path, *, option: str = "--canary-tags-file"
+) -> dict[str, tuple[list[str], list[str]]]:
     """Resolve every package's releases from the index and rewrite ``path`` in place.
 
     Returns, per package, the versions added and removed.
     """
-    tags = load_tags(path)
+    tags = load_tags(path, option=option)
     resolved = {name: stable_releases(name, pkg.floor) for name, pkg in tags.packages.items()}
     text = path.read_text(encoding="utf-8")
     new_text = rewrite_versions(text, resolved)

@@ -170,6 +170,11 @@ def write_atomically(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
+        # mkstemp makes it 0600; a results file is read by others (CI steps, colleagues)
+        # as any file this user writes: the umask decides.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)
         with os.fdopen(fd, "w", encoding="utf-8") as stream:
             stream.write(text)
         os.replace(temporary, path)

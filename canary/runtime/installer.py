@@ -77,7 +77,7 @@ def choose_installer(
     uv = uv or find_uv()
     if uv is None:
         if kind == "uv":
-            raise ConfigError("--installer uv: uv is not installed (pip install 'canary[runtime]')")
+            raise ConfigError("--installer uv: uv is not installed (pip install -e '.[runtime]')")
         return Installer(uv=None)
     pip = read_pip_config(run, sys.executable, environ)
     return Installer(uv=uv, index=uv_index_settings(pip, environ))

@@ -70,7 +70,7 @@ class PinSet:
 def load_pin_sets(path: Path | str) -> dict[str, PinSet]:
     """Read the ``[runtime]`` section of tags.toml at ``path``."""
     path = Path(path)
-    data = read_toml(path, hint="pass --tags")
+    data = read_toml(path, hint="pass --tags-file PATH")
     runtime = data.get("runtime")
     if runtime is None:
         raise ConfigError(f"{path}: no [runtime] section; add [runtime.<name>] pin sets")

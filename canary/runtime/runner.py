@@ -238,7 +238,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--pins", default="all", help="NAME[,NAME...] or all (default: all)")
     parser.add_argument("--list", action="store_true", help="show the pin sets and exit")
     parser.add_argument("--rebuild", action="store_true", help="rebuild the venvs even if reusable")
-    parser.add_argument("--tags", type=Path, help="tags.toml to read (default: the checkout's)")
+    parser.add_argument(
+        "--tags-file", "--tags", type=Path, help="tags.toml to read (default: the checkout's)"
+    )
     parser.add_argument(
         "--installer", choices=("auto", "uv", "pip"), default="auto", help="default: auto (uv)"
     )
@@ -266,7 +268,7 @@ def main(argv: Sequence[str] | None = None, *, run: RunFn = run_command) -> int:
 
 def _main(args: argparse.Namespace, passthrough: list[str], run: RunFn) -> int:
     repo = repo_root()
-    sets = load_pin_sets(args.tags or repo / "tags.toml")
+    sets = load_pin_sets(args.tags_file or repo / "tags.toml")
     cache = default_cache_dir()
     root = cache / "runtime-venvs"
     python = Python.current()
