@@ -155,6 +155,7 @@ class Recorder:
         results = RunResults(
             cases=[replace(c, outcome=c.outcome or "error") for c in self.cases.values()],
             exitstatus=int(exitstatus),
+            selected=session.testscollected,
             cache_dir=self.facts.cache_dir,
             tags_file=self.facts.tags_file,
             source=self.facts.source,

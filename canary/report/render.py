@@ -13,7 +13,16 @@ from canary import codeindex
 from canary.errors import CanaryError
 from canary.report.diff import Differ, UpstreamDiff
 from canary.report.matrix import DASH, Row, Transition, rows, transitions
-from canary.report.results import OUTCOMES, CaseResult, RunResults, exit_status
+from canary.report.results import (
+    EXIT_CLEAR,
+    EXIT_DRIFT,
+    OUTCOMES,
+    PYTEST_INTERRUPTED,
+    CaseResult,
+    RunResults,
+    exit_status,
+)
+from canary.report.verdict import interrupted
 
 FORMATS = ("terminal", "markdown", "json", "github")
 REPORT_SCHEMA = "canary-report/1"
@@ -66,10 +75,25 @@ def render(report: Report, fmt: str) -> str:
 
 def _verdict(report: Report) -> str:
     counts = ", ".join(f"{report.counts[o]} {o}" for o in OUTCOMES if report.counts[o])
-    status = {0: "all clear", 1: "drift found", 2: "infrastructure errors"}[report.exit_status]
     checks = sum(len(r) for r in report.rows.values())
     cases = len(report.results.cases)
-    return f"canary: {status}: {checks} checks, {cases} cases ({counts or 'none'})"
+    return f"canary: {_status(report)}: {checks} checks, {cases} cases ({counts or 'none'})"
+
+
+def _status(report: Report) -> str:
+    """What the run proves; for status 2, why not everything was checked."""
+    results = report.results
+    if report.exit_status == EXIT_CLEAR:
+        return "all clear"
+    if report.exit_status == EXIT_DRIFT:
+        return "drift found"
+    if results.exitstatus == PYTEST_INTERRUPTED:
+        return interrupted(len(results.cases), results.selected)
+    if not results.cases:
+        return "nothing checked: the run recorded no cases"
+    if report.errors:
+        return f"not everything was checked: {len(report.errors)} error(s)"
+    return f"the run did not finish (pytest exit status {results.exitstatus}): nothing is proven"
 
 
 def _spans(row: Row, *, marks: bool) -> str:

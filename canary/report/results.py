@@ -3,7 +3,8 @@
 One JSON object per run::
 
     {"schema": "canary-results/1", "created": "...", "canary": "0.1.0",
-     "exitstatus": 1, "cache_dir": "...", "tags_file": "...", "source": "auto",
+     "exitstatus": 1, "selected": 8224, "cache_dir": "...", "tags_file": "...",
+     "source": "auto",
      "local": {"transformers": {"path": "...", "version": "5.6.0.dev0"}},
      "cases": [{"package": "transformers", "label": "5.5.4", "source": "index",
                 "check": "test_compute_loss_takes_num_items_in_batch",
@@ -36,6 +37,7 @@ OUTCOMES = ("pass", "fail", "skip", "xfail", "error")
 EXIT_CLEAR = 0  # every case passed, skipped outside its window, or xfailed as known-broken
 EXIT_DRIFT = 1  # at least one check failed: upstream drifted
 EXIT_INFRASTRUCTURE = 2  # no drift, but something was not checked (error, no cases, bad run)
+PYTEST_INTERRUPTED = 2  # pytest's exit status of a run stopped by Ctrl-C
 
 
 @dataclass(frozen=True)
@@ -107,6 +109,7 @@ class RunResults:
     local: dict[str, dict[str, str]] = field(default_factory=dict)
     created: str | None = None
     canary: str | None = None
+    selected: int | None = None  # cases the run was to check (an interrupted one did fewer)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -114,6 +117,7 @@ class RunResults:
             "created": self.created,
             "canary": self.canary,
             "exitstatus": self.exitstatus,
+            "selected": self.selected,
             "cache_dir": self.cache_dir,
             "tags_file": self.tags_file,
             "source": self.source,
@@ -169,6 +173,7 @@ def load(paths: Iterable[Path]) -> RunResults:
         else:
             run.local.update(part.local)
             run.exitstatus = max(run.exitstatus or 0, part.exitstatus or 0)
+            run.selected = max(run.selected or 0, part.selected or 0) or None
     if run is None:
         raise ConfigError("canary report: give at least one results file (--canary-json PATH)")
     run.cases = list(merged.values())
@@ -199,4 +204,5 @@ def _load_one(path: Path) -> RunResults:
         local=dict(data.get("local") or {}),
         created=data.get("created"),
         canary=data.get("canary"),
+        selected=data.get("selected"),
     )

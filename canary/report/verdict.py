@@ -123,12 +123,15 @@ def verdict(counts: RunCounts) -> str:
     return f"canary: all clear: {', '.join(parts)}"
 
 
+def interrupted(finished: int, selected: int | None) -> str:
+    """``interrupted: 120 of 8,224 cases run, nothing is proven`` (selected may be unknown)."""
+    of = f" of {selected:,}" if selected is not None else ""
+    return f"interrupted: {finished:,}{of} cases run, nothing is proven"
+
+
 def _not_run(counts: RunCounts) -> str:
     if counts.interrupted:
-        return (
-            f"canary: interrupted: {counts.finished:,} of {counts.selected:,} cases run, "
-            f"nothing is proven"
-        )
+        return f"canary: {interrupted(counts.finished, counts.selected)}"
     if counts.deselected:
         return (
             f"canary: nothing checked: -k {counts.keyword!r} selected none of the "
