@@ -17,6 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from canary.sources import index, pipfailure
+from canary.sources.health import HostHealth
+
 pytest_plugins = ["pytester"]
 
 FAKE_PIP = """
@@ -26,6 +29,24 @@ dest, requirement = args[args.index("--dest") + 1], args[-1]
 package, version = requirement.split("==")
 with open(os.environ["FAKE_PIP_LOG"], "a") as log:
     log.write(requirement + "\\n")
+mode = os.environ.get("FAKE_PIP_MODE")
+if mode == "loud":
+    sys.exit("FAKE PIP: canary started pip, which it must not do here")
+if mode == "refused":  # what pip 23 prints when the index refuses connections
+    retry = ("WARNING: Retrying (Retry(total=0, connect=None, read=None, redirect=None, "
+             "status=None)) after connection broken by 'NewConnectionError('<pip._vendor."
+             "urllib3.connection.HTTPConnection object at 0x7f>: Failed to establish a new "
+             "connection: [Errno 111] Connection refused')': /simple/" + package + "/")
+    sys.stderr.write(retry + "\\n")
+    sys.stderr.write("ERROR: Could not find a version that satisfies the requirement "
+                     + requirement + " (from versions: none)\\n")
+    sys.stderr.write("ERROR: No matching distribution found for " + requirement + "\\n")
+    sys.exit(1)
+if version not in os.environ.get("FAKE_PIP_VERSIONS", version).split(","):
+    sys.stderr.write("ERROR: Could not find a version that satisfies the requirement "
+                     + requirement + " (from versions: " + os.environ["FAKE_PIP_VERSIONS"]
+                     + ")\\nERROR: No matching distribution found for " + requirement + "\\n")
+    sys.exit(1)
 wheel = os.path.join(dest, f"{package}-{version}-py3-none-any.whl")
 with zipfile.ZipFile(wheel, "w") as archive:
     archive.writestr(f"{package}/__init__.py", f"__version__ = {version!r}\\n")
@@ -51,7 +72,13 @@ def fake_pip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     )
     monkeypatch.setenv("FAKE_PIP_LOG", str(log))
     monkeypatch.setenv("CANARY_CACHE_DIR", str(tmp_path / "cache"))
+    # In-process runs share this process's view of the index: start each test with it up.
+    monkeypatch.setattr(index, "INDEX_HEALTH", HostHealth())
     return log
+
+
+def pip_calls(log: Path) -> list[str]:
+    return log.read_text().split()
 
 
 VERSIONS = [f"1.0.{n}" for n in range(6)]
@@ -128,3 +155,202 @@ def test_a_run_killed_mid_download_leaves_nothing_a_later_run_trusts(tmp_path, f
     assert found == {"toy/other.py": b"def helper(): pass\n"}
     assert fake_pip.read_text().split() == ["toy==1.0.0", "toy==1.0.0"]
     assert kept.is_file()
+
+
+# -- offline means offline -------------------------------------------------------------------
+
+
+def _fill_then_cut_in_half(pytester: pytest.Pytester, cache: Path) -> None:
+    """A cache filled by a good run, then every file cut to half its length (a full disk,
+    a killed write)."""
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=2 * len(VERSIONS))
+    for path in cache.rglob("*"):
+        if path.is_file() and "locks" not in path.parts:
+            path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+def test_offline_with_a_damaged_cache_never_starts_pip_and_names_the_damaged_wheel(
+    pytester, fake_pip, monkeypatch
+):
+    pytester.makefile(".toml", tags=TAGS)
+    pytester.makepyfile(test_a=checks(2))
+    cache = Path(os.environ["CANARY_CACHE_DIR"])
+    _fill_then_cut_in_half(pytester, cache)
+    monkeypatch.setenv("FAKE_PIP_MODE", "loud")  # a pip that fails loudly if called
+    downloads = pip_calls(fake_pip)
+
+    result = pytester.runpytest("-p", "no:cacheprovider", "--canary-offline")
+
+    assert pip_calls(fake_pip) == downloads  # pip was never started
+    result.assert_outcomes(errors=2 * len(VERSIONS))
+    wheel = cache / "wheels" / "toy" / "toy-1.0.0.whl"
+    result.stdout.fnmatch_lines(
+        [
+            f"CacheDamaged: --canary-offline: the cached wheel {wheel} is damaged (*) and was "
+            f"removed; run the same command without --canary-offline to download toy 1.0.0 again"
+        ]
+    )
+    assert "files: 0 from cache, 0 fetched" in result.stdout.str()
+
+
+def test_offline_with_damaged_entries_and_no_wheel_names_the_entry_and_what_to_run(
+    pytester, fake_pip, monkeypatch
+):
+    pytester.makefile(".toml", tags=TAGS)
+    pytester.makepyfile(test_a=checks(2))
+    cache = Path(os.environ["CANARY_CACHE_DIR"])
+    _fill_then_cut_in_half(pytester, cache)
+    for wheel in (cache / "wheels").rglob("*.whl"):
+        wheel.unlink()
+    monkeypatch.setenv("FAKE_PIP_MODE", "loud")
+    downloads = pip_calls(fake_pip)
+
+    result = pytester.runpytest("-p", "no:cacheprovider", "--canary-offline")
+
+    assert pip_calls(fake_pip) == downloads
+    result.assert_outcomes(errors=2 * len(VERSIONS))
+    entry = cache / "files" / "index" / "toy" / "1.0.0" / "toy"
+    result.stdout.fnmatch_lines(
+        [
+            f"CacheDamaged: --canary-offline: the cache entry {entry}/*.entry (toy 1.0.0: "
+            f"toy/*.py) is damaged (*) and was removed; run the same command "
+            f"without --canary-offline to fetch toy 1.0.0 again"
+        ]
+    )
+
+
+def test_offline_a_damaged_entry_is_read_again_from_the_kept_wheel_without_pip(
+    pytester, fake_pip, monkeypatch
+):
+    pytester.makefile(".toml", tags=TAGS)
+    pytester.makepyfile(test_a=checks(2))
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=2 * len(VERSIONS))
+    cache = Path(os.environ["CANARY_CACHE_DIR"])
+    for entry in (cache / "files").rglob("*.entry"):
+        entry.write_bytes(entry.read_bytes()[:-3])
+    monkeypatch.setenv("FAKE_PIP_MODE", "loud")
+    downloads = pip_calls(fake_pip)
+
+    result = pytester.runpytest("-p", "no:cacheprovider", "--canary-offline")
+
+    result.assert_outcomes(passed=2 * len(VERSIONS))  # the wheel is in the cache: not a miss
+    assert pip_calls(fake_pip) == downloads
+
+
+# -- a dead index ----------------------------------------------------------------------------
+
+MANY = [f"1.0.{n}" for n in range(20)]
+
+
+def test_a_dead_index_is_tried_a_few_times_then_every_case_errors_at_once_with_one_cause(
+    pytester, fake_pip, monkeypatch
+):
+    monkeypatch.setenv("FAKE_PIP_MODE", "refused")
+    pytester.makefile(".toml", tags=TAGS.replace(repr(VERSIONS), repr(MANY)))
+    pytester.makepyfile(test_a=checks(4))
+
+    result = pytester.runpytest("-p", "no:cacheprovider", "--canary-workers=1")
+
+    result.assert_outcomes(errors=4 * len(MANY))
+    # pip's reason is read: the index was not reached, and after 3 such failures in a row
+    # the other 17 releases were not tried.
+    assert pip_calls(fake_pip) == [f"toy=={v}" for v in MANY[: index.DOWN_AFTER]]
+    output = result.stdout.str()
+    assert "has no wheel on the package index" not in output
+    result.stdout.fnmatch_lines(
+        [
+            "80 errors: cannot reach the package index (pip: connection refused): "
+            "toy 1.0.0\N{EN DASH}1.0.19 (20 versions)",
+        ]
+    )
+    assert (
+        "IndexUnreachable: cannot reach the package index (pip: connection refused): "
+        "toy==1.0.19 not tried, after 3 downloads in a row failed the same way"
+    ) in result.outlines
+    assert (
+        result.outlines[-1]
+        == "canary: not everything was checked: 80 error(s), no drift in the rest"
+    )
+    # One line per error in its section and one in the short summary: no tracebacks.
+    assert len(output) < 80 * 500
+    assert "Traceback" not in output
+    assert "raise " not in output
+
+
+def test_a_version_the_index_lacks_is_its_own_error_and_does_not_call_the_index_down(
+    pytester, fake_pip, monkeypatch
+):
+    monkeypatch.setenv("FAKE_PIP_VERSIONS", "1.0.0,1.0.1")
+    pytester.makefile(".toml", tags=TAGS)
+    pytester.makepyfile(test_a=checks(2))
+
+    result = pytester.runpytest("-p", "no:cacheprovider", "--canary-workers=1")
+
+    result.assert_outcomes(passed=4, errors=8)
+    assert sorted(pip_calls(fake_pip)) == [f"toy=={v}" for v in VERSIONS]  # each was tried
+    result.stdout.fnmatch_lines(
+        [
+            "RefNotFound: toy==1.0.2 has no wheel on the package index: is the version right?*",
+            "8 errors: no wheel of that version on the package index: "
+            "toy 1.0.2\N{EN DASH}1.0.5 (4 versions)",
+        ]
+    )
+
+
+# -- what pip's output says ------------------------------------------------------------------
+
+_RETRY = "WARNING: Retrying (Retry(total=0, ...)) after connection broken by '{}': /simple/toy/"
+_GAVE_UP = (
+    "ERROR: Could not find a version that satisfies the requirement toy==1.0.0 "
+    "(from versions: {})\nERROR: No matching distribution found for toy==1.0.0"
+)
+
+
+@pytest.mark.parametrize(
+    ("output", "kind", "reason"),
+    [
+        (
+            _RETRY.format("NewConnectionError('...: [Errno 111] Connection refused')"),
+            pipfailure.UNREACHABLE,
+            "connection refused",
+        ),
+        (
+            _RETRY.format(
+                "NameResolutionError(\"...: Failed to resolve 'index.invalid' ([Errno -2] "
+                'Name or service not known)")'
+            ),
+            pipfailure.UNREACHABLE,
+            "DNS lookup failed",
+        ),
+        (
+            "Could not fetch URL https://index.invalid/simple/toy/: There was a problem "
+            "confirming the ssl certificate: HTTPSConnectionPool(...): Max retries exceeded "
+            "(Caused by SSLError(SSLCertVerificationError(1, '[SSL: CERTIFICATE_VERIFY_FAILED]')))",
+            pipfailure.UNREACHABLE,
+            "TLS error",
+        ),
+        (
+            _RETRY.format("ConnectTimeoutError(..., 'Connection to index timed out.')"),
+            pipfailure.UNREACHABLE,
+            "timed out",
+        ),
+        (
+            _RETRY.format(
+                "ProxyError('Cannot connect to proxy.', OSError('Tunnel connection "
+                "failed: 403 Forbidden'))"
+            ),
+            pipfailure.UNREACHABLE,
+            "proxy error",
+        ),
+        (_GAVE_UP.format("0.9.0, 1.0.1"), pipfailure.NOT_FOUND, "no such version"),
+        (_GAVE_UP.format("none"), pipfailure.NO_RELEASES, "no version of the package listed"),
+        ("ERROR: THESE PACKAGES DO NOT MATCH THE HASHES", pipfailure.OTHER, "failed"),
+    ],
+    ids=["refused", "dns", "tls", "timeout", "proxy", "no such version", "none listed", "other"],
+)
+def test_pips_output_tells_an_unreachable_index_from_a_missing_version(output, kind, reason):
+    # The unreachable cases end with the same "No matching distribution" as a typo does.
+    failure = pipfailure.classify(f"{output}\n{_GAVE_UP.format('none')}")
+    if kind in (pipfailure.NOT_FOUND, pipfailure.OTHER):
+        failure = pipfailure.classify(output)
+    assert (failure.kind, failure.reason) == (kind, reason)
