@@ -349,8 +349,8 @@ class Workspace:
     def _read(self, case: Case, paths: Sequence[str]) -> dict[str, bytes | None]:
         """Read through the case's tree; a fetch that failed once fails fast for the rest
         of the run instead of retrying for every check of the case."""
-        if case in self._failures:
-            raise self._failures[case].again()
+        if (failure := self._failures.get(case)) is not None:
+            raise failure.again() from failure
         try:
             return self.tree(case).read(paths)
         except InfrastructureError as exc:
@@ -363,11 +363,12 @@ class Workspace:
 
 
 def _wait(pending: Future[None]) -> None:
-    """Wait for a prefetch; its failure is raised afresh for every check that waits on it."""
-    try:
-        pending.result()
-    except InfrastructureError as exc:
-        raise exc.again() from None
+    """Wait for a prefetch; its failure is raised afresh for every check that waits on it,
+    caused by the original (never raised again, so its traceback stays the fetch's own)."""
+    failure = pending.exception()
+    if isinstance(failure, InfrastructureError):
+        raise failure.again() from failure
+    pending.result()  # anything else: as it came
 
 
 def _parse_version(text: str | None) -> Version | None:
