@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import multiprocessing
+import sys
 import threading
 import time
 from pathlib import Path
 
+import platformdirs
 import pytest
 
 from canary import cache as cache_module
@@ -80,6 +82,16 @@ def test_a_blob_reads_back_and_an_unknown_digest_is_a_miss(cache):
     assert cache.read_blob("codeindex-v1", "ab" * 32) == b"\x80\x04pickled"
     assert cache.read_blob("codeindex-v1", "cd" * 32) is None
     assert cache.read_blob("codeindex-v2", "ab" * 32) is None
+
+
+def test_default_cache_dir_is_the_platforms_user_cache_folder(monkeypatch, tmp_path):
+    monkeypatch.delenv("CANARY_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    # platformdirs: ~/Library/Caches on macOS, %LOCALAPPDATA% on Windows, XDG here.
+    expected = Path(platformdirs.user_cache_dir("canary", appauthor=False))
+    assert cache_module.default_cache_dir() == expected
+    if sys.platform.startswith("linux"):
+        assert expected == tmp_path / "xdg" / "canary"
 
 
 def test_default_cache_dir_honours_canary_cache_dir(monkeypatch, tmp_path):
