@@ -168,7 +168,9 @@ def test_a_run_killed_mid_download_leaves_nothing_a_later_run_trusts(tmp_path, f
 def _fill_then_cut_in_half(pytester: pytest.Pytester, cache: Path) -> None:
     """A cache filled by a good run, then every file cut to half its length (a full disk,
     a killed write)."""
-    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=2 * len(VERSIONS))
+    pytester.runpytest("-p", "no:cacheprovider", "--canary-tags-file=tags.toml").assert_outcomes(
+        passed=2 * len(VERSIONS)
+    )
     for path in cache.rglob("*"):
         if path.is_file() and "locks" not in path.parts:
             path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
@@ -229,7 +231,9 @@ def test_offline_a_damaged_entry_is_read_again_from_the_kept_wheel_without_pip(
 ):
     pytester.makefile(".toml", tags=TAGS)
     pytester.makepyfile(test_a=checks(2))
-    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=2 * len(VERSIONS))
+    pytester.runpytest("-p", "no:cacheprovider", "--canary-tags-file=tags.toml").assert_outcomes(
+        passed=2 * len(VERSIONS)
+    )
     cache = Path(os.environ["CANARY_CACHE_DIR"])
     for entry in (cache / "files").rglob("*.entry"):
         entry.write_bytes(entry.read_bytes()[:-3])
