@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from canary.errors import FetchError, IndexUnreachable
 from canary.sources import index, pipfailure
 from canary.sources.health import HostHealth
 
@@ -363,3 +364,27 @@ def test_pips_output_tells_an_unreachable_index_from_a_missing_version(output, k
     if kind in (pipfailure.NOT_FOUND, pipfailure.OTHER):
         failure = pipfailure.classify(output)
     assert (failure.kind, failure.reason) == (kind, reason)
+
+
+def test_an_index_that_lists_nothing_of_the_package_is_called_down_for_that_package(tmp_path):
+    # pip got an answer but no version at all (a mirror without the package, a typo'd
+    # index URL serving an empty page): the next release of that package fares no better.
+    log = tmp_path / "calls"
+    lists_nothing = (
+        "import sys; open(sys.argv[1], 'a').write('call\\n'); "
+        "sys.exit('ERROR: Could not find a version that satisfies the requirement x "
+        "(from versions: none)')"
+    )
+    health = HostHealth()
+
+    def source(version: str) -> index.IndexSource:
+        pip = (sys.executable, "-c", lists_nothing, str(log))
+        return index.IndexSource("toy", version, pip=pip, health=health)
+
+    for version in VERSIONS[: index.DOWN_AFTER]:
+        with pytest.raises(FetchError, match="lists no wheel of toy at all"):
+            source(version).fetch(["toy/core.py"])
+    with pytest.raises(IndexUnreachable) as caught:
+        source(VERSIONS[-1]).fetch(["toy/core.py"])
+    assert caught.value.cause == "the package index lists no wheel of toy at all"
+    assert len(log.read_text().split()) == index.DOWN_AFTER  # the last one never ran pip
