@@ -22,7 +22,7 @@ from test_plugin import GOOD, TAGS, cache_dir, project, run  # noqa: F401 (fixtu
 from canary import cli
 from canary.cache import Cache, FileKey
 from canary.errors import ConfigError
-from canary.runtime import runner
+from canary.runtime import installer
 from canary.tags import load_tags
 from canary.versions import requested_releases
 
@@ -199,9 +199,9 @@ def test_output_into_a_closed_pipe_ends_quietly(monkeypatch, capsys):
 
 
 def test_the_uv_hint_names_an_install_that_works_from_the_checkout(monkeypatch):
-    monkeypatch.setattr(runner, "find_uv", lambda: None)
+    monkeypatch.setattr(installer, "find_uv", lambda: None)
     with pytest.raises(ConfigError) as caught:
-        runner.choose_installer("uv", run=None, environ={})
+        installer.choose_installer("uv", run=None, environ={})
     assert "pip install -e '.[runtime]'" in str(caught.value)
     assert "canary[runtime]" not in str(caught.value)  # not on any index
 
