@@ -194,7 +194,7 @@ def expect_call(function: Function, callee: str) -> tuple[Call, ...]:
 def expect_defined(module: Module, name: str) -> None:
     """``module`` itself defines ``name`` (class, function or assignment): an import of it
     from elsewhere does not count, because the check is about where the code lives."""
-    if name in module.classes or name in module.functions or name in module.assignments:
+    if module.defines(name):
         return
     if name in module.imports:
         imported = module.imports[name]

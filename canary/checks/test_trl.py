@@ -584,7 +584,7 @@ def test_sft_trainer_leaves_neftune_to_trainer(upstream):
     sft_trainer = sft_module.cls("SFTTrainer")
     for name in ("_activate_neftune", "_deactivate_neftune"):
         expect_not_declared(sft_trainer, name)
-    if sft_module.defines("neftune_post_forward_hook"):
+    if sft_module.binds("neftune_post_forward_hook"):
         raise Drift("trl/trainer/sft_trainer.py now defines or imports neftune_post_forward_hook")
 
 
