@@ -10,7 +10,6 @@ release has.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
 
 import pytest
 
@@ -18,6 +17,7 @@ from canary.catalog import (
     check,
     expect_assigned_after,
     expect_assignment,
+    expect_assignment_where,
     expect_base,
     expect_call,
     expect_class_attribute,
@@ -26,8 +26,9 @@ from canary.catalog import (
     expect_never_assigns,
     expect_not_declared,
     expect_parameters,
+    row,
 )
-from canary.codeindex import Assignment, Call, Class, Function
+from canary.codeindex import Call, Class, Function
 from canary.errors import Drift
 from canary.workspace import Snapshot
 
@@ -180,136 +181,102 @@ def test_sft_compute_loss_hands_num_items_in_batch_to_trainer(upstream):
 # and location; the windows are where each trainer lives.
 
 
-def _require_disables_loss_kwargs(upstream: Snapshot, path: str, name: str) -> None:
+SHADOW = "accepts_loss_kwargs shadowing"
+
+
+@check.each(
+    row("test_grpo_trainer_disables_loss_kwargs", path=GRPO_TRAINER, until="1.15.0",
+        name="GRPOTrainer"),
+    row("test_rloo_trainer_disables_loss_kwargs", path=RLOO_TRAINER, since="0.22.0",
+        until="1.15.0", name="RLOOTrainer"),
+    # DPOTrainer 0.29.0-1.3.0 (the rewrite on BaseTrainer) sets nothing: the shadow reaches it.
+    row("test_dpo_trainer_disables_loss_kwargs", path=DPO_TRAINER, until="0.29.0",
+        name="DPOTrainer"),
+    row("test_dpo_trainer_disables_loss_kwargs_again", path=DPO_TRAINER, since="1.4.0",
+        until="1.15.0", name="DPOTrainer"),
+    row("test_kto_trainer_disables_loss_kwargs", path=KTO_TRAINER, until="0.26.0",
+        name="KTOTrainer"),
+    row("test_experimental_kto_trainer_disables_loss_kwargs", path=EXPERIMENTAL_KTO,
+        since="0.26.0", until="1.8.0", name="KTOTrainer"),
+    row("test_kto_trainer_back_in_trainer_disables_loss_kwargs", path=KTO_TRAINER,
+        since="1.8.0", until="1.15.0", name="KTOTrainer"),
+    row("test_cpo_trainer_disables_loss_kwargs", path=CPO_TRAINER, until="0.26.0",
+        name="CPOTrainer"),
+    row("test_experimental_cpo_trainer_disables_loss_kwargs", path=EXPERIMENTAL_CPO,
+        since="0.26.0", until="1.15.0", name="CPOTrainer"),
+    # ORPOTrainer 0.18.2-0.19.1 sets nothing: the shadow does reach it there.
+    row("test_orpo_trainer_disables_loss_kwargs", path=ORPO_TRAINER, since="0.20.0",
+        until="0.26.0", name="ORPOTrainer"),
+    row("test_experimental_orpo_trainer_disables_loss_kwargs", path=EXPERIMENTAL_ORPO,
+        since="0.26.0", until="1.15.0", name="ORPOTrainer"),
+    row("test_bco_trainer_disables_loss_kwargs", path=BCO_TRAINER, until="0.25.0",
+        name="BCOTrainer"),
+    row("test_experimental_bco_trainer_disables_loss_kwargs", path=EXPERIMENTAL_BCO,
+        since="0.25.0", until="1.14.0", name="BCOTrainer"),
+    row("test_reward_trainer_disables_loss_kwargs", path=REWARD_TRAINER, since="1.4.0",
+        until="1.15.0", name="RewardTrainer"),
+    row("test_experimental_distillation_trainer_disables_loss_kwargs",
+        path=EXPERIMENTAL_DISTILLATION, since="1.9.0", until="1.10.0",
+        name="DistillationTrainer"),
+    row("test_distillation_trainer_disables_loss_kwargs", path=DISTILLATION_TRAINER,
+        since="1.10.0", until="1.15.0", name="DistillationTrainer"),
+    row("test_async_grpo_trainer_disables_loss_kwargs", path=ASYNC_GRPO, since="1.0.0",
+        until="1.15.0", name="AsyncGRPOTrainer"),
+    row("test_async_distillation_trainer_disables_loss_kwargs", path=ASYNC_DISTILLATION,
+        since="1.11.0", until="1.15.0", name="AsyncDistillationTrainer"),
+    row("test_sdft_trainer_disables_loss_kwargs", path=SDFT_TRAINER, since="1.0.0",
+        until="1.15.0", name="SDFTTrainer"),
+    row("test_self_distillation_base_disables_loss_kwargs", path=SELF_DISTILLATION,
+        since="1.0.0", until="1.6.0", name="BaseSelfDistillationTrainer"),
+    row("test_sdpo_trainer_disables_loss_kwargs", path=SDPO_TRAINER, since="1.6.0",
+        until="1.15.0", name="SDPOTrainer"),
+    row("test_ssd_trainer_disables_loss_kwargs", path=SSD_TRAINER, since="1.2.0",
+        until="1.15.0", name="SSDTrainer"),
+    fix=SHADOW,
+)  # fmt: skip
+def disables_loss_kwargs(upstream, name, path):
+    """{name}.__init__ ({path}) sets self.model_accepts_loss_kwargs = False after
+    super().__init__, so the accepts_loss_kwargs shadow never changes its loss scaling."""
     init = upstream.module(path).cls(name).method("__init__")
-    after = expect_assigned_after(init, MODEL_ACCEPTS_LOSS_KWARGS, "super().__init__")
-    if not any(a.literal is False and not a.guards for a in after):
-        found = "; ".join(_describe(a) for a in after)
-        raise Drift(
-            f"{name}.__init__ no longer sets {MODEL_ACCEPTS_LOSS_KWARGS} = False "
-            f"unconditionally after super().__init__: {found}"
-        )
-
-
-def _describe(assignment: Assignment) -> str:
-    guard = f" if {' and '.join(assignment.guards)}" if assignment.guards else ""
-    return f"line {assignment.line}: = {assignment.value}{guard}"
-
-
-def _disables_loss_kwargs(
-    name: str, path: str, *, since: str | None = None, until: str | None = "1.15.0"
-) -> Callable[..., None]:
-    def run(upstream: Snapshot) -> None:
-        _require_disables_loss_kwargs(upstream, path, name)
-
-    run.__doc__ = (
-        f"{name}.__init__ ({path}) sets self.model_accepts_loss_kwargs = False after "
-        "super().__init__, so the accepts_loss_kwargs shadow never changes its loss scaling."
+    expect_assigned_after(init, MODEL_ACCEPTS_LOSS_KWARGS, "super().__init__")
+    expect_assignment_where(
+        init, MODEL_ACCEPTS_LOSS_KWARGS, values=["False"], unguarded=True, after="super().__init__"
     )
-    return check(reads=path, fix="accepts_loss_kwargs shadowing", since=since, until=until)(run)
 
 
-def _declares_loss_scaling(
-    name: str, path: str, *, until: str | None = None
-) -> Callable[..., None]:
-    def run(upstream: Snapshot) -> None:
-        expect_class_attribute(upstream.module(path).cls(name), LOSS_IS_SCALED, True, False)
-
-    run.__doc__ = (
-        f"{name} ({path}) declares loss_is_scaled_for_ga True or False, so _BaseTrainer sets "
-        "model_accepts_loss_kwargs = False and the accepts_loss_kwargs shadow is a no-op."
-    )
-    return check(reads=path, fix="accepts_loss_kwargs shadowing", since="1.15.0", until=until)(run)
-
-
-test_grpo_trainer_disables_loss_kwargs = _disables_loss_kwargs("GRPOTrainer", GRPO_TRAINER)
-test_rloo_trainer_disables_loss_kwargs = _disables_loss_kwargs(
-    "RLOOTrainer", RLOO_TRAINER, since="0.22.0"
-)
-# DPOTrainer 0.29.0-1.3.0 (the rewrite on BaseTrainer) sets nothing: the shadow does reach it.
-test_dpo_trainer_disables_loss_kwargs = _disables_loss_kwargs(
-    "DPOTrainer", DPO_TRAINER, until="0.29.0"
-)
-test_dpo_trainer_disables_loss_kwargs_again = _disables_loss_kwargs(
-    "DPOTrainer", DPO_TRAINER, since="1.4.0"
-)
-test_kto_trainer_disables_loss_kwargs = _disables_loss_kwargs(
-    "KTOTrainer", KTO_TRAINER, until="0.26.0"
-)
-test_experimental_kto_trainer_disables_loss_kwargs = _disables_loss_kwargs(
-    "KTOTrainer", EXPERIMENTAL_KTO, since="0.26.0", until="1.8.0"
-)
-test_kto_trainer_back_in_trainer_disables_loss_kwargs = _disables_loss_kwargs(
-    "KTOTrainer", KTO_TRAINER, since="1.8.0"
-)
-test_cpo_trainer_disables_loss_kwargs = _disables_loss_kwargs(
-    "CPOTrainer", CPO_TRAINER, until="0.26.0"
-)
-test_experimental_cpo_trainer_disables_loss_kwargs = _disables_loss_kwargs(
-    "CPOTrainer", EXPERIMENTAL_CPO, since="0.26.0"
-)
-# ORPOTrainer 0.18.2-0.19.1 sets nothing: the shadow does reach it there.
-test_orpo_trainer_disables_loss_kwargs = _disables_loss_kwargs(
-    "ORPOTrainer", ORPO_TRAINER, since="0.20.0", until="0.26.0"
-)
-test_experimental_orpo_trainer_disables_loss_kwargs = _disables_loss_kwargs(
-    "ORPOTrainer", EXPERIMENTAL_ORPO, since="0.26.0"
-)
-test_bco_trainer_disables_loss_kwargs = _disables_loss_kwargs(
-    "BCOTrainer", BCO_TRAINER, until="0.25.0"
-)
-test_experimental_bco_trainer_disables_loss_kwargs = _disables_loss_kwargs(
-    "BCOTrainer", EXPERIMENTAL_BCO, since="0.25.0", until="1.14.0"
-)
-test_reward_trainer_disables_loss_kwargs = _disables_loss_kwargs(
-    "RewardTrainer", REWARD_TRAINER, since="1.4.0"
-)
-test_experimental_distillation_trainer_disables_loss_kwargs = _disables_loss_kwargs(
-    "DistillationTrainer", EXPERIMENTAL_DISTILLATION, since="1.9.0", until="1.10.0"
-)
-test_distillation_trainer_disables_loss_kwargs = _disables_loss_kwargs(
-    "DistillationTrainer", DISTILLATION_TRAINER, since="1.10.0"
-)
-test_async_grpo_trainer_disables_loss_kwargs = _disables_loss_kwargs(
-    "AsyncGRPOTrainer", ASYNC_GRPO, since="1.0.0"
-)
-test_async_distillation_trainer_disables_loss_kwargs = _disables_loss_kwargs(
-    "AsyncDistillationTrainer", ASYNC_DISTILLATION, since="1.11.0"
-)
-test_sdft_trainer_disables_loss_kwargs = _disables_loss_kwargs(
-    "SDFTTrainer", SDFT_TRAINER, since="1.0.0"
-)
-test_self_distillation_base_disables_loss_kwargs = _disables_loss_kwargs(
-    "BaseSelfDistillationTrainer", SELF_DISTILLATION, since="1.0.0", until="1.6.0"
-)
-test_sdpo_trainer_disables_loss_kwargs = _disables_loss_kwargs(
-    "SDPOTrainer", SDPO_TRAINER, since="1.6.0"
-)
-test_ssd_trainer_disables_loss_kwargs = _disables_loss_kwargs(
-    "SSDTrainer", SSD_TRAINER, since="1.2.0"
-)
-
-test_grpo_trainer_declares_loss_scaling = _declares_loss_scaling("GRPOTrainer", GRPO_TRAINER)
-test_rloo_trainer_declares_loss_scaling = _declares_loss_scaling("RLOOTrainer", RLOO_TRAINER)
-test_dpo_trainer_declares_loss_scaling = _declares_loss_scaling("DPOTrainer", DPO_TRAINER)
-test_kto_trainer_declares_loss_scaling = _declares_loss_scaling("KTOTrainer", KTO_TRAINER)
-test_cpo_trainer_declares_loss_scaling = _declares_loss_scaling("CPOTrainer", EXPERIMENTAL_CPO)
-test_orpo_trainer_declares_loss_scaling = _declares_loss_scaling("ORPOTrainer", EXPERIMENTAL_ORPO)
-test_reward_trainer_declares_loss_scaling = _declares_loss_scaling("RewardTrainer", REWARD_TRAINER)
-test_distillation_trainer_declares_loss_scaling = _declares_loss_scaling(
-    "DistillationTrainer", DISTILLATION_TRAINER
-)
-test_async_grpo_trainer_declares_loss_scaling = _declares_loss_scaling(
-    "AsyncGRPOTrainer", ASYNC_GRPO
-)
-test_async_distillation_trainer_declares_loss_scaling = _declares_loss_scaling(
-    "AsyncDistillationTrainer", ASYNC_DISTILLATION
-)
-test_sdft_trainer_declares_loss_scaling = _declares_loss_scaling("SDFTTrainer", SDFT_TRAINER)
-test_sdpo_trainer_declares_loss_scaling = _declares_loss_scaling("SDPOTrainer", SDPO_TRAINER)
-test_ssd_trainer_declares_loss_scaling = _declares_loss_scaling(
-    "SSDTrainer", SSD_TRAINER, until="1.16.0"
-)
+@check.each(
+    row("test_grpo_trainer_declares_loss_scaling", path=GRPO_TRAINER, since="1.15.0",
+        name="GRPOTrainer"),
+    row("test_rloo_trainer_declares_loss_scaling", path=RLOO_TRAINER, since="1.15.0",
+        name="RLOOTrainer"),
+    row("test_dpo_trainer_declares_loss_scaling", path=DPO_TRAINER, since="1.15.0",
+        name="DPOTrainer"),
+    row("test_kto_trainer_declares_loss_scaling", path=KTO_TRAINER, since="1.15.0",
+        name="KTOTrainer"),
+    row("test_cpo_trainer_declares_loss_scaling", path=EXPERIMENTAL_CPO, since="1.15.0",
+        name="CPOTrainer"),
+    row("test_orpo_trainer_declares_loss_scaling", path=EXPERIMENTAL_ORPO, since="1.15.0",
+        name="ORPOTrainer"),
+    row("test_reward_trainer_declares_loss_scaling", path=REWARD_TRAINER, since="1.15.0",
+        name="RewardTrainer"),
+    row("test_distillation_trainer_declares_loss_scaling", path=DISTILLATION_TRAINER,
+        since="1.15.0", name="DistillationTrainer"),
+    row("test_async_grpo_trainer_declares_loss_scaling", path=ASYNC_GRPO, since="1.15.0",
+        name="AsyncGRPOTrainer"),
+    row("test_async_distillation_trainer_declares_loss_scaling", path=ASYNC_DISTILLATION,
+        since="1.15.0", name="AsyncDistillationTrainer"),
+    row("test_sdft_trainer_declares_loss_scaling", path=SDFT_TRAINER, since="1.15.0",
+        name="SDFTTrainer"),
+    row("test_sdpo_trainer_declares_loss_scaling", path=SDPO_TRAINER, since="1.15.0",
+        name="SDPOTrainer"),
+    row("test_ssd_trainer_declares_loss_scaling", path=SSD_TRAINER, since="1.15.0",
+        until="1.16.0", name="SSDTrainer"),
+    fix=SHADOW,
+)  # fmt: skip
+def declares_loss_scaling(upstream, name, path):
+    """{name} ({path}) declares loss_is_scaled_for_ga True or False, so _BaseTrainer sets
+    model_accepts_loss_kwargs = False and the accepts_loss_kwargs shadow is a no-op."""
+    expect_class_attribute(upstream.module(path).cls(name), LOSS_IS_SCALED, True, False)
 
 
 # -- TRL's chunked NLL: the loss the project's chunked loss mirrors and is compared with -

@@ -238,6 +238,7 @@ class Class:
                 f"{self.qualname}.{name}: class {self.name} in {self.where} has no method "
                 f"{name!r}; it has: {_listing(name, self.methods)}{self._other_kind(name)}",
                 subject=self._subject(name),
+                kind=Drift.MISSING,
             ) from None
 
     def attribute(self, name: str) -> ClassAttribute:
@@ -249,6 +250,7 @@ class Class:
                 f"attribute {name!r}; it has: {_listing(name, self.attributes)}"
                 f"{self._other_kind(name)}",
                 subject=self._subject(name),
+                kind=Drift.MISSING,
             ) from None
 
     def cls(self, name: str) -> Class:
@@ -261,6 +263,7 @@ class Class:
                 f"class {name!r}; nested classes: {_listing(name, self.classes)}"
                 f"{self._other_kind(name)}",
                 subject=self._subject(name),
+                kind=Drift.MISSING,
             ) from None
 
     def _subject(self, name: str) -> Subject:
@@ -330,8 +333,9 @@ class Module:
         except KeyError:
             raise Drift(
                 f"class {name!r} not found in {self.where}; classes defined there: "
-                f"{_listing(name, self.classes)}{self._other_kind(name)}",
+                f"{_listing(name, self.classes)}{self.how_bound(name)}",
                 subject=Subject(self.path, name),
+                kind=Drift.MISSING,
             ) from None
 
     def function(self, name: str) -> Function:
@@ -340,8 +344,21 @@ class Module:
         except KeyError:
             raise Drift(
                 f"function {name!r} not found in {self.where}; functions defined there: "
-                f"{_listing(name, self.functions)}{self._other_kind(name)}",
+                f"{_listing(name, self.functions)}{self.how_bound(name)}",
                 subject=Subject(self.path, name),
+                kind=Drift.MISSING,
+            ) from None
+
+    def assignment(self, name: str) -> Assignment:
+        """The last module-level assignment to ``name``."""
+        try:
+            return self.assignments[name]
+        except KeyError:
+            raise Drift(
+                f"{name!r} is not assigned at module level in {self.where}; assigned there: "
+                f"{_listing(name, self.assignments)}{self.how_bound(name)}",
+                subject=Subject(self.path, name),
+                kind=Drift.MISSING,
             ) from None
 
     def find(self, qualname: str) -> Function | Class:
@@ -356,14 +373,16 @@ class Module:
             names = {**self.classes, **self.functions}
             raise Drift(
                 f"{qualname!r} not found in {self.where}: no class or function of that name; "
-                f"defined there: {_listing(head, names)}{self._other_kind(head)}",
+                f"defined there: {_listing(head, names)}{self.how_bound(head)}",
                 subject=Subject(self.path, qualname),
+                kind=Drift.MISSING,
             )
         if head not in self.classes and head in self.functions:
             raise Drift(
                 f"{qualname!r}: {head!r} is a function in {self.where}, and definitions "
                 "nested in functions are not indexed",
                 subject=Subject(self.path, head),
+                kind=Drift.MISSING,
             )
         found: Class = self.cls(head)
         for i, part in enumerate(rest):
@@ -395,8 +414,9 @@ class Module:
             classes={k: _relabel(c, path, origin) for k, c in self.classes.items()},
         )
 
-    def _other_kind(self, name: str) -> str:
-        # A symbol that moved elsewhere is usually re-imported or aliased: say so.
+    def how_bound(self, name: str) -> str:
+        """How ``name`` is bound here, as a clause for a message ("; 'x' is imported there
+        (...)"), or "" when it is not: a symbol that moved is usually re-imported or aliased."""
         if name in self.imports:
             imp = self.imports[name]
             source = f"from {imp.module} " if imp.module is not None else ""
