@@ -312,7 +312,9 @@ def drift_subject(exc: AssertionError, paths: tuple[str, ...]) -> Subject:
 # between releases) and its kind: MISSING when the thing is gone, CHANGED otherwise.
 
 
-def _changed(subject: Function | Class | Module, message: str) -> Drift:
+def drift(subject: Function | Class | Module, message: str) -> Drift:
+    """A Drift about ``subject`` (a function or class the check found, or a module) that is
+    still there in another shape: for the rare check no expectation expresses."""
     return Drift(message, subject=_subject_of(subject), kind=Drift.CHANGED)
 
 
@@ -350,7 +352,7 @@ def expect_parameters(function: Function, *names: str) -> None:
     """``function`` has each of ``names`` as a named parameter (not only via **kwargs)."""
     missing = [name for name in names if not function.signature.has(name)]
     if missing:
-        raise _changed(
+        raise drift(
             function,
             f"{function.qualname} has no parameter {', '.join(map(repr, missing))}; "
             f"its signature is {function.signature}",
@@ -362,7 +364,7 @@ def expect_no_parameter(function: Function, *names: str) -> None:
     old name must not come back)."""
     present = [name for name in names if function.signature.has(name)]
     if present:
-        raise _changed(
+        raise drift(
             function,
             f"{function.qualname} takes {', '.join(map(repr, present))} again; "
             f"its signature is {function.signature}",
@@ -373,7 +375,7 @@ def expect_leading_parameters(function: Function, *names: str) -> None:
     """``function``'s signature starts with exactly ``names``, in that order (a caller that
     passes them by position)."""
     if function.signature.names[: len(names)] != names:
-        raise _changed(
+        raise drift(
             function,
             f"{function.qualname}{function.signature} no longer starts ({', '.join(names)})",
         )
@@ -386,7 +388,7 @@ def expect_parameter_kind(function: Function, name: str, kind: str) -> Param:
     param = function.signature.param(name)
     if param is None or param.kind != kind:
         found = f"is {param.kind.replace('_', '-')}" if param is not None else "is not there"
-        raise _changed(
+        raise drift(
             function,
             f"{function.qualname} has no {kind.replace('_', '-')} parameter {name!r} ({name} "
             f"{found}); its signature is {function.signature}",
@@ -397,7 +399,7 @@ def expect_parameter_kind(function: Function, name: str, kind: str) -> Param:
 def expect_keyword_accepted(function: Function, name: str) -> None:
     """``function`` can be called with ``name=...`` (a parameter, or **kwargs)."""
     if not function.signature.accepts_keyword(name):
-        raise _changed(
+        raise drift(
             function,
             f"{function.qualname} cannot take {name}=...; its signature is {function.signature}",
         )
@@ -410,7 +412,7 @@ def expect_decorated(found: Function | Class, *decorators: str) -> str:
         if decorator in found.decorators:
             return decorator
     has = ", ".join(f"@{d}" for d in found.decorators) or "no decorator"
-    raise _changed(
+    raise drift(
         found,
         f"{found.qualname} is no longer decorated {' or '.join(f'@{d}' for d in decorators)}; "
         f"it has {has}",
@@ -432,7 +434,7 @@ def expect_call(
         called = sorted({call.func for call in function.calls})
         listing = ", ".join(called) or "nothing"
         message = f"{function.qualname} no longer calls {callee}; it calls: {listing}"
-        raise _changed(function, message)
+        raise drift(function, message)
     leading = tuple(args)
     wanted = [(None if k == "**" else k, v) for k, v in (keywords or {}).items()]
     matching = tuple(
@@ -442,7 +444,7 @@ def expect_call(
     )
     if not matching:
         shown = [*leading, *(f"**{v}" if k is None else f"{k}={v}" for k, v in wanted)]
-        raise _changed(
+        raise drift(
             function,
             f"{function.qualname} no longer calls {callee}({', '.join(shown)}, ...); its calls: "
             + "; ".join(f"line {c.line}: {c.source}" for c in found),
@@ -492,7 +494,7 @@ def expect_class_attribute(cls: Class, name: str, *values: object) -> ClassAttri
     attribute = cls.attribute(name)
     if values and attribute.literal not in values:
         wanted = " or ".join(map(repr, values))
-        raise _changed(
+        raise drift(
             cls,
             f"{cls.qualname}.{name} is {attribute.value} in {cls.where} (line {attribute.line}); "
             f"expected {wanted}",
@@ -505,7 +507,7 @@ def expect_not_declared(cls: Class, name: str) -> None:
     if cls.declares(name):
         found = cls.attributes.get(name)
         how = f" = {found.value} (line {found.line})" if found is not None else ""
-        raise _changed(cls, f"{cls.qualname} now declares {name}{how} in {cls.where}")
+        raise drift(cls, f"{cls.qualname} now declares {name}{how} in {cls.where}")
 
 
 def expect_base(cls: Class, *bases: str) -> str:
@@ -513,7 +515,7 @@ def expect_base(cls: Class, *bases: str) -> str:
     for base in bases:
         if base in cls.bases:
             return base
-    raise _changed(
+    raise drift(
         cls,
         f"class {cls.qualname} in {cls.where} derives from ({', '.join(cls.bases)}), "
         f"not from {' or '.join(bases)}",
@@ -529,14 +531,14 @@ def expect_hasattr(
     if not calls:
         asked = sorted({f"hasattr({', '.join(c.args)})" for c in function.calls_to("hasattr")})
         listing = ", ".join(asked) or "nothing"
-        raise _changed(
+        raise drift(
             function,
             f"{function.qualname} no longer calls hasattr(..., {attribute!r}); "
             f"its hasattr targets are: {listing}",
         )
     objects = tuple(str(c.arg(0)) for c in calls)
     if only_on is not None and objects != (only_on,):
-        raise _changed(
+        raise drift(
             function,
             f"{function.qualname} asks hasattr(..., {attribute!r}) on {', '.join(objects)}, "
             f"not on {only_on} alone",
@@ -554,7 +556,7 @@ def expect_assignment(function: Function, target: str) -> tuple[Assignment, ...]
     found = function.assignments_to(target)
     if not found:
         assigned = sorted({t for a in function.assignments for t in a.unpacked or a.targets})
-        raise _changed(
+        raise drift(
             function,
             f"{function.qualname} no longer assigns {target}; it assigns: "
             f"{', '.join(assigned) or 'nothing'}",
@@ -567,7 +569,7 @@ def expect_mentions(function: Function, *names: str) -> None:
     fingerprint of the code path a fix relies on)."""
     missing = [name for name in names if not function.mentions(name)]
     if missing:
-        raise _changed(
+        raise drift(
             function,
             f"{function.qualname} ({function.line}-{function.end_line}) no longer mentions "
             f"{', '.join(missing)}",
@@ -579,11 +581,24 @@ def expect_not_mentioned(function: Function, *names: str) -> None:
     a fix must not meet there)."""
     present = [name for name in names if function.mentions(name)]
     if present:
-        raise _changed(
+        raise drift(
             function,
             f"{function.qualname} ({function.line}-{function.end_line}) now mentions "
             f"{', '.join(present)}",
         )
+
+
+def expect_returns(function: Function, *values: str) -> str:
+    """``function`` has a ``return`` of one of ``values`` (normalised text:
+    ``"(batch_samples, None)"``); returns the one found."""
+    for value in values:
+        if value in function.returns:
+            return value
+    raise drift(
+        function,
+        f"{function.qualname} no longer returns {' or '.join(values)}; "
+        f"it returns: {', '.join(function.returns) or 'nothing'}",
+    )
 
 
 def expect_never_assigns(cls: Class, target: str) -> None:
@@ -596,7 +611,7 @@ def expect_never_assigns(cls: Class, target: str) -> None:
     ]
     if found:
         where = ", ".join(f"{m.qualname} (line {a.line}: = {a.value})" for m, a in found)
-        raise _changed(cls, f"{cls.qualname} now assigns {target} in {cls.where}: {where}")
+        raise drift(cls, f"{cls.qualname} now assigns {target} in {cls.where}: {where}")
 
 
 def expect_assigned_after(function: Function, target: str, callee: str) -> tuple[Assignment, ...]:
@@ -608,7 +623,7 @@ def expect_assigned_after(function: Function, target: str, callee: str) -> tuple
     after = tuple(a for a in assignments if a.line > first.line)
     if not after:
         lines = ", ".join(str(a.line) for a in assignments)
-        raise _changed(
+        raise drift(
             function,
             f"{function.qualname} assigns {target} (line {lines}) only before it calls "
             f"{callee} (line {first.line}), which overwrites it",
@@ -661,7 +676,7 @@ def expect_assignment_where(
         + (f" under {' and '.join(f'`{g}`' for g in a.guards)}" if a.guards else "")
         for a in function.assignments_to(target)
     )
-    raise _changed(
+    raise drift(
         function,
         f"{function.qualname} no longer assigns {target} {' '.join(conditions)}; "
         f"its assignments to {target}: {listing or 'none'}",
