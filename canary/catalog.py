@@ -1,4 +1,4 @@
-"""What a catalog check is made of: the ``@check`` declaration and the expectations.
+"""What a catalog check is made of: the ``@check`` declaration, tables, the expectations.
 
 A check is a plain pytest test in ``canary/checks/test_<package>.py`` that takes the
 ``upstream`` fixture (a :class:`canary.workspace.Snapshot`) and declares, with
@@ -12,8 +12,14 @@ A check is a plain pytest test in ``canary/checks/test_<package>.py`` that takes
         compute_loss = upstream.module(TRAINER).cls("Trainer").method("compute_loss")
         expect_parameters(compute_loss, "num_items_in_batch")
 
+The declaration is a :class:`CheckSpec` on the test's ``canary_check`` marker, read with
+:meth:`CheckSpec.of`. A family of checks that differ only in data is a table,
+``@check.each(row(...), ...)``: one body, one check per row (see :func:`each`).
+
 When upstream has drifted, the failure says which fix breaks, what the check expects
-(its docstring) and what upstream has instead.
+(its docstring) and what upstream has instead; every expectation names the function,
+class or module-level name it looked at (the drift's subject) and whether it is gone
+(``Drift.MISSING``) or changed.
 """
 
 from __future__ import annotations
