@@ -945,3 +945,29 @@ def test_match_statement_and_except_star():
 def test_except_star_at_module_level():
     module = parse("try:\n    A = 1\nexcept* ValueError:\n    A = 2\n")
     assert module.assignments["A"].literal == 1
+
+
+# --------------------------------------------------------------------------- layering
+
+
+def test_the_package_layers_import_one_way_only():
+    """parse -> model -> body -> expressions: no layer imports one above it, not even
+    inside a function (the body walker used to re-enter the parser from Function)."""
+    from pathlib import Path
+
+    layers = ["expressions", "body", "model", "parse"]
+    package = Path(codeindex.__file__).parent
+    for rank, layer in enumerate(layers):
+        tree = ast.parse((package / f"{layer}.py").read_text())
+        imported = {
+            node.module.rpartition(".")[2]
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom)
+            and node.module
+            and node.module.startswith("canary.codeindex")
+        }
+        above = imported & set(layers[rank + 1 :])
+        assert not above, f"{layer} imports {above}, a layer above it"
+        assert "canary.codeindex" not in {
+            node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+        }, f"{layer} imports the package itself"
