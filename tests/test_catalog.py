@@ -450,7 +450,14 @@ def test_a_check_drift_takes_its_only_file_when_the_subject_names_none(trainer):
 # -- the check specification and tables -------------------------------------------------
 
 
-def test_check_carries_one_typed_spec():
+@pytest.fixture
+def canary_markers(pytestconfig: pytest.Config) -> None:
+    """The marker @check sets, registered as a canary run registers it (this unit session
+    is not a canary run, and --strict-markers refuses an unknown marker)."""
+    pytestconfig.addinivalue_line("markers", "canary_check(spec): set by @canary.catalog.check")
+
+
+def test_check_carries_one_typed_spec(canary_markers):
     from canary.catalog import CheckSpec, Window
 
     @check(reads="pkg/a.py", fix="chunked NLL loss", since="1.0.0", known_drift={"1.1.0": "x"})
@@ -473,7 +480,7 @@ def _rows():
     )
 
 
-def test_a_table_is_one_check_per_row_with_its_own_name_files_window_and_fix():
+def test_a_table_is_one_check_per_row_with_its_own_name_files_window_and_fix(canary_markers):
     from canary.catalog import CheckSpec, CheckTable, Window
 
     calls = []
@@ -497,7 +504,7 @@ def test_a_table_is_one_check_per_row_with_its_own_name_files_window_and_fix():
     assert calls == [("snapshot", "B", "pkg/b.py")]
 
 
-def test_a_table_refuses_duplicate_and_stray_names_and_bad_rows():
+def test_a_table_refuses_duplicate_and_stray_names_and_bad_rows(canary_markers):
     from canary.catalog import row
 
     def body(upstream, name, path):
