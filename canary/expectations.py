@@ -44,12 +44,16 @@ def expect_any_of(*alternatives: Callable[[], T]) -> T:
             return alternative()
         except Drift as exc:
             failures.append(exc)
-    if len(failures) == 1:
-        raise failures[0]
-    listing = "; ".join(f"({i}) {exc}" for i, exc in enumerate(failures, 1))
+    # Alternatives that fail the same way (a call none of them finds) are listed once.
+    distinct = list(dict.fromkeys(str(exc) for exc in failures))
     missing = all(exc.kind == Drift.MISSING for exc in failures)
+    if len(distinct) == 1:
+        message = distinct[0]
+    else:
+        listing = "; ".join(f"({i}) {text}" for i, text in enumerate(distinct, 1))
+        message = f"none of {len(failures)} alternatives holds: {listing}"
     raise Drift(
-        f"none of {len(failures)} alternatives holds: {listing}",
+        message,
         subject=failures[0].subject,
         kind=Drift.MISSING if missing else Drift.CHANGED,
     )
@@ -183,6 +187,8 @@ def expect_module_value(
     ``"version('trl')"``) or of ``literals`` (compared as literals: ``"1.2.0"``); returns
     that assignment."""
     texts, wanted = tuple(values), tuple(literals)
+    if not texts and not wanted:
+        raise ValueError("expect_module_value needs values= or literals=")
     assignment = module.assignment(name)
     if assignment.value in texts or (wanted and assignment.literal in wanted):
         return assignment

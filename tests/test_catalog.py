@@ -315,6 +315,12 @@ def test_expect_any_of_returns_the_first_that_holds_and_lists_every_failure(shap
         )
     assert e.value.subject == Subject(None, "unwrap")
     assert e.value.kind == Drift.CHANGED
+    # Alternatives that fail the same way say it once.
+    with pytest.raises(Drift, match=r"^unwrap no longer calls isinstance; it calls: ") as e:
+        expect_any_of(
+            lambda: expect_call(unwrap, "isinstance", args=["model"]),
+            lambda: expect_call(unwrap, "isinstance", args=["accelerator"]),
+        )
     # Gone in every alternative: the drift is a MISSING one.
     with pytest.raises(Drift) as e:
         expect_any_of(lambda: shapes.cls("Trainer"), lambda: shapes.function("train"))
@@ -334,6 +340,8 @@ def test_expect_module_value_compares_text_or_literals(shapes):
     ) as e:
         expect_module_value(shapes, "__version__", literals=["1.0.0"])
     assert (e.value.subject, e.value.kind) == (Subject("pkg/shapes.py", "__version__"), "changed")
+    with pytest.raises(ValueError, match=r"needs values= or literals="):
+        expect_module_value(shapes, "__version__")
     with pytest.raises(Drift, match=r"'version' is not assigned at module level .*imported") as e:
         expect_module_value(shapes, "version", values=["x"])
     assert e.value.kind == Drift.MISSING
