@@ -289,6 +289,7 @@ class CheckTable:
         run.__module__ = body.__module__
         run.__doc__ = r.doc or (body.__doc__ or "").format(**values)
         run.place_as = body  # type: ignore[attr-defined]  # pytest reports the body's location
+        run.canary_table = self  # type: ignore[attr-defined]  # which table made it
         spec = CheckSpec.declare(
             reads=r.reads,
             fix=r.fix or self.fix,
@@ -340,7 +341,8 @@ def table_items(collector: pytest.Collector, table: CheckTable) -> list[pytest.I
     module = collector.obj
     items: list[pytest.Item] = []
     for name, function in table.checks():
-        if getattr(module, name, function) is not function:
+        existing = getattr(module, name, None)
+        if existing is not None and getattr(existing, "canary_table", None) is not table:
             raise ValueError(f"{collector.nodeid}: a table row and another object are both {name}")
         setattr(module, name, function)
         items.extend(collector._genfunctions(name, function))  # type: ignore[attr-defined]

@@ -191,6 +191,19 @@ def test_a_check_table_is_one_parametrized_check_per_row(project, cache_dir):
     )
 
 
+SHADOWED_ROW = '''
+@check(reads="toy/core.py", fix="chunked NLL loss")
+def test_run_takes_steps(upstream):
+    """Engine.run takes steps."""
+'''
+
+
+def test_a_table_row_may_not_shadow_a_check_of_the_same_name(project):
+    project.makepyfile(test_toy=TABLE + SHADOWED_ROW)
+    result = run(project, "--collect-only", "-q")
+    result.stdout.fnmatch_lines(["*a table row and another object are both test_run_takes_steps*"])
+
+
 def test_a_file_missing_upstream_is_drift_not_a_pass(project, cache_dir):
     Cache(cache_dir).write_file(FileKey("index", "toy", "2.10.0", "toy/core.py"), None)
     result = run(project, "-k", "toy_2_10_0")
