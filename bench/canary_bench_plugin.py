@@ -15,6 +15,8 @@ from collections import Counter, defaultdict
 
 import pytest
 
+from canary.catalog import CheckSpec
+
 _STARTED = time.perf_counter()
 _state: dict[str, object] = {"collection_s": None}
 _phases: Counter[str] = Counter()
@@ -27,9 +29,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     _state["items"] = len(session.items)
     for item in session.items:
         package = item.get_closest_marker("upstream")
-        check = item.get_closest_marker("canary_check")
-        if package and package.args and check:
-            _reads[package.args[0]].update(check.kwargs["reads"])
+        spec = CheckSpec.of(item)
+        if package and package.args and spec:
+            _reads[package.args[0]].update(spec.reads)
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

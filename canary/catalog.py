@@ -1,4 +1,4 @@
-"""What a catalog check is made of: the ``@check`` declaration and the expectations.
+"""What a catalog check is made of: the ``@check`` declaration and check tables.
 
 A check is a plain pytest test in ``canary/checks/test_<package>.py`` that takes the
 ``upstream`` fixture (a :class:`canary.workspace.Snapshot`) and declares, with
@@ -12,24 +12,92 @@ A check is a plain pytest test in ``canary/checks/test_<package>.py`` that takes
         compute_loss = upstream.module(TRAINER).cls("Trainer").method("compute_loss")
         expect_parameters(compute_loss, "num_items_in_batch")
 
-When upstream has drifted, the failure says which fix breaks, what the check expects
-(its docstring) and what upstream has instead.
+The declaration is a :class:`CheckSpec` on the test's ``canary_check`` marker, read with
+:meth:`CheckSpec.of`. A family of checks that differ only in data is a table,
+``@check.each(row(...), ...)``: one body, one check per row (see :func:`each`).
+
+The ``expect_*`` vocabulary lives in :mod:`canary.expectations` and is importable from
+here, so a check module imports from one place. When upstream has drifted, the failure
+says which fix breaks, what the check expects (its docstring) and what upstream has
+instead, and names what the check was looking at (the drift's subject).
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from canary.codeindex import Assignment, Call, Class, ClassAttribute, Function, Module
 from canary.errors import CheckDrift, Drift, Subject
+from canary.expectations import (  # the vocabulary, so a check imports from one place
+    drift,
+    expect_any_of,
+    expect_assigned_after,
+    expect_assignment,
+    expect_assignment_where,
+    expect_base,
+    expect_bound,
+    expect_call,
+    expect_class_attribute,
+    expect_decorated,
+    expect_defined,
+    expect_hasattr,
+    expect_keyword_accepted,
+    expect_leading_parameters,
+    expect_mentions,
+    expect_module_value,
+    expect_never_assigns,
+    expect_no_parameter,
+    expect_not_bound,
+    expect_not_declared,
+    expect_not_mentioned,
+    expect_parameter_kind,
+    expect_parameters,
+    expect_returns,
+)
 from canary.fixes import Fix, get_fix
+
+__all__ = [
+    "CheckSpec",
+    "CheckTable",
+    "Row",
+    "Window",
+    "check",
+    "drift",
+    "drift_message",
+    "drift_subject",
+    "each",
+    "expect_any_of",
+    "expect_assigned_after",
+    "expect_assignment",
+    "expect_assignment_where",
+    "expect_base",
+    "expect_bound",
+    "expect_call",
+    "expect_class_attribute",
+    "expect_decorated",
+    "expect_defined",
+    "expect_hasattr",
+    "expect_keyword_accepted",
+    "expect_leading_parameters",
+    "expect_mentions",
+    "expect_module_value",
+    "expect_never_assigns",
+    "expect_no_parameter",
+    "expect_not_bound",
+    "expect_not_declared",
+    "expect_not_mentioned",
+    "expect_parameter_kind",
+    "expect_parameters",
+    "expect_returns",
+    "row",
+    "table_items",
+]
 
 CheckFunction = TypeVar("CheckFunction", bound=Callable[..., Any])
 
@@ -65,6 +133,55 @@ class Window:
         return ",".join(self._bounds()) or "every release"
 
 
+@dataclass(frozen=True)
+class CheckSpec:
+    """What ``@check`` declares about a check: the upstream files it reads, the fix at risk,
+    its version window, and the releases inside it where it is known to fail.
+
+    Carried by the check's ``canary_check`` marker; :meth:`of` is the one way to read it.
+    """
+
+    reads: tuple[str, ...]
+    fix: str
+    window: Window = Window()
+    known_drift: Mapping[str, str] = field(default_factory=dict, hash=False)
+
+    @classmethod
+    def declare(
+        cls,
+        *,
+        reads: str | Iterable[str],
+        fix: str,
+        since: str | None = None,
+        until: str | None = None,
+        known_drift: Mapping[str, str] | None = None,
+    ) -> CheckSpec:
+        """A validated spec: a typo in the catalog is an error at collection, not a pass."""
+        get_fix(fix)  # raises for a fix canary does not know
+        paths = (reads,) if isinstance(reads, str) else tuple(reads)
+        if not paths:
+            raise ValueError("a check must read at least one upstream file")
+        window = Window(since, until)
+        for bound in (since, until):
+            if bound is not None:
+                Version(bound)  # raises InvalidVersion for a bad bound, at collection
+        known = dict(known_drift or {})
+        for release, why in known.items():
+            if window.excludes(Version(release)):
+                raise ValueError(f"known_drift {release} is outside the check's window ({window})")
+            if not why.strip():
+                raise ValueError(f"known_drift {release} needs a reason")
+        return cls(paths, fix, window, known)
+
+    @classmethod
+    def of(cls, item: pytest.Item) -> CheckSpec | None:
+        """What the item's ``@check`` declared; None for a test that is not a catalog check."""
+        marker = item.get_closest_marker("canary_check")
+        if marker is None or not marker.args or not isinstance(marker.args[0], cls):
+            return None
+        return marker.args[0]
+
+
 def check(
     *,
     reads: str | Iterable[str],
@@ -79,40 +196,157 @@ def check(
     release that broke the fix and was repaired in the next one). Those cases are strict
     xfails: a drift there is expected, and a pass says the entry is stale.
     """
-    protected = get_fix(fix)  # a typo in the catalog is an error at collection, not a pass
-    paths = (reads,) if isinstance(reads, str) else tuple(reads)
-    if not paths:
-        raise ValueError("a check must read at least one upstream file")
-    window = Window(since, until)
-    for bound in (since, until):
-        if bound is not None:
-            Version(bound)  # raises InvalidVersion for a bad bound, at collection
-    known = dict(known_drift or {})
-    for release, why in known.items():
-        if window.excludes(Version(release)):
-            raise ValueError(f"known_drift {release} is outside the check's window ({window})")
-        if not why.strip():
-            raise ValueError(f"known_drift {release} needs a reason")
+    spec = CheckSpec.declare(
+        reads=reads, fix=fix, since=since, until=until, known_drift=known_drift
+    )
 
     def decorate(function: CheckFunction) -> CheckFunction:
-        if not (function.__doc__ or "").strip():
-            raise ValueError(f"check {function.__name__} needs a docstring saying what it asserts")
-
-        @functools.wraps(function)
-        def run_check(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return function(*args, **kwargs)
-            except AssertionError as exc:  # Drift, or a plain assert in the check
-                message = drift_message(function, protected, paths, kwargs.get("upstream"), exc)
-                subject = drift_subject(exc, paths)
-                kind = exc.kind if isinstance(exc, Drift) else Drift.CHANGED
-            # Outside the except block: the report shows the drift once, not a chain.
-            raise CheckDrift(message, fix=protected.name, subject=subject, kind=kind)
-
-        marker = pytest.mark.canary_check(reads=paths, fix=fix, window=window, known_drift=known)
-        return marker(run_check)  # type: ignore[return-value]
+        return _declared_check(function, spec)
 
     return decorate
+
+
+def _declared_check(function: CheckFunction, spec: CheckSpec) -> CheckFunction:
+    if not (function.__doc__ or "").strip():
+        raise ValueError(f"check {function.__name__} needs a docstring saying what it asserts")
+    protected = get_fix(spec.fix)
+
+    @functools.wraps(function)
+    def run_check(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return function(*args, **kwargs)
+        except AssertionError as exc:  # Drift, or a plain assert in the check
+            message = drift_message(function, protected, spec.reads, kwargs.get("upstream"), exc)
+            subject = drift_subject(exc, spec.reads)
+            kind = exc.kind if isinstance(exc, Drift) else Drift.CHANGED
+        # Outside the except block: the report shows the drift once, not a chain.
+        raise CheckDrift(message, fix=protected.name, subject=subject, kind=kind)
+
+    return pytest.mark.canary_check(spec)(run_check)  # type: ignore[return-value]
+
+
+# -- tables: one check body, one row per (test name, files, window) ---------------------
+
+
+@dataclass(frozen=True)
+class Row:
+    """One check of a table: its test name, what it reads, its window, and the values its
+    body is called with (by keyword, after ``upstream``)."""
+
+    test: str
+    reads: tuple[str, ...]
+    values: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    since: str | None = None
+    until: str | None = None
+    fix: str | None = None  # the table's fix unless the row names another
+    known_drift: Mapping[str, str] | None = field(default=None, hash=False)
+    doc: str | None = None  # the table body's docstring, formatted with values, unless given
+
+
+def row(
+    test: str,
+    *,
+    reads: str | Iterable[str] | None = None,
+    since: str | None = None,
+    until: str | None = None,
+    fix: str | None = None,
+    known_drift: Mapping[str, str] | None = None,
+    doc: str | None = None,
+    **values: Any,
+) -> Row:
+    """One row of a :func:`check.each <each>` table. ``values`` are handed to the check
+    body by keyword; a row with a ``path`` value reads that file unless ``reads`` says
+    otherwise."""
+    if reads is None:
+        if "path" not in values:
+            raise ValueError(f"row {test} needs reads= or a path= value")
+        reads = values["path"]
+    paths = (reads,) if isinstance(reads, str) else tuple(reads)
+    return Row(test, paths, dict(values), since, until, fix, known_drift, doc)
+
+
+@dataclass(frozen=True)
+class CheckTable:
+    """A family of checks written once: ``body(upstream, **row.values)`` for every row,
+    each row its own test (name, files, window). Expanded into one parametrized test per
+    row at collection (:func:`table_items`)."""
+
+    body: Callable[..., Any]
+    rows: tuple[Row, ...]
+    fix: str
+
+    def checks(self) -> list[tuple[str, Callable[..., Any]]]:
+        """``(test name, check function)`` per row, each declared like an ``@check``."""
+        return [(r.test, self._check(r)) for r in self.rows]
+
+    def _check(self, r: Row) -> Callable[..., Any]:
+        body, values = self.body, r.values
+
+        def run(upstream: Any) -> Any:
+            return body(upstream, **values)
+
+        run.__name__ = run.__qualname__ = r.test
+        run.__module__ = body.__module__
+        run.__doc__ = r.doc or (body.__doc__ or "").format(**values)
+        run.place_as = body  # type: ignore[attr-defined]  # pytest reports the body's location
+        run.canary_table = self  # type: ignore[attr-defined]  # which table made it
+        spec = CheckSpec.declare(
+            reads=r.reads,
+            fix=r.fix or self.fix,
+            since=r.since,
+            until=r.until,
+            known_drift=r.known_drift,
+        )
+        return _declared_check(run, spec)
+
+
+def each(*rows: Row, fix: str) -> Callable[[Callable[..., Any]], CheckTable]:
+    """Declare a table of checks: the decorated body runs once per row, as the row's own
+    test. The body's docstring, formatted with a row's values, is that check's docstring::
+
+        @check.each(
+            row("test_grpo_declares_scaling", path=GRPO, since="1.15.0", name="GRPOTrainer"),
+            row("test_dpo_declares_scaling", path=DPO, since="1.15.0", name="DPOTrainer"),
+            fix="accepts_loss_kwargs shadowing",
+        )
+        def declares_loss_scaling(upstream, name, path):
+            \"\"\"{name} ({path}) declares loss_is_scaled_for_ga.\"\"\"
+            expect_class_attribute(upstream.module(path).cls(name), "loss_is_scaled_for_ga")
+    """
+    if not rows:
+        raise ValueError("a check table needs at least one row")
+    names = [r.test for r in rows]
+    if duplicated := sorted({n for n in names if names.count(n) > 1}):
+        raise ValueError(f"a check table names {', '.join(duplicated)} more than once")
+    if strays := [n for n in names if not n.startswith("test_")]:
+        raise ValueError(f"a table row's test name must start with test_: {', '.join(strays)}")
+
+    def decorate(body: Callable[..., Any]) -> CheckTable:
+        table = CheckTable(body, rows, fix)
+        table.checks()  # validate every row (fix, window, docstring) at import, not at collection
+        return table
+
+    return decorate
+
+
+check.each = each  # type: ignore[attr-defined]
+
+
+def table_items(collector: pytest.Collector, table: CheckTable) -> list[pytest.Item]:
+    """The items of a check table found in a check module: one parametrized test function
+    per row, made the way pytest makes any (``PyCollector._genfunctions``), so ids, ``-k``,
+    markers and ``pytest_generate_tests`` work as for an ``@check`` function. Each row's
+    function is also bound in the module under its test name, where pytest looks a test
+    function up again."""
+    module = collector.obj
+    items: list[pytest.Item] = []
+    for name, function in table.checks():
+        existing = getattr(module, name, None)
+        if existing is not None and getattr(existing, "canary_table", None) is not table:
+            raise ValueError(f"{collector.nodeid}: a table row and another object are both {name}")
+        setattr(module, name, function)
+        items.extend(collector._genfunctions(name, function))  # type: ignore[attr-defined]
+    return items
 
 
 def drift_message(
@@ -133,240 +367,10 @@ def drift_message(
 
 
 def drift_subject(exc: AssertionError, paths: tuple[str, ...]) -> Subject:
-    """What the failing check was looking at: the Drift's own subject when the code index
-    set one, else the function or class the raising expectation was handed (its first such
-    argument), so every expectation, present and future, names its subject without
-    having to pass it. The path falls back to the check's only file, when it reads one."""
-    subject = getattr(exc, "subject", None)
-    if subject is None:
-        subject = Subject(None, _argument_qualname(exc))
+    """What the failing check was looking at: the subject its Drift names (every
+    expectation and code-index lookup names one), its path falling back to the check's only
+    file when the Drift names none (a function knows its qualified name, not its file)."""
+    subject = getattr(exc, "subject", None) or Subject(None)
     if subject.path is None and len(paths) == 1:
         subject = Subject(paths[0], subject.qualname)
     return subject
-
-
-def _argument_qualname(exc: BaseException) -> str | None:
-    tb = exc.__traceback__
-    if tb is None:
-        return None
-    while tb.tb_next is not None:
-        tb = tb.tb_next
-    code = tb.tb_frame.f_code
-    arguments = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
-    for name in arguments:
-        value = tb.tb_frame.f_locals.get(name)
-        if isinstance(value, (Function, Class)):
-            return value.qualname
-    return None
-
-
-# -- expectations: each raises Drift saying what upstream has instead --------------------
-
-
-def expect_parameters(function: Function, *names: str) -> None:
-    """``function`` has each of ``names`` as a named parameter (not only via **kwargs)."""
-    missing = [name for name in names if not function.signature.has(name)]
-    if missing:
-        raise Drift(
-            f"{function.qualname} has no parameter {', '.join(map(repr, missing))}; "
-            f"its signature is {function.signature}"
-        )
-
-
-def expect_keyword_accepted(function: Function, name: str) -> None:
-    """``function`` can be called with ``name=...`` (a parameter, or **kwargs)."""
-    if not function.signature.accepts_keyword(name):
-        raise Drift(
-            f"{function.qualname} cannot take {name}=...; its signature is {function.signature}"
-        )
-
-
-def expect_call(function: Function, callee: str) -> tuple[Call, ...]:
-    """``function`` calls ``callee`` at least once; returns those calls."""
-    found = function.calls_to(callee)
-    if not found:
-        called = sorted({call.func for call in function.calls})
-        listing = ", ".join(called) or "nothing"
-        raise Drift(f"{function.qualname} no longer calls {callee}; it calls: {listing}")
-    return found
-
-
-def expect_defined(module: Module, name: str) -> None:
-    """``module`` itself defines ``name`` (class, function or assignment): an import of it
-    from elsewhere does not count, because the check is about where the code lives."""
-    if name in module.classes or name in module.functions or name in module.assignments:
-        return
-    if name in module.imports:
-        imported = module.imports[name]
-        origin = f"from {imported.module} " if imported.module is not None else ""
-        raise Drift(
-            f"{name!r} is only imported in {module.where} ({origin}import {imported.imported}, "
-            f"line {imported.line}); it is defined elsewhere now"
-        )
-    module.find(name)  # raises Drift listing what is defined there
-
-
-def expect_class_attribute(cls: Class, name: str, *values: object) -> ClassAttribute:
-    """``cls`` assigns ``name`` in its own body, to one of ``values`` when given (compared
-    as literals: ``expect_class_attribute(c, "accepts_loss_kwargs", False)``)."""
-    attribute = cls.attribute(name)
-    if values and attribute.literal not in values:
-        wanted = " or ".join(map(repr, values))
-        raise Drift(
-            f"{cls.qualname}.{name} is {attribute.value} in {cls.where} (line {attribute.line}); "
-            f"expected {wanted}"
-        )
-    return attribute
-
-
-def expect_not_declared(cls: Class, name: str) -> None:
-    """``cls`` does not bind ``name`` in its own body (no default a fix would inherit)."""
-    if cls.declares(name):
-        found = cls.attributes.get(name)
-        how = f" = {found.value} (line {found.line})" if found is not None else ""
-        raise Drift(f"{cls.qualname} now declares {name}{how} in {cls.where}")
-
-
-def expect_base(cls: Class, *bases: str) -> str:
-    """``cls`` derives directly from one of ``bases``; returns the one found."""
-    for base in bases:
-        if base in cls.bases:
-            return base
-    raise Drift(
-        f"class {cls.qualname} in {cls.where} derives from ({', '.join(cls.bases)}), "
-        f"not from {' or '.join(bases)}"
-    )
-
-
-def expect_hasattr(function: Function, attribute: str) -> tuple[str, ...]:
-    """``function`` calls ``hasattr(<object>, "<attribute>")``; returns the objects it asks."""
-    calls = [c for c in function.calls_to("hasattr") if _names_attribute(c, attribute)]
-    if not calls:
-        asked = sorted({f"hasattr({', '.join(c.args)})" for c in function.calls_to("hasattr")})
-        listing = ", ".join(asked) or "nothing"
-        raise Drift(
-            f"{function.qualname} no longer calls hasattr(..., {attribute!r}); "
-            f"its hasattr targets are: {listing}"
-        )
-    return tuple(str(c.arg(0)) for c in calls)
-
-
-def _names_attribute(call: Call, attribute: str) -> bool:
-    return len(call.args) >= 2 and call.literal_args[1] == attribute
-
-
-def expect_assignment(function: Function, target: str) -> tuple[Assignment, ...]:
-    """``function`` assigns ``target`` (normalised text: ``"self.model_accepts_loss_kwargs"``);
-    returns those assignments, in source order."""
-    found = function.assignments_to(target)
-    if not found:
-        assigned = sorted({t for a in function.assignments for t in a.unpacked or a.targets})
-        raise Drift(
-            f"{function.qualname} no longer assigns {target}; it assigns: "
-            f"{', '.join(assigned) or 'nothing'}"
-        )
-    return found
-
-
-def expect_mentions(function: Function, *names: str) -> None:
-    """Every one of ``names`` appears in ``function``'s body as a name or attribute (a
-    fingerprint of the code path a fix relies on)."""
-    missing = [name for name in names if not function.mentions(name)]
-    if missing:
-        raise Drift(
-            f"{function.qualname} ({function.line}-{function.end_line}) no longer mentions "
-            f"{', '.join(missing)}"
-        )
-
-
-def expect_never_assigns(cls: Class, target: str) -> None:
-    """No method of ``cls`` assigns ``target`` (``"self.model_accepts_loss_kwargs"``): the
-    class leaves that value to the code it inherits."""
-    found = [
-        (method, assignment)
-        for method in cls.methods.values()
-        for assignment in method.assignments_to(target)
-    ]
-    if found:
-        where = ", ".join(f"{m.qualname} (line {a.line}: = {a.value})" for m, a in found)
-        raise Drift(f"{cls.qualname} now assigns {target} in {cls.where}: {where}")
-
-
-def expect_assigned_after(function: Function, target: str, callee: str) -> tuple[Assignment, ...]:
-    """``function`` assigns ``target`` after its first call to ``callee``, so the value is
-    not overwritten by that call (an attribute set before ``super().__init__`` is lost);
-    returns the assignments that follow the call."""
-    (first, *_) = expect_call(function, callee)
-    assignments = expect_assignment(function, target)
-    after = tuple(a for a in assignments if a.line > first.line)
-    if not after:
-        lines = ", ".join(str(a.line) for a in assignments)
-        raise Drift(
-            f"{function.qualname} assigns {target} (line {lines}) only before it calls "
-            f"{callee} (line {first.line}), which overwrites it"
-        )
-    return after
-
-
-# -- appended for the transformers catalog ----------------------------------------------
-
-
-def expect_assignment_where(
-    function: Function,
-    target: str,
-    *,
-    guard: str | None = None,
-    values: Iterable[str] = (),
-) -> Assignment:
-    """``function`` assigns ``target`` under ``guard`` (one enclosing ``if`` test, normalised
-    text) and, when ``values`` are given, to one of them (normalised text); returns the first
-    such assignment. The Drift lists every assignment to ``target`` with its guards, so a
-    changed condition or value reads as what upstream decides instead."""
-    wanted = tuple(values)
-    found = [
-        a
-        for a in function.assignments_to(target)
-        if (guard is None or guard in a.guards) and (not wanted or a.value in wanted)
-    ]
-    if found:
-        return found[0]
-    conditions = []
-    if guard is not None:
-        conditions.append(f"under `if {guard}`")
-    if wanted:
-        conditions.append("to " + " or ".join(f"`{v}`" for v in wanted))
-    listing = "; ".join(
-        f"line {a.line}: {target} {a.op or ''}= {a.value}"
-        + (f" under {' and '.join(f'`{g}`' for g in a.guards)}" if a.guards else "")
-        for a in function.assignments_to(target)
-    )
-    raise Drift(
-        f"{function.qualname} no longer assigns {target} {' '.join(conditions)}; "
-        f"its assignments to {target}: {listing or 'none'}"
-    )
-
-
-def expect_bound(module: Module, name: str, *, imported_from: str | None = None) -> str:
-    """``module`` binds ``name`` at module level, so ``from <module> import <name>`` works:
-    a class, function or assignment there, or an import (from ``imported_from`` when given).
-    Returns how it is bound: "class", "function", "assignment" or "import"."""
-    if imported_from is None:
-        for kind, table in (
-            ("class", module.classes),
-            ("function", module.functions),
-            ("assignment", module.assignments),
-        ):
-            if name in table:
-                return kind
-    if name in module.imports:
-        imported = module.imports[name]
-        if imported_from is None or imported.module == imported_from:
-            return "import"
-        raise Drift(
-            f"{module.where} imports {name!r} from {imported.module or imported.imported} "
-            f"(line {imported.line}), not from {imported_from}"
-        )
-    if imported_from is not None and module.defines(name):
-        raise Drift(f"{module.where} binds {name!r} itself now, not by importing {imported_from}")
-    module.find(name)  # raises Drift listing what is defined there
-    return "class"  # unreachable: find() raises for a name bound in none of the tables

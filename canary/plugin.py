@@ -23,7 +23,7 @@ import pytest
 from packaging.version import Version
 
 import canary
-from canary.catalog import Window
+from canary.catalog import CheckSpec, CheckTable, Window, table_items
 from canary.errors import CheckDrift, ConfigError
 from canary.report import endofrun, progress
 from canary.report.record import Recorder, RunFacts, case_of
@@ -211,6 +211,15 @@ class RunPlugin:
             return None
         return True
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_pycollect_makeitem(
+        self, collector: pytest.Module | pytest.Class, name: str, obj: object
+    ) -> list[pytest.Item] | None:
+        """A check table (``@check.each``) in a check module: one parametrized check per row."""
+        if isinstance(obj, CheckTable):
+            return table_items(collector, obj)
+        return None
+
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
         if "upstream" not in metafunc.fixturenames:
             return
@@ -221,7 +230,7 @@ class RunPlugin:
                 f"which package: add pytestmark = pytest.mark.upstream('<package>')"
             )
         package = package_marker.args[0]
-        spec = _Spec.of(metafunc.definition) or _Spec.unchecked()
+        spec = CheckSpec.of(metafunc.definition) or _UNCHECKED
         tags = self.run.tags.package(package)
         params = []
         for case in self.run.cases(package):
@@ -246,7 +255,7 @@ class RunPlugin:
         plan: dict[Case, set[str]] = {}
         for item in session.items:
             case = case_of(item)
-            spec = _Spec.of(item)
+            spec = CheckSpec.of(item)
             if case is not None and spec is not None and not item.get_closest_marker("skip"):
                 plan.setdefault(case, set()).update(spec.reads)
         self.run.workspace.prefetch(plan)
@@ -271,7 +280,7 @@ class RunPlugin:
                 f"{request.node.nodeid}: the upstream fixture is parametrized by canary; "
                 f"mark the module with pytest.mark.upstream('<package>')"
             )
-        spec = _Spec.of(request.node) or _Spec.unchecked()
+        spec = CheckSpec.of(request.node) or _UNCHECKED
         workspace = self.run.workspace
         if case.known_version is None:  # main: the gate needs the version the tree declares
             version = workspace.version(case)
@@ -331,23 +340,9 @@ class RunPlugin:
         )
 
 
-class _Spec:
-    """What a check's ``@check`` declared (until the catalog's typed CheckSpec lands)."""
-
-    def __init__(self, reads: tuple[str, ...], window: Window, known_drift: dict[str, str]):
-        self.reads, self.window, self.known_drift = reads, window, known_drift
-
-    @classmethod
-    def of(cls, item: pytest.Item) -> _Spec | None:
-        marker = item.get_closest_marker("canary_check")
-        if marker is None:
-            return None
-        kwargs = marker.kwargs
-        return cls(kwargs["reads"], kwargs["window"], kwargs.get("known_drift", {}))
-
-    @classmethod
-    def unchecked(cls) -> _Spec:
-        return cls((), Window(), {})
+# A test that takes ``upstream`` without ``@check``: every release, no files declared
+# (the snapshot refuses any file it reads, saying a check must declare it).
+_UNCHECKED = CheckSpec(reads=(), fix="", window=Window(), known_drift={})
 
 
 def _drift_expected(reason: str, *, strict: bool = False) -> pytest.MarkDecorator:

@@ -21,7 +21,7 @@ from canary.catalog import (
     expect_parameters,
 )
 from canary.codeindex import parse_module
-from canary.errors import Drift
+from canary.errors import Drift, Subject
 
 SOURCE = """
 class Trainer:
@@ -261,3 +261,269 @@ def test_known_drift_must_lie_inside_the_window_and_say_why():
         check(reads="pkg/a.py", fix="chunked NLL loss", since="5.0.0", known_drift={"4.0.0": "x"})
     with pytest.raises(ValueError, match=r"known_drift 5\.1\.0 needs a reason"):
         check(reads="pkg/a.py", fix="chunked NLL loss", known_drift={"5.1.0": " "})
+
+
+# -- the vocabulary: any_of, module values, decorators, parameters, calls ---------------
+
+SHAPES = """
+import contextlib
+from importlib.metadata import version
+
+__version__ = version("pkg")
+VERSION_TUPLE = (1, 2)
+
+
+@contextlib.contextmanager
+def unwrap(model, accelerator, *args, template_kwargs=None, **kwargs):
+    if accelerator is not None:
+        model = accelerator.unwrap(model)
+    loss = 1
+    loss *= 2
+    apply(model, "chat", tokenize=False, **kwargs)
+    setup()
+    ready = True
+    return (model, None)
+
+
+class Model:
+    @property
+    def base_model(self):
+        return self
+"""
+
+
+@pytest.fixture
+def shapes():
+    return parse_module(SHAPES, path="pkg/shapes.py", origin="pkg 1.0.0")
+
+
+def test_expect_any_of_returns_the_first_that_holds_and_lists_every_failure(shapes):
+    from canary.catalog import expect_any_of, expect_decorated
+
+    unwrap = shapes.function("unwrap")
+    found = expect_any_of(
+        lambda: expect_decorated(unwrap, "property"),
+        lambda: expect_decorated(unwrap, "contextlib.contextmanager"),
+    )
+    assert found == "contextlib.contextmanager"
+    with pytest.raises(
+        Drift, match=r"none of 2 alternatives holds: \(1\) .*@property.*; \(2\) "
+    ) as e:
+        expect_any_of(
+            lambda: expect_decorated(unwrap, "property"),
+            lambda: expect_parameters(unwrap, "labels"),
+        )
+    assert e.value.subject == Subject(None, "unwrap")
+    assert e.value.kind == Drift.CHANGED
+    # Alternatives that fail the same way say it once.
+    with pytest.raises(Drift, match=r"^unwrap no longer calls isinstance; it calls: ") as e:
+        expect_any_of(
+            lambda: expect_call(unwrap, "isinstance", args=["model"]),
+            lambda: expect_call(unwrap, "isinstance", args=["accelerator"]),
+        )
+    # Gone in every alternative: the drift is a MISSING one.
+    with pytest.raises(Drift) as e:
+        expect_any_of(lambda: shapes.cls("Trainer"), lambda: shapes.function("train"))
+    assert e.value.kind == Drift.MISSING
+    assert e.value.subject == Subject("pkg/shapes.py", "Trainer")
+
+
+def test_expect_module_value_compares_text_or_literals(shapes):
+    from canary.catalog import expect_module_value
+
+    assert expect_module_value(shapes, "__version__", values=["version('pkg')"]).line == 5
+    expect_module_value(shapes, "VERSION_TUPLE", literals=[(1, 2)])
+    with pytest.raises(
+        Drift,
+        match=r"pkg/shapes\.py \(pkg 1\.0\.0\) assigns __version__ = version\('pkg'\) "
+        r"\(line 5\), not '1\.0\.0'",
+    ) as e:
+        expect_module_value(shapes, "__version__", literals=["1.0.0"])
+    assert (e.value.subject, e.value.kind) == (Subject("pkg/shapes.py", "__version__"), "changed")
+    with pytest.raises(ValueError, match=r"needs values= or literals="):
+        expect_module_value(shapes, "__version__")
+    with pytest.raises(Drift, match=r"'version' is not assigned at module level .*imported") as e:
+        expect_module_value(shapes, "version", values=["x"])
+    assert e.value.kind == Drift.MISSING
+
+
+def test_expect_decorated_compares_whole_decorators(shapes):
+    from canary.catalog import expect_decorated
+
+    base_model = shapes.cls("Model").method("base_model")
+    assert expect_decorated(base_model, "property") == "property"
+    with pytest.raises(
+        Drift,
+        match=r"unwrap is no longer decorated @contextmanager; it has "
+        r"@contextlib\.contextmanager",
+    ) as e:
+        expect_decorated(shapes.function("unwrap"), "contextmanager")
+    assert e.value.subject == Subject(None, "unwrap")
+
+
+def test_expect_no_parameter_and_parameter_kinds(shapes):
+    from canary.catalog import expect_leading_parameters, expect_no_parameter, expect_parameter_kind
+    from canary.codeindex import KEYWORD_ONLY, VAR_KEYWORD
+
+    unwrap = shapes.function("unwrap")
+    expect_no_parameter(unwrap, "bias")
+    with pytest.raises(Drift, match=r"unwrap takes 'accelerator' again; its signature is \(model"):
+        expect_no_parameter(unwrap, "bias", "accelerator")
+    expect_leading_parameters(unwrap, "model", "accelerator")
+    with pytest.raises(Drift, match=r"unwrap\(model, accelerator, .*\) no longer starts \(acc"):
+        expect_leading_parameters(unwrap, "accelerator", "model")
+    assert expect_parameter_kind(unwrap, "template_kwargs", KEYWORD_ONLY).default == "None"
+    expect_parameter_kind(unwrap, "kwargs", VAR_KEYWORD)
+    with pytest.raises(Drift, match=r"no var-keyword parameter 'template_kwargs' \(template_kwa"):
+        expect_parameter_kind(unwrap, "template_kwargs", VAR_KEYWORD)
+    with pytest.raises(Drift, match=r"no keyword-only parameter 'labels' \(labels is not there\)"):
+        expect_parameter_kind(unwrap, "labels", KEYWORD_ONLY)
+
+
+def test_expect_call_matches_leading_args_and_keywords(shapes):
+    unwrap = shapes.function("unwrap")
+    (call,) = expect_call(unwrap, "apply", args=["model", "'chat'"], keywords={"tokenize": "False"})
+    assert call.line == 15
+    expect_call(unwrap, "apply", keywords={"**": "kwargs"})
+    with pytest.raises(
+        Drift, match=r"no longer calls apply\(model, tokenize=True, \.\.\.\); its calls: line 15: "
+    ):
+        expect_call(unwrap, "apply", args=["model"], keywords={"tokenize": "True"})
+
+
+def test_expect_assignment_where_unguarded_augmented_and_after(shapes):
+    from canary.catalog import expect_assignment_where
+
+    unwrap = shapes.function("unwrap")
+    assert expect_assignment_where(unwrap, "loss", augmented="*", values=["2"]).line == 14
+    with pytest.raises(Drift, match=r"no longer assigns model unconditionally; its assignments"):
+        expect_assignment_where(unwrap, "model", unguarded=True)
+    assert expect_assignment_where(unwrap, "ready", after="setup", unguarded=True).line == 17
+    with pytest.raises(Drift, match=r"no longer assigns loss after calling setup \(line 16\)"):
+        expect_assignment_where(unwrap, "loss", after="setup")
+
+
+def test_negative_expectations_name_what_is_there(shapes):
+    from canary.catalog import expect_not_bound, expect_not_mentioned, expect_returns
+
+    unwrap = shapes.function("unwrap")
+    expect_not_mentioned(unwrap, "current_gradient_accumulation_steps")
+    with pytest.raises(Drift, match=r"unwrap \(10-18\) now mentions accelerator$"):
+        expect_not_mentioned(unwrap, "accelerator", "labels")
+    expect_not_bound(shapes, "neftune_hook")
+    with pytest.raises(Drift, match=r"now binds 'version'; 'version' is imported there") as e:
+        expect_not_bound(shapes, "version")
+    assert e.value.subject == Subject("pkg/shapes.py", "version")
+    assert expect_returns(unwrap, "model", "(model, None)") == "(model, None)"
+    with pytest.raises(Drift, match=r"no longer returns model; it returns: \(model, None\)"):
+        expect_returns(unwrap, "model")
+
+
+def test_expect_hasattr_only_on_one_object(models):
+    init = models.cls("Wrapper").method("__init__")
+    expect_hasattr(init, "accepts_loss_kwargs", only_on="self.model")
+    with pytest.raises(Drift, match=r"on self\.model, not on model alone"):
+        expect_hasattr(init, "accepts_loss_kwargs", only_on="model")
+
+
+def test_every_drift_names_its_subject_and_kind(trainer, models):
+    with pytest.raises(Drift) as e:
+        trainer.method("forward")
+    assert (e.value.subject, e.value.kind) == (
+        Subject("pkg/trainer.py", "Trainer.forward"),
+        "missing",
+    )
+    with pytest.raises(Drift) as e:
+        expect_parameters(trainer.method("compute_loss"), "num_items_in_batch")
+    assert (e.value.subject, e.value.kind) == (Subject(None, "Trainer.compute_loss"), "changed")
+    with pytest.raises(Drift) as e:
+        expect_base(models.cls("Wrapper"), "Trainer")
+    assert e.value.subject == Subject("pkg/models.py", "Wrapper")
+    with pytest.raises(Drift) as e:
+        expect_defined(models, "moved_helper")
+    assert (e.value.subject, e.value.kind) == (Subject("pkg/models.py", "moved_helper"), "changed")
+
+
+def test_a_check_drift_takes_its_only_file_when_the_subject_names_none(trainer):
+    from canary.catalog import drift_subject
+
+    exc = Drift("x", subject=Subject(None, "Trainer.compute_loss"))
+    assert drift_subject(exc, ("pkg/trainer.py",)) == Subject(
+        "pkg/trainer.py", "Trainer.compute_loss"
+    )
+    assert drift_subject(exc, ("a.py", "b.py")) == Subject(None, "Trainer.compute_loss")
+    assert drift_subject(AssertionError("plain"), ("a.py",)) == Subject("a.py", None)
+
+
+# -- the check specification and tables -------------------------------------------------
+
+
+@pytest.fixture
+def canary_markers(pytestconfig: pytest.Config) -> None:
+    """The marker @check sets, registered as a canary run registers it (this unit session
+    is not a canary run, and --strict-markers refuses an unknown marker)."""
+    pytestconfig.addinivalue_line("markers", "canary_check(spec): set by @canary.catalog.check")
+
+
+def test_check_carries_one_typed_spec(canary_markers):
+    from canary.catalog import CheckSpec, Window
+
+    @check(reads="pkg/a.py", fix="chunked NLL loss", since="1.0.0", known_drift={"1.1.0": "x"})
+    def test_a(upstream):
+        """a."""
+
+    (marker,) = test_a.pytestmark
+    assert marker.name == "canary_check"
+    assert marker.args == (
+        CheckSpec(("pkg/a.py",), "chunked NLL loss", Window("1.0.0"), {"1.1.0": "x"}),
+    )
+
+
+def _rows():
+    from canary.catalog import row
+
+    return (
+        row("test_a_declares", path="pkg/a.py", since="1.0.0", name="A"),
+        row("test_b_declares", path="pkg/b.py", until="2.0.0", name="B", fix="chunked NLL loss"),
+    )
+
+
+def test_a_table_is_one_check_per_row_with_its_own_name_files_window_and_fix(canary_markers):
+    from canary.catalog import CheckSpec, CheckTable, Window
+
+    calls = []
+
+    @check.each(*_rows(), fix="accepts_loss_kwargs shadowing")
+    def declares(upstream, name, path):
+        """{name} ({path}) declares it."""
+        calls.append((upstream, name, path))
+
+    assert isinstance(declares, CheckTable)
+    checks = dict(declares.checks())
+    assert list(checks) == ["test_a_declares", "test_b_declares"]
+    a, b = checks["test_a_declares"], checks["test_b_declares"]
+    assert (a.__name__, a.__doc__) == ("test_a_declares", "A (pkg/a.py) declares it.")
+    assert a.pytestmark[0].args[0] == CheckSpec(
+        ("pkg/a.py",), "accepts_loss_kwargs shadowing", Window("1.0.0"), {}
+    )
+    assert b.pytestmark[0].args[0].fix == "chunked NLL loss"  # the row's own fix
+    assert b.pytestmark[0].args[0].window == Window(None, "2.0.0")
+    b(upstream="snapshot")
+    assert calls == [("snapshot", "B", "pkg/b.py")]
+
+
+def test_a_table_refuses_duplicate_and_stray_names_and_bad_rows(canary_markers):
+    from canary.catalog import row
+
+    def body(upstream, name, path):
+        """{name}."""
+
+    rows = _rows()
+    with pytest.raises(ValueError, match=r"names test_a_declares more than once"):
+        check.each(rows[0], rows[0], fix="chunked NLL loss")(body)
+    with pytest.raises(ValueError, match=r"must start with test_: a_declares"):
+        check.each(row("a_declares", path="pkg/a.py"), fix="chunked NLL loss")
+    with pytest.raises(ValueError, match=r"row test_x needs reads= or a path= value"):
+        row("test_x", name="A")
+    with pytest.raises(KeyError):  # a typo in the fix, at import
+        check.each(*rows, fix="no such fix")(body)

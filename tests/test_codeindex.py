@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import pickle
 import sys
@@ -639,10 +640,16 @@ def test_module_assignments_and_defines():
     assert assigns["datasets"].literal is None  # only the handler assigns it
     assert "NOT_MODULE_LEVEL" not in assigns
     assert "os.environ['A']" not in assigns
-    for name in ("os", "logger", "x", "Trainer", "train", "DataCollator", "datasets"):
+    for name in ("logger", "x", "Trainer", "train", "datasets"):
         assert module.defines(name), name
-    assert not module.defines("nested_fn")
-    assert not module.defines("NOT_MODULE_LEVEL")
+        assert module.binds(name), name
+    # Imports bind a name here but do not define it: the code lives elsewhere.
+    for name in ("os", "DataCollator"):
+        assert module.binds(name), name
+        assert not module.defines(name), name
+    for name in ("nested_fn", "NOT_MODULE_LEVEL"):
+        assert not module.binds(name), name
+        assert not module.defines(name), name
 
 
 def test_module_level_conditional_definitions():
@@ -886,14 +893,14 @@ def test_not_literal_sentinel():
 def test_expression_too_deep_to_unparse_falls_back_to_original_text(monkeypatch):
     # ast.unparse recurses; a few hundred chained operators exhaust the recursion limit.
     # Simulate that deterministically rather than depending on the current stack depth.
-    real_unparse = codeindex.ast.unparse
+    real_unparse = ast.unparse
 
     def unparse(node):
-        if isinstance(node, codeindex.ast.BinOp):
+        if isinstance(node, ast.BinOp):
             raise RecursionError("maximum recursion depth exceeded")
         return real_unparse(node)
 
-    monkeypatch.setattr(codeindex.ast, "unparse", unparse)
+    monkeypatch.setattr(ast, "unparse", unparse)
     module = parse_module("def f():\n    return g(a  +  b, c)\n", path="a.py")
     (call,) = module.function("f").calls
     assert call.func == "g"
@@ -910,7 +917,7 @@ def test_too_deep_for_the_parser_is_a_parse_error(monkeypatch):
     def parse(*args, **kwargs):
         raise RecursionError("maximum recursion depth exceeded during ast construction")
 
-    monkeypatch.setattr(codeindex.ast, "parse", parse)
+    monkeypatch.setattr(ast, "parse", parse)
     with pytest.raises(ParseError, match=r"cannot parse a\.py: nested too deeply"):
         parse_module("x = 1\n", path="a.py")
 
@@ -938,3 +945,29 @@ def test_match_statement_and_except_star():
 def test_except_star_at_module_level():
     module = parse("try:\n    A = 1\nexcept* ValueError:\n    A = 2\n")
     assert module.assignments["A"].literal == 1
+
+
+# --------------------------------------------------------------------------- layering
+
+
+def test_the_package_layers_import_one_way_only():
+    """parse -> model -> body -> expressions: no layer imports one above it, not even
+    inside a function (the body walker used to re-enter the parser from Function)."""
+    from pathlib import Path
+
+    layers = ["expressions", "body", "model", "parse"]
+    package = Path(codeindex.__file__).parent
+    for rank, layer in enumerate(layers):
+        tree = ast.parse((package / f"{layer}.py").read_text())
+        imported = {
+            node.module.rpartition(".")[2]
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom)
+            and node.module
+            and node.module.startswith("canary.codeindex")
+        }
+        above = imported & set(layers[rank + 1 :])
+        assert not above, f"{layer} imports {above}, a layer above it"
+        assert "canary.codeindex" not in {
+            node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+        }, f"{layer} imports the package itself"

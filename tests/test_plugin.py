@@ -153,6 +153,58 @@ def test_drift_names_the_fix_the_file_and_what_was_found(project, cache_dir):
     )
 
 
+TABLE = '''
+import pytest
+from canary.catalog import check, expect_parameters, row
+
+pytestmark = pytest.mark.upstream("toy")
+
+@check.each(
+    row("test_run_takes_num_items_in_batch", path="toy/core.py", since="1.1.0",
+        name="num_items_in_batch"),
+    row("test_run_takes_steps", path="toy/core.py", until="2.0.0", name="steps"),
+    fix="chunked NLL loss",
+)
+def run_takes(upstream, path, name):
+    """Engine.run takes {name}."""
+    expect_parameters(upstream.module(path).cls("Engine").method("run"), name)
+'''
+
+
+def test_a_check_table_is_one_parametrized_check_per_row(project, cache_dir):
+    project.makepyfile(test_toy=TABLE)
+    ids = [line for line in run(project, "--collect-only", "-q").outlines if "::" in line]
+    assert len(ids) == 12
+    assert "test_toy.py::test_run_takes_steps[toy_1_0_0]" in ids
+    assert "test_toy.py::test_run_takes_num_items_in_batch[toy_2_10_0]" in ids
+    # Each row keeps its own window; -k selects rows by their own names.
+    result = run(project, "-k", "steps and toy_2")
+    result.assert_outcomes(skipped=2)
+    result.stdout.fnmatch_lines(["*SKIPPED [[]2] *outside the window of test_run_takes_steps*"])
+    Cache(cache_dir).write_file(FileKey("index", "toy", "2.10.0", "toy/core.py"), DRIFTED)
+    result = run(project)
+    result.assert_outcomes(passed=6, failed=1, skipped=3, xfailed=1, xpassed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*_ test_run_takes_num_items_in_batch[[]toy_2_10_0[]] _*",
+            "*expected: Engine.run takes num_items_in_batch.",
+        ]
+    )
+
+
+SHADOWED_ROW = '''
+@check(reads="toy/core.py", fix="chunked NLL loss")
+def test_run_takes_steps(upstream):
+    """Engine.run takes steps."""
+'''
+
+
+def test_a_table_row_may_not_shadow_a_check_of_the_same_name(project):
+    project.makepyfile(test_toy=TABLE + SHADOWED_ROW)
+    result = run(project, "--collect-only", "-q")
+    result.stdout.fnmatch_lines(["*a table row and another object are both test_run_takes_steps*"])
+
+
 def test_a_file_missing_upstream_is_drift_not_a_pass(project, cache_dir):
     Cache(cache_dir).write_file(FileKey("index", "toy", "2.10.0", "toy/core.py"), None)
     result = run(project, "-k", "toy_2_10_0")

@@ -10,12 +10,19 @@ import pytest
 
 from canary.catalog import (
     check,
+    drift,
+    expect_assignment,
     expect_base,
+    expect_bound,
     expect_class_attribute,
+    expect_decorated,
     expect_defined,
+    expect_leading_parameters,
+    expect_module_value,
+    expect_parameter_kind,
     expect_parameters,
 )
-from canary.errors import Drift
+from canary.codeindex import KEYWORD_ONLY
 
 pytestmark = pytest.mark.upstream("peft")
 
@@ -48,10 +55,13 @@ def test_get_base_model_returns_the_transformers_model(upstream):
     the tuner) for adapters, and self.base_model for prompt learning, whose virtual tokens
     PeftModel.forward adds before calling it."""
     get_base_model = upstream.module(PEFT_MODEL).cls("PeftModel").method("get_base_model")
+    # Unique and textual: both parts sit in one conditional return expression.
     returned = " | ".join(get_base_model.returns)
     for part in ("self.base_model.model", "is_prompt_learning"):
         if part not in returned:
-            raise Drift(f"PeftModel.get_base_model returns {returned}, without {part}")
+            raise drift(
+                get_base_model, f"PeftModel.get_base_model returns {returned}, without {part}"
+            )
 
 
 @check(reads=PEFT_MODEL, fix="accepts_loss_kwargs shadowing")
@@ -62,9 +72,9 @@ def test_peft_model_forwards_attributes(upstream):
 
 
 def _require_tuner_keeps_model(upstream) -> None:
-    init = upstream.module(TUNERS_UTILS).cls("BaseTuner").method("__init__")
-    if not init.assignments_to("self.model"):
-        raise Drift("BaseTuner.__init__ no longer keeps the wrapped model as self.model")
+    expect_assignment(
+        upstream.module(TUNERS_UTILS).cls("BaseTuner").method("__init__"), "self.model"
+    )
 
 
 @check(reads=(TUNERS_UTILS, LORA_MODEL), fix="accepts_loss_kwargs shadowing", until="0.18.0")
@@ -110,12 +120,7 @@ def test_lora_create_and_replace_positional_signature(upstream):
     """LoraModel._create_and_replace takes (self, lora_config, adapter_name, target,
     target_name, parent, current_key) in that order, the order the patch calls it with."""
     method = upstream.module(LORA_MODEL).cls("LoraModel").method("_create_and_replace")
-    positional = method.signature.names[: len(_CREATE_AND_REPLACE)]
-    if positional != _CREATE_AND_REPLACE:
-        raise Drift(
-            f"LoraModel._create_and_replace is {method.signature}; expected it to start "
-            f"({', '.join(_CREATE_AND_REPLACE)})"
-        )
+    expect_leading_parameters(method, *_CREATE_AND_REPLACE)
 
 
 @check(reads=LORA_MODEL, fix="LoraModel._create_and_replace patch", since="0.17.0")
@@ -123,10 +128,7 @@ def test_lora_create_and_replace_takes_parameter_name(upstream):
     """LoraModel._create_and_replace also takes keyword-only parameter_name (LoRA on
     nn.Parameter), which the patch must pass through."""
     method = upstream.module(LORA_MODEL).cls("LoraModel").method("_create_and_replace")
-    if "parameter_name" not in method.signature.keyword_only:
-        raise Drift(
-            f"LoraModel._create_and_replace has no keyword-only parameter_name: {method.signature}"
-        )
+    expect_parameter_kind(method, "parameter_name", KEYWORD_ONLY)
 
 
 @check(reads=LORA_LAYER, fix="LoRA variant kwargs injection", since="0.18.0")
@@ -135,9 +137,11 @@ def test_variant_kwarg_keys(upstream):
     (alora_offsets among them), the list the patch extends."""
     layer = upstream.module(LORA_LAYER)
     expect_defined(layer, "VARIANT_KWARG_KEYS")
-    keys = layer.assignments["VARIANT_KWARG_KEYS"]
+    keys = layer.assignment("VARIANT_KWARG_KEYS")
+    # Unique: a list literal that holds one name among others the patch does not care about.
     if not isinstance(keys.literal, list) or "alora_offsets" not in keys.literal:
-        raise Drift(f"VARIANT_KWARG_KEYS = {keys.value}, not a list literal with 'alora_offsets'")
+        message = f"VARIANT_KWARG_KEYS = {keys.value}, not a list literal with 'alora_offsets'"
+        raise drift(layer, message)
 
 
 @check(reads=LORA_LAYER, fix="LoRA ParamWrapper patch", since="0.17.0")
@@ -192,12 +196,7 @@ def test_modules_to_save_wrapper_paths(upstream):
     """ModulesToSaveWrapper is defined in peft/utils/other.py and exported from peft.utils,
     so both import paths the patch uses name the same class."""
     expect_defined(upstream.module(UTILS_OTHER), "ModulesToSaveWrapper")
-    exported = upstream.module(UTILS_INIT).imports.get("ModulesToSaveWrapper")
-    if exported is None or exported.module != ".other":
-        origin = f"from {exported.module}" if exported is not None else "not at all"
-        raise Drift(
-            f"peft/utils/__init__.py imports ModulesToSaveWrapper {origin}, not from .other"
-        )
+    expect_bound(upstream.module(UTILS_INIT), "ModulesToSaveWrapper", imported_from=".other")
 
 
 @check(reads=PEFT_MODEL, fix="PEFT adapter loading")
@@ -205,19 +204,11 @@ def test_peft_model_from_pretrained(upstream):
     """PeftModel.from_pretrained is a classmethod taking (model, model_id, adapter_name,
     is_trainable)."""
     from_pretrained = upstream.module(PEFT_MODEL).cls("PeftModel").method("from_pretrained")
-    if "classmethod" not in from_pretrained.decorators:
-        raise Drift(
-            f"PeftModel.from_pretrained is no longer a classmethod: {from_pretrained.decorators}"
-        )
+    expect_decorated(from_pretrained, "classmethod")
     expect_parameters(from_pretrained, "model", "model_id", "adapter_name", "is_trainable")
 
 
 @check(reads=PEFT_INIT, fix="peft version gate")
 def test_version_is_a_literal(upstream):
     """peft/__init__.py assigns __version__ the release's own version as a string literal."""
-    version = upstream.module(PEFT_INIT).assignments.get("__version__")
-    if version is None or version.literal != str(upstream.version):
-        found = version.value if version is not None else "nothing"
-        raise Drift(
-            f"peft/__init__.py assigns __version__ = {found}, not {str(upstream.version)!r}"
-        )
+    expect_module_value(upstream.module(PEFT_INIT), "__version__", literals=[str(upstream.version)])

@@ -12,20 +12,28 @@ import pytest
 
 from canary.catalog import (
     check,
+    drift,
+    expect_any_of,
     expect_assignment,
     expect_assignment_where,
     expect_base,
     expect_bound,
     expect_call,
     expect_class_attribute,
+    expect_decorated,
     expect_defined,
     expect_hasattr,
     expect_keyword_accepted,
+    expect_leading_parameters,
     expect_mentions,
+    expect_module_value,
+    expect_no_parameter,
     expect_not_declared,
+    expect_not_mentioned,
     expect_parameters,
+    expect_returns,
+    row,
 )
-from canary.errors import Drift
 from canary.fixes.grad_accum_clamp import DOUBLE_DIVISION_WINDOW, in_double_division_window
 
 pytestmark = pytest.mark.upstream("transformers")
@@ -95,11 +103,13 @@ def test_init_reads_only_the_forward_signature(upstream):
     instance shadow reaches nothing there: only the hook's assignment after __init__ applies."""
     init = _init(upstream)
     expect_call(init, "inspect.signature")
+    # Unique: the absence of a call, with any object asked.
     asked = [c for c in init.calls_to("hasattr") if "'accepts_loss_kwargs'" in c.args[1:2]]
     if asked:
-        raise Drift(
+        raise drift(
+            init,
             f"{init.qualname} now asks {', '.join(c.source for c in asked)} (line "
-            f"{asked[0].line}): the shadow applies here too, widen the hasattr checks' window"
+            f"{asked[0].line}): the shadow applies here too, widen the hasattr checks' window",
         )
 
 
@@ -109,9 +119,7 @@ def test_init_asks_the_model_itself(upstream):
     was given (PEFT wrapper included, answered through PeftModel.__getattr__) and takes
     model.accepts_loss_kwargs: the shadow on the outermost level is the one read."""
     init = _init(upstream)
-    targets = expect_hasattr(init, "accepts_loss_kwargs")
-    if targets != ("model",):
-        raise Drift(f"{init.qualname} asks hasattr on {', '.join(targets)}, not on model")
+    expect_hasattr(init, "accepts_loss_kwargs", only_on="model")
     expect_assignment_where(
         init,
         ACCEPTS,
@@ -126,9 +134,7 @@ def test_init_asks_the_unwrapped_model(upstream):
     accelerate- and PEFT-unwrapped model and takes its value: the shadow on the HF model level
     (PeftModel.get_base_model()) is the one read."""
     init = _init(upstream)
-    targets = expect_hasattr(init, "accepts_loss_kwargs")
-    if targets != ("unwrapped_model",):
-        raise Drift(f"{init.qualname} asks hasattr on {', '.join(targets)}, not on unwrapped_model")
+    expect_hasattr(init, "accepts_loss_kwargs", only_on="unwrapped_model")
     expect_assignment_where(
         init,
         ACCEPTS,
@@ -200,8 +206,7 @@ def test_pretrained_model_base_model_is_a_property(upstream):
     """PreTrainedModel.base_model is a property: the fix's wrapper walk follows .base_model
     (it is found on the class, so the walk does not go through PEFT's __getattr__)."""
     base_model = upstream.module(MODELING_UTILS).cls("PreTrainedModel").method("base_model")
-    if "property" not in base_model.decorators:
-        raise Drift(f"{base_model.qualname} is decorated {base_model.decorators}, not @property")
+    expect_decorated(base_model, "property")
 
 
 # -- accepts_loss_kwargs: compute_loss hands num_items_in_batch to the model ----------------
@@ -264,11 +269,7 @@ def test_training_step_divides_when_no_items_were_counted(upstream):
     )
     samples = trainer.method("get_batch_samples")
     expect_mentions(samples, "model_accepts_loss_kwargs")
-    if "(batch_samples, None)" not in samples.returns:
-        raise Drift(
-            f"{samples.qualname} no longer returns (batch_samples, None); "
-            f"it returns {samples.returns}"
-        )
+    expect_returns(samples, "(batch_samples, None)")
 
 
 @check(reads=TRAINER, fix=SHADOW, since="4.48.1", until="5.19.0")
@@ -283,13 +284,12 @@ def test_training_step_divides_unless_model_accepts_loss_kwargs(upstream):
     )
     step = _trainer(upstream).method("training_step")
     divisions = [f"loss / {STEPS}", f"loss / {CURRENT_STEPS}"]
-    for guard in guards:
-        try:
-            expect_assignment_where(step, "loss", guard=guard, values=divisions)
-            return
-        except Drift:
-            continue
-    expect_assignment_where(step, "loss", guard=guards[-1], values=divisions)  # the Drift
+    expect_any_of(
+        *(
+            lambda guard=guard: expect_assignment_where(step, "loss", guard=guard, values=divisions)
+            for guard in guards
+        )
+    )
 
 
 @check(reads=TRAINER, fix=SHADOW, since="5.19.0")
@@ -339,18 +339,20 @@ def test_accelerate_plugin_matches_double_division_window(upstream):
     found = f"GradientAccumulationPlugin built: {builds}; grad_acc_kwargs['num_steps'] = {assigned}"
     if inside:
         if not builds or STEPS not in steps:
-            raise Drift(
+            raise drift(
+                create,
                 f"{upstream.case} is inside DOUBLE_DIVISION_WINDOW {DOUBLE_DIVISION_WINDOW} but "
                 f"{create.qualname} does not hand Accelerate the accumulation steps ({found}): "
-                "narrow the window"
+                "narrow the window",
             )
         expect_mentions(
             _trainer(upstream).method("training_step"), "current_gradient_accumulation_steps"
         )
     elif builds and steps != ("1",):
-        raise Drift(
+        raise drift(
+            create,
             f"{upstream.case} is outside DOUBLE_DIVISION_WINDOW {DOUBLE_DIVISION_WINDOW} but "
-            f"{create.qualname} does not pin Accelerate to 1 step ({found}): widen the window"
+            f"{create.qualname} does not pin Accelerate to 1 step ({found}): widen the window",
         )
 
 
@@ -359,17 +361,12 @@ def test_training_step_undoes_accelerate_division(upstream):
     """4.46.1 hands GradientAccumulationPlugin the accumulation steps too, but training_step
     multiplies the loss by them before accelerator.backward divides: no double division, and
     the clamp (whose live check looks for current_gradient_accumulation_steps) stays off."""
-    create, builds, steps = _plugin_num_steps(upstream)
-    if not builds or STEPS not in steps:
-        raise Drift(f"{create.qualname} no longer hands Accelerate the accumulation steps: {steps}")
+    create = _trainer(upstream).method("create_accelerator_and_postprocess")
+    expect_call(create, "GradientAccumulationPlugin")
+    expect_assignment_where(create, "grad_acc_kwargs['num_steps']", values=[STEPS])
     step = _trainer(upstream).method("training_step")
-    multiplied = [a for a in step.assignments_to("loss") if a.op == "*" and a.value == STEPS]
-    if not multiplied:
-        raise Drift(f"{step.qualname} no longer does loss *= {STEPS} before backward")
-    if step.mentions("current_gradient_accumulation_steps"):
-        raise Drift(
-            f"{step.qualname} mentions current_gradient_accumulation_steps: the clamp would fire"
-        )
+    expect_assignment_where(step, "loss", augmented="*", values=[STEPS])
+    expect_not_mentioned(step, "current_gradient_accumulation_steps")  # the clamp would fire
 
 
 # -- chunked NLL loss: how num_items_in_batch is counted -----------------------------------
@@ -481,24 +478,54 @@ def test_for_causal_lm_loss_takes_shift_labels(upstream):
 # inner .model declares (vision wrappers that build their own loss).
 
 
-def _declares_false(upstream, path, *classes):
+@check.each(
+    row("test_gemma3_model_declares_no_loss_kwargs", path=GEMMA3, since="4.53.0",
+        declare=["Gemma3Model"],
+        doc="From 4.53 Gemma3Model declares accepts_loss_kwargs = False in its class body: the "
+        "value the fix finds one level below Gemma3ForConditionalGeneration."),
+    row("test_gemma3_for_conditional_generation_declares_no_loss_kwargs", path=GEMMA3,
+        since="4.57.1", until="5.17.0", declare=["Gemma3ForConditionalGeneration"],
+        doc="4.57-5.16: Gemma3ForConditionalGeneration itself declares accepts_loss_kwargs = "
+        "False, the same value the fix shadows from the inner Gemma3Model."),
+    row("test_gemma3n_model_declares_no_loss_kwargs", path=GEMMA3N, since="4.53.0",
+        declare=["Gemma3nModel"],
+        doc="From 4.53 Gemma3nModel declares accepts_loss_kwargs = False: the value the fix "
+        "shadows on Gemma3nForConditionalGeneration, whose own class is silent before 5.6."),
+    row("test_gemma3n_for_conditional_generation_declares_no_loss_kwargs", path=GEMMA3N,
+        since="5.6.0", declare=["Gemma3nForConditionalGeneration"],
+        doc="From 5.6 Gemma3nForConditionalGeneration declares accepts_loss_kwargs = False "
+        "itself, agreeing with the inner Gemma3nModel the fix reads."),
+    row("test_paligemma_model_declares_no_loss_kwargs", path=PALIGEMMA, since="4.53.0",
+        declare=["PaliGemmaModel"], silent=["PaliGemmaForConditionalGeneration"],
+        doc="From 4.53 PaliGemmaModel declares accepts_loss_kwargs = False; the outer "
+        "PaliGemmaForConditionalGeneration never does, so the fix decides from the outer "
+        "forward (inheriting that False only where the forward builds its own loss)."),
+    row("test_qwen2_vl_model_declares_no_loss_kwargs", path=QWEN2_VL, since="4.56.0",
+        declare=["Qwen2VLModel"], silent=["Qwen2VLForConditionalGeneration"],
+        doc="From 4.56 Qwen2VLModel declares accepts_loss_kwargs = False; the outer "
+        "Qwen2VLForConditionalGeneration never does, so only the fix's walk finds it."),
+    row("test_qwen2_5_vl_declares_no_loss_kwargs", path=QWEN2_5_VL, since="4.56.0",
+        declare=["Qwen2_5_VLModel", "Qwen2_5_VLForConditionalGeneration"],
+        doc="From 4.56 Qwen2_5_VLModel and Qwen2_5_VLForConditionalGeneration both declare "
+        "accepts_loss_kwargs = False."),
+    row("test_qwen3_vl_declares_no_loss_kwargs", path=QWEN3_VL, since="4.57.1",
+        declare=["Qwen3VLModel", "Qwen3VLForConditionalGeneration"],
+        doc="Qwen3VLModel and Qwen3VLForConditionalGeneration (from their first release, "
+        "4.57.1) both declare accepts_loss_kwargs = False."),
+    row("test_qwen3_vl_moe_declares_no_loss_kwargs", path=QWEN3_VL_MOE, since="4.57.1",
+        declare=["Qwen3VLMoeModel", "Qwen3VLMoeForConditionalGeneration"],
+        doc="Qwen3VLMoeModel and Qwen3VLMoeForConditionalGeneration (from their first "
+        "release, 4.57.1) both declare accepts_loss_kwargs = False."),
+    fix=SHADOW,
+)  # fmt: skip
+def declares_no_loss_kwargs(upstream, path, declare, silent=()):
+    """The classes in {path} that each row names declare accepts_loss_kwargs = False in their
+    own class body, and the silent ones declare nothing (each row's doc says why)."""
     module = upstream.module(path)
-    for name in classes:
+    for name in declare:
         expect_class_attribute(module.cls(name), "accepts_loss_kwargs", False)
-
-
-@check(reads=GEMMA3, fix=SHADOW, since="4.53.0")
-def test_gemma3_model_declares_no_loss_kwargs(upstream):
-    """From 4.53 Gemma3Model declares accepts_loss_kwargs = False in its class body: the value
-    the fix finds one level below Gemma3ForConditionalGeneration."""
-    _declares_false(upstream, GEMMA3, "Gemma3Model")
-
-
-@check(reads=GEMMA3, fix=SHADOW, since="4.57.1", until="5.17.0")
-def test_gemma3_for_conditional_generation_declares_no_loss_kwargs(upstream):
-    """4.57-5.16: Gemma3ForConditionalGeneration itself declares accepts_loss_kwargs = False,
-    the same value the fix shadows from the inner Gemma3Model."""
-    _declares_false(upstream, GEMMA3, "Gemma3ForConditionalGeneration")
+    for name in silent:
+        expect_not_declared(module.cls(name), "accepts_loss_kwargs")
 
 
 @check(reads=GEMMA3, fix=SHADOW, since="5.17.0")
@@ -512,67 +539,13 @@ def test_gemma3_for_conditional_generation_uses_the_loss_function(upstream):
     (call, *_) = expect_call(forward, "self.loss_function")
     # The loss must get forward's own **kwargs (lm_kwargs in 5.17, kwargs from 5.18), the
     # mapping Trainer's num_items_in_batch arrives in.
+    # Unique: the keyword's value is whatever forward names its **kwargs.
     if forward.signature.var_keyword is None or call.keyword(None) != forward.signature.var_keyword:
-        raise Drift(
+        raise drift(
+            forward,
             f"{forward.qualname}{forward.signature} calls {call.source} without forwarding "
-            "its **kwargs, so num_items_in_batch does not reach the loss"
+            "its **kwargs, so num_items_in_batch does not reach the loss",
         )
-
-
-@check(reads=GEMMA3N, fix=SHADOW, since="4.53.0")
-def test_gemma3n_model_declares_no_loss_kwargs(upstream):
-    """From 4.53 Gemma3nModel declares accepts_loss_kwargs = False: the value the fix shadows
-    on Gemma3nForConditionalGeneration, whose own class is silent before 5.6."""
-    _declares_false(upstream, GEMMA3N, "Gemma3nModel")
-
-
-@check(reads=GEMMA3N, fix=SHADOW, since="5.6.0")
-def test_gemma3n_for_conditional_generation_declares_no_loss_kwargs(upstream):
-    """From 5.6 Gemma3nForConditionalGeneration declares accepts_loss_kwargs = False itself,
-    agreeing with the inner Gemma3nModel the fix reads."""
-    _declares_false(upstream, GEMMA3N, "Gemma3nForConditionalGeneration")
-
-
-@check(reads=PALIGEMMA, fix=SHADOW, since="4.53.0")
-def test_paligemma_model_declares_no_loss_kwargs(upstream):
-    """From 4.53 PaliGemmaModel declares accepts_loss_kwargs = False; the outer
-    PaliGemmaForConditionalGeneration never does, so the fix decides from the outer forward
-    (inheriting that False only where the forward builds its own loss)."""
-    _declares_false(upstream, PALIGEMMA, "PaliGemmaModel")
-    expect_not_declared(
-        upstream.module(PALIGEMMA).cls("PaliGemmaForConditionalGeneration"), "accepts_loss_kwargs"
-    )
-
-
-@check(reads=QWEN2_VL, fix=SHADOW, since="4.56.0")
-def test_qwen2_vl_model_declares_no_loss_kwargs(upstream):
-    """From 4.56 Qwen2VLModel declares accepts_loss_kwargs = False; the outer
-    Qwen2VLForConditionalGeneration never does, so only the fix's walk finds it."""
-    _declares_false(upstream, QWEN2_VL, "Qwen2VLModel")
-    expect_not_declared(
-        upstream.module(QWEN2_VL).cls("Qwen2VLForConditionalGeneration"), "accepts_loss_kwargs"
-    )
-
-
-@check(reads=QWEN2_5_VL, fix=SHADOW, since="4.56.0")
-def test_qwen2_5_vl_declares_no_loss_kwargs(upstream):
-    """From 4.56 Qwen2_5_VLModel and Qwen2_5_VLForConditionalGeneration both declare
-    accepts_loss_kwargs = False."""
-    _declares_false(upstream, QWEN2_5_VL, "Qwen2_5_VLModel", "Qwen2_5_VLForConditionalGeneration")
-
-
-@check(reads=QWEN3_VL, fix=SHADOW, since="4.57.1")
-def test_qwen3_vl_declares_no_loss_kwargs(upstream):
-    """Qwen3VLModel and Qwen3VLForConditionalGeneration (from their first release, 4.57.1)
-    both declare accepts_loss_kwargs = False."""
-    _declares_false(upstream, QWEN3_VL, "Qwen3VLModel", "Qwen3VLForConditionalGeneration")
-
-
-@check(reads=QWEN3_VL_MOE, fix=SHADOW, since="4.57.1")
-def test_qwen3_vl_moe_declares_no_loss_kwargs(upstream):
-    """Qwen3VLMoeModel and Qwen3VLMoeForConditionalGeneration (from their first release,
-    4.57.1) both declare accepts_loss_kwargs = False."""
-    _declares_false(upstream, QWEN3_VL_MOE, "Qwen3VLMoeModel", "Qwen3VLMoeForConditionalGeneration")
 
 
 # -- downstream patches ----------------------------------------------------------------
@@ -616,11 +589,7 @@ def test_should_convert_module_signature(upstream):
     """From 5.0 quantizers/quantizers_utils.py defines should_convert_module(full_name,
     patterns=None), called by the patch with both by position."""
     function = upstream.module(QUANTIZERS_UTILS).function("should_convert_module")
-    if function.signature.names[:2] != ("full_name", "patterns"):
-        raise Drift(
-            f"should_convert_module's signature is {function.signature}, "
-            "not (full_name, patterns=None)"
-        )
+    expect_leading_parameters(function, "full_name", "patterns")
 
 
 @check(reads=FP8, fix="FP8Linear construction", since="4.49.0", until="5.4.0")
@@ -639,8 +608,7 @@ def test_fp8_linear_takes_has_bias(upstream):
     """From 5.4 FP8Linear.__init__ takes the bias flag as has_bias= (bias= is gone)."""
     init = upstream.module(FP8).cls("FP8Linear").method("__init__")
     expect_parameters(init, "in_features", "out_features", "has_bias")
-    if init.signature.has("bias"):
-        raise Drift(f"{init.qualname} takes bias again: {init.signature}")
+    expect_no_parameter(init, "bias")
 
 
 @check(reads=PROCESSING_UTILS, fix="processing_utils Unpack")
@@ -690,12 +658,7 @@ def test_pretrained_config_is_an_alias(upstream):
     PretrainedConfig = PreTrainedConfig as an alias."""
     module = upstream.module(CONFIGURATION_UTILS)
     module.cls("PreTrainedConfig")
-    alias = module.assignments.get("PretrainedConfig")
-    if alias is None or alias.value != "PreTrainedConfig":
-        expect_bound(module, "PretrainedConfig")  # Drift if it is gone altogether
-        raise Drift(
-            f"PretrainedConfig in {module.where} is no longer the alias of PreTrainedConfig"
-        )
+    expect_module_value(module, "PretrainedConfig", values=["PreTrainedConfig"])
 
 
 @check(reads=TOKENIZATION_BASE, fix="apply_chat_template call")

@@ -10,25 +10,32 @@ release has.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
 
 import pytest
 
 from canary.catalog import (
     check,
+    drift,
+    expect_any_of,
     expect_assigned_after,
     expect_assignment,
+    expect_assignment_where,
     expect_base,
+    expect_bound,
     expect_call,
     expect_class_attribute,
+    expect_decorated,
     expect_defined,
     expect_mentions,
+    expect_module_value,
     expect_never_assigns,
+    expect_not_bound,
     expect_not_declared,
+    expect_parameter_kind,
     expect_parameters,
+    row,
 )
-from canary.codeindex import Assignment, Call, Class, Function
-from canary.errors import Drift
+from canary.codeindex import VAR_KEYWORD, Class, Function
 from canary.workspace import Snapshot
 
 pytestmark = pytest.mark.upstream("trl")
@@ -140,16 +147,18 @@ def test_base_trainer_disables_loss_kwargs_only_for_trainers_that_scale(upstream
     it, so a trainer that leaves it None (SFTTrainer) keeps Trainer's detection."""
     base = upstream.module(BASE_TRAINER).cls("_BaseTrainer")
     expect_class_attribute(base, LOSS_IS_SCALED, None)
-    after = expect_assigned_after(
-        base.method("__init__"), MODEL_ACCEPTS_LOSS_KWARGS, "super().__init__"
-    )
+    init = base.method("__init__")
+    after = expect_assigned_after(init, MODEL_ACCEPTS_LOSS_KWARGS, "super().__init__")
+    # Unique: the guard may be one part of a longer condition, so it is looked for inside
+    # each guard's text.
     gated = [a for a in after if any(f"self.{LOSS_IS_SCALED} is not None" in g for g in a.guards)]
     if not gated:
         guards = "; ".join(" and ".join(a.guards) or "no guard" for a in after)
-        raise Drift(
+        raise drift(
+            init,
             f"_BaseTrainer.__init__ sets {MODEL_ACCEPTS_LOSS_KWARGS} without the "
             f"`self.{LOSS_IS_SCALED} is not None` guard (guards: {guards}); SFTTrainer would "
-            "lose Trainer's detection"
+            "lose Trainer's detection",
         )
 
 
@@ -166,12 +175,11 @@ def test_sft_compute_loss_hands_num_items_in_batch_to_trainer(upstream):
     Trainer.compute_loss, so a forward that honours it (what the shadow promises) gets it."""
     compute_loss = upstream.module(SFT_TRAINER).cls("SFTTrainer").method("compute_loss")
     expect_parameters(compute_loss, "num_items_in_batch")
-    calls = expect_call(compute_loss, "super().compute_loss")
-    if not any(c.keyword("num_items_in_batch") == "num_items_in_batch" for c in calls):
-        raise Drift(
-            "SFTTrainer.compute_loss calls super().compute_loss without "
-            f"num_items_in_batch=num_items_in_batch: {'; '.join(c.source for c in calls)}"
-        )
+    expect_call(
+        compute_loss,
+        "super().compute_loss",
+        keywords={"num_items_in_batch": "num_items_in_batch"},
+    )
 
 
 # -- RL and preference trainers: the shadow fix is a no-op where they override ----------
@@ -180,136 +188,102 @@ def test_sft_compute_loss_hands_num_items_in_batch_to_trainer(upstream):
 # and location; the windows are where each trainer lives.
 
 
-def _require_disables_loss_kwargs(upstream: Snapshot, path: str, name: str) -> None:
+SHADOW = "accepts_loss_kwargs shadowing"
+
+
+@check.each(
+    row("test_grpo_trainer_disables_loss_kwargs", path=GRPO_TRAINER, until="1.15.0",
+        name="GRPOTrainer"),
+    row("test_rloo_trainer_disables_loss_kwargs", path=RLOO_TRAINER, since="0.22.0",
+        until="1.15.0", name="RLOOTrainer"),
+    # DPOTrainer 0.29.0-1.3.0 (the rewrite on BaseTrainer) sets nothing: the shadow reaches it.
+    row("test_dpo_trainer_disables_loss_kwargs", path=DPO_TRAINER, until="0.29.0",
+        name="DPOTrainer"),
+    row("test_dpo_trainer_disables_loss_kwargs_again", path=DPO_TRAINER, since="1.4.0",
+        until="1.15.0", name="DPOTrainer"),
+    row("test_kto_trainer_disables_loss_kwargs", path=KTO_TRAINER, until="0.26.0",
+        name="KTOTrainer"),
+    row("test_experimental_kto_trainer_disables_loss_kwargs", path=EXPERIMENTAL_KTO,
+        since="0.26.0", until="1.8.0", name="KTOTrainer"),
+    row("test_kto_trainer_back_in_trainer_disables_loss_kwargs", path=KTO_TRAINER,
+        since="1.8.0", until="1.15.0", name="KTOTrainer"),
+    row("test_cpo_trainer_disables_loss_kwargs", path=CPO_TRAINER, until="0.26.0",
+        name="CPOTrainer"),
+    row("test_experimental_cpo_trainer_disables_loss_kwargs", path=EXPERIMENTAL_CPO,
+        since="0.26.0", until="1.15.0", name="CPOTrainer"),
+    # ORPOTrainer 0.18.2-0.19.1 sets nothing: the shadow does reach it there.
+    row("test_orpo_trainer_disables_loss_kwargs", path=ORPO_TRAINER, since="0.20.0",
+        until="0.26.0", name="ORPOTrainer"),
+    row("test_experimental_orpo_trainer_disables_loss_kwargs", path=EXPERIMENTAL_ORPO,
+        since="0.26.0", until="1.15.0", name="ORPOTrainer"),
+    row("test_bco_trainer_disables_loss_kwargs", path=BCO_TRAINER, until="0.25.0",
+        name="BCOTrainer"),
+    row("test_experimental_bco_trainer_disables_loss_kwargs", path=EXPERIMENTAL_BCO,
+        since="0.25.0", until="1.14.0", name="BCOTrainer"),
+    row("test_reward_trainer_disables_loss_kwargs", path=REWARD_TRAINER, since="1.4.0",
+        until="1.15.0", name="RewardTrainer"),
+    row("test_experimental_distillation_trainer_disables_loss_kwargs",
+        path=EXPERIMENTAL_DISTILLATION, since="1.9.0", until="1.10.0",
+        name="DistillationTrainer"),
+    row("test_distillation_trainer_disables_loss_kwargs", path=DISTILLATION_TRAINER,
+        since="1.10.0", until="1.15.0", name="DistillationTrainer"),
+    row("test_async_grpo_trainer_disables_loss_kwargs", path=ASYNC_GRPO, since="1.0.0",
+        until="1.15.0", name="AsyncGRPOTrainer"),
+    row("test_async_distillation_trainer_disables_loss_kwargs", path=ASYNC_DISTILLATION,
+        since="1.11.0", until="1.15.0", name="AsyncDistillationTrainer"),
+    row("test_sdft_trainer_disables_loss_kwargs", path=SDFT_TRAINER, since="1.0.0",
+        until="1.15.0", name="SDFTTrainer"),
+    row("test_self_distillation_base_disables_loss_kwargs", path=SELF_DISTILLATION,
+        since="1.0.0", until="1.6.0", name="BaseSelfDistillationTrainer"),
+    row("test_sdpo_trainer_disables_loss_kwargs", path=SDPO_TRAINER, since="1.6.0",
+        until="1.15.0", name="SDPOTrainer"),
+    row("test_ssd_trainer_disables_loss_kwargs", path=SSD_TRAINER, since="1.2.0",
+        until="1.15.0", name="SSDTrainer"),
+    fix=SHADOW,
+)  # fmt: skip
+def disables_loss_kwargs(upstream, name, path):
+    """{name}.__init__ ({path}) sets self.model_accepts_loss_kwargs = False after
+    super().__init__, so the accepts_loss_kwargs shadow never changes its loss scaling."""
     init = upstream.module(path).cls(name).method("__init__")
-    after = expect_assigned_after(init, MODEL_ACCEPTS_LOSS_KWARGS, "super().__init__")
-    if not any(a.literal is False and not a.guards for a in after):
-        found = "; ".join(_describe(a) for a in after)
-        raise Drift(
-            f"{name}.__init__ no longer sets {MODEL_ACCEPTS_LOSS_KWARGS} = False "
-            f"unconditionally after super().__init__: {found}"
-        )
-
-
-def _describe(assignment: Assignment) -> str:
-    guard = f" if {' and '.join(assignment.guards)}" if assignment.guards else ""
-    return f"line {assignment.line}: = {assignment.value}{guard}"
-
-
-def _disables_loss_kwargs(
-    name: str, path: str, *, since: str | None = None, until: str | None = "1.15.0"
-) -> Callable[..., None]:
-    def run(upstream: Snapshot) -> None:
-        _require_disables_loss_kwargs(upstream, path, name)
-
-    run.__doc__ = (
-        f"{name}.__init__ ({path}) sets self.model_accepts_loss_kwargs = False after "
-        "super().__init__, so the accepts_loss_kwargs shadow never changes its loss scaling."
+    expect_assigned_after(init, MODEL_ACCEPTS_LOSS_KWARGS, "super().__init__")
+    expect_assignment_where(
+        init, MODEL_ACCEPTS_LOSS_KWARGS, values=["False"], unguarded=True, after="super().__init__"
     )
-    return check(reads=path, fix="accepts_loss_kwargs shadowing", since=since, until=until)(run)
 
 
-def _declares_loss_scaling(
-    name: str, path: str, *, until: str | None = None
-) -> Callable[..., None]:
-    def run(upstream: Snapshot) -> None:
-        expect_class_attribute(upstream.module(path).cls(name), LOSS_IS_SCALED, True, False)
-
-    run.__doc__ = (
-        f"{name} ({path}) declares loss_is_scaled_for_ga True or False, so _BaseTrainer sets "
-        "model_accepts_loss_kwargs = False and the accepts_loss_kwargs shadow is a no-op."
-    )
-    return check(reads=path, fix="accepts_loss_kwargs shadowing", since="1.15.0", until=until)(run)
-
-
-test_grpo_trainer_disables_loss_kwargs = _disables_loss_kwargs("GRPOTrainer", GRPO_TRAINER)
-test_rloo_trainer_disables_loss_kwargs = _disables_loss_kwargs(
-    "RLOOTrainer", RLOO_TRAINER, since="0.22.0"
-)
-# DPOTrainer 0.29.0-1.3.0 (the rewrite on BaseTrainer) sets nothing: the shadow does reach it.
-test_dpo_trainer_disables_loss_kwargs = _disables_loss_kwargs(
-    "DPOTrainer", DPO_TRAINER, until="0.29.0"
-)
-test_dpo_trainer_disables_loss_kwargs_again = _disables_loss_kwargs(
-    "DPOTrainer", DPO_TRAINER, since="1.4.0"
-)
-test_kto_trainer_disables_loss_kwargs = _disables_loss_kwargs(
-    "KTOTrainer", KTO_TRAINER, until="0.26.0"
-)
-test_experimental_kto_trainer_disables_loss_kwargs = _disables_loss_kwargs(
-    "KTOTrainer", EXPERIMENTAL_KTO, since="0.26.0", until="1.8.0"
-)
-test_kto_trainer_back_in_trainer_disables_loss_kwargs = _disables_loss_kwargs(
-    "KTOTrainer", KTO_TRAINER, since="1.8.0"
-)
-test_cpo_trainer_disables_loss_kwargs = _disables_loss_kwargs(
-    "CPOTrainer", CPO_TRAINER, until="0.26.0"
-)
-test_experimental_cpo_trainer_disables_loss_kwargs = _disables_loss_kwargs(
-    "CPOTrainer", EXPERIMENTAL_CPO, since="0.26.0"
-)
-# ORPOTrainer 0.18.2-0.19.1 sets nothing: the shadow does reach it there.
-test_orpo_trainer_disables_loss_kwargs = _disables_loss_kwargs(
-    "ORPOTrainer", ORPO_TRAINER, since="0.20.0", until="0.26.0"
-)
-test_experimental_orpo_trainer_disables_loss_kwargs = _disables_loss_kwargs(
-    "ORPOTrainer", EXPERIMENTAL_ORPO, since="0.26.0"
-)
-test_bco_trainer_disables_loss_kwargs = _disables_loss_kwargs(
-    "BCOTrainer", BCO_TRAINER, until="0.25.0"
-)
-test_experimental_bco_trainer_disables_loss_kwargs = _disables_loss_kwargs(
-    "BCOTrainer", EXPERIMENTAL_BCO, since="0.25.0", until="1.14.0"
-)
-test_reward_trainer_disables_loss_kwargs = _disables_loss_kwargs(
-    "RewardTrainer", REWARD_TRAINER, since="1.4.0"
-)
-test_experimental_distillation_trainer_disables_loss_kwargs = _disables_loss_kwargs(
-    "DistillationTrainer", EXPERIMENTAL_DISTILLATION, since="1.9.0", until="1.10.0"
-)
-test_distillation_trainer_disables_loss_kwargs = _disables_loss_kwargs(
-    "DistillationTrainer", DISTILLATION_TRAINER, since="1.10.0"
-)
-test_async_grpo_trainer_disables_loss_kwargs = _disables_loss_kwargs(
-    "AsyncGRPOTrainer", ASYNC_GRPO, since="1.0.0"
-)
-test_async_distillation_trainer_disables_loss_kwargs = _disables_loss_kwargs(
-    "AsyncDistillationTrainer", ASYNC_DISTILLATION, since="1.11.0"
-)
-test_sdft_trainer_disables_loss_kwargs = _disables_loss_kwargs(
-    "SDFTTrainer", SDFT_TRAINER, since="1.0.0"
-)
-test_self_distillation_base_disables_loss_kwargs = _disables_loss_kwargs(
-    "BaseSelfDistillationTrainer", SELF_DISTILLATION, since="1.0.0", until="1.6.0"
-)
-test_sdpo_trainer_disables_loss_kwargs = _disables_loss_kwargs(
-    "SDPOTrainer", SDPO_TRAINER, since="1.6.0"
-)
-test_ssd_trainer_disables_loss_kwargs = _disables_loss_kwargs(
-    "SSDTrainer", SSD_TRAINER, since="1.2.0"
-)
-
-test_grpo_trainer_declares_loss_scaling = _declares_loss_scaling("GRPOTrainer", GRPO_TRAINER)
-test_rloo_trainer_declares_loss_scaling = _declares_loss_scaling("RLOOTrainer", RLOO_TRAINER)
-test_dpo_trainer_declares_loss_scaling = _declares_loss_scaling("DPOTrainer", DPO_TRAINER)
-test_kto_trainer_declares_loss_scaling = _declares_loss_scaling("KTOTrainer", KTO_TRAINER)
-test_cpo_trainer_declares_loss_scaling = _declares_loss_scaling("CPOTrainer", EXPERIMENTAL_CPO)
-test_orpo_trainer_declares_loss_scaling = _declares_loss_scaling("ORPOTrainer", EXPERIMENTAL_ORPO)
-test_reward_trainer_declares_loss_scaling = _declares_loss_scaling("RewardTrainer", REWARD_TRAINER)
-test_distillation_trainer_declares_loss_scaling = _declares_loss_scaling(
-    "DistillationTrainer", DISTILLATION_TRAINER
-)
-test_async_grpo_trainer_declares_loss_scaling = _declares_loss_scaling(
-    "AsyncGRPOTrainer", ASYNC_GRPO
-)
-test_async_distillation_trainer_declares_loss_scaling = _declares_loss_scaling(
-    "AsyncDistillationTrainer", ASYNC_DISTILLATION
-)
-test_sdft_trainer_declares_loss_scaling = _declares_loss_scaling("SDFTTrainer", SDFT_TRAINER)
-test_sdpo_trainer_declares_loss_scaling = _declares_loss_scaling("SDPOTrainer", SDPO_TRAINER)
-test_ssd_trainer_declares_loss_scaling = _declares_loss_scaling(
-    "SSDTrainer", SSD_TRAINER, until="1.16.0"
-)
+@check.each(
+    row("test_grpo_trainer_declares_loss_scaling", path=GRPO_TRAINER, since="1.15.0",
+        name="GRPOTrainer"),
+    row("test_rloo_trainer_declares_loss_scaling", path=RLOO_TRAINER, since="1.15.0",
+        name="RLOOTrainer"),
+    row("test_dpo_trainer_declares_loss_scaling", path=DPO_TRAINER, since="1.15.0",
+        name="DPOTrainer"),
+    row("test_kto_trainer_declares_loss_scaling", path=KTO_TRAINER, since="1.15.0",
+        name="KTOTrainer"),
+    row("test_cpo_trainer_declares_loss_scaling", path=EXPERIMENTAL_CPO, since="1.15.0",
+        name="CPOTrainer"),
+    row("test_orpo_trainer_declares_loss_scaling", path=EXPERIMENTAL_ORPO, since="1.15.0",
+        name="ORPOTrainer"),
+    row("test_reward_trainer_declares_loss_scaling", path=REWARD_TRAINER, since="1.15.0",
+        name="RewardTrainer"),
+    row("test_distillation_trainer_declares_loss_scaling", path=DISTILLATION_TRAINER,
+        since="1.15.0", name="DistillationTrainer"),
+    row("test_async_grpo_trainer_declares_loss_scaling", path=ASYNC_GRPO, since="1.15.0",
+        name="AsyncGRPOTrainer"),
+    row("test_async_distillation_trainer_declares_loss_scaling", path=ASYNC_DISTILLATION,
+        since="1.15.0", name="AsyncDistillationTrainer"),
+    row("test_sdft_trainer_declares_loss_scaling", path=SDFT_TRAINER, since="1.15.0",
+        name="SDFTTrainer"),
+    row("test_sdpo_trainer_declares_loss_scaling", path=SDPO_TRAINER, since="1.15.0",
+        name="SDPOTrainer"),
+    row("test_ssd_trainer_declares_loss_scaling", path=SSD_TRAINER, since="1.15.0",
+        until="1.16.0", name="SSDTrainer"),
+    fix=SHADOW,
+)  # fmt: skip
+def declares_loss_scaling(upstream, name, path):
+    """{name} ({path}) declares loss_is_scaled_for_ga True or False, so _BaseTrainer sets
+    model_accepts_loss_kwargs = False and the accepts_loss_kwargs shadow is a no-op."""
+    expect_class_attribute(upstream.module(path).cls(name), LOSS_IS_SCALED, True, False)
 
 
 # -- TRL's chunked NLL: the loss the project's chunked loss mirrors and is compared with -
@@ -329,22 +303,22 @@ def test_sft_trainer_patches_chunked_nll_on_peft_base_model(upstream):
     patch_chunked_loss does."""
     init = upstream.module(SFT_TRAINER).cls("SFTTrainer").method("__init__")
     (patch, *_) = expect_call(init, "_patch_chunked_ce_lm_head")
-    _expect_guarded_by_loss_type(patch, "chunked_nll")
+    # Unique and textual: the loss_type test may be one part of a longer guard, and the
+    # patched model one expression among others.
+    wanted = "args.loss_type == 'chunked_nll'"
+    if not any(wanted in guard for guard in patch.guards):
+        raise drift(
+            init,
+            f"{patch.func} (line {patch.line}) is no longer under `if {wanted}`; its guards: "
+            f"{'; '.join(patch.guards) or 'none'}",
+        )
     target = patch.arg(0)
     values = [a.value for a in expect_assignment(init, str(target))]
     if not any("get_base_model()" in value for value in values):
-        raise Drift(
+        raise drift(
+            init,
             f"SFTTrainer.__init__ patches {target}, which is no longer the PEFT base model: "
-            f"{target} = {' / '.join(values)}"
-        )
-
-
-def _expect_guarded_by_loss_type(call: Call, value: str) -> None:
-    wanted = f"args.loss_type == {value!r}"
-    if not any(wanted in guard for guard in call.guards):
-        raise Drift(
-            f"{call.func} (line {call.line}) is no longer under `if {wanted}`; its guards: "
-            f"{'; '.join(call.guards) or 'none'}"
+            f"{target} = {' / '.join(values)}",
         )
 
 
@@ -361,10 +335,12 @@ def test_sft_trainer_refuses_a_peft_lm_head(upstream):
     lm_head or get_output_embeddings()): the chunked loss reads lm_head.weight, so an
     adapter there would get no gradient. The project's check_lm_head mirrors it."""
     init = upstream.module(SFT_TRAINER).cls("SFTTrainer").method("__init__")
-    checks = [c for c in init.calls_to("isinstance") if c.arg(1) == "BaseTunerLayer"]
-    if not any(c.arg(0) in _TUNER_LAYER_TARGETS for c in checks):
-        found = "; ".join(c.source for c in checks) or "no isinstance(..., BaseTunerLayer)"
-        raise Drift(f"SFTTrainer.__init__ no longer checks lm_head for a tuner layer: {found}")
+    expect_any_of(
+        *(
+            lambda target=target: expect_call(init, "isinstance", args=(target, "BaseTunerLayer"))
+            for target in _TUNER_LAYER_TARGETS
+        )
+    )
 
 
 @check(reads=SFT_TRAINER, fix="chunked NLL loss", since="1.4.0", until="1.15.0")
@@ -395,14 +371,12 @@ def test_chunked_cross_entropy_returns_valid_token_count(upstream):
     returned = [ast.parse(r, mode="eval").body for r in loss.returns]
     tuples = [r for r in returned if isinstance(r, ast.Tuple) and r.elts]
     if not tuples:
-        raise Drift(f"_chunked_cross_entropy_loss returns {', '.join(loss.returns)}, no tuple")
+        raise drift(loss, f"{loss.qualname} returns {', '.join(loss.returns)}, no tuple")
     last = ast.unparse(tuples[-1].elts[-1])
     # n_valid (1.4-1.7: torch.tensor(n_valid)) or the label mask (1.8+: valid.sum()).
     count = [a for a in expect_assignment(loss, last) if "valid" in a.value]
     if not count:
-        raise Drift(
-            f"_chunked_cross_entropy_loss returns {last} last, not a count of the valid labels"
-        )
+        raise drift(loss, f"{loss.qualname} returns {last} last, not a count of the valid labels")
 
 
 @check(reads=SFT_TRAINER, fix="chunked NLL loss", since="1.4.0", until="1.15.0")
@@ -420,12 +394,14 @@ def test_sft_config_defaults_to_chunked_nll(upstream):
     config = upstream.module(SFT_CONFIG).cls("SFTConfig")
     field = expect_class_attribute(config, "loss_type")
     if "None" not in _default_of(field.value):
-        raise Drift(f"SFTConfig.loss_type defaults to {_default_of(field.value)}, not None")
-    resolved = expect_assignment(config.method("__post_init__"), "self.loss_type")
+        raise drift(config, f"SFTConfig.loss_type defaults to {_default_of(field.value)}, not None")
+    post_init = config.method("__post_init__")
+    resolved = expect_assignment(post_init, "self.loss_type")
     if not any("chunked_nll" in _string_constants(a.value) for a in resolved):
         values = " / ".join(a.value for a in resolved)
-        raise Drift(
-            f"SFTConfig.__post_init__ no longer resolves loss_type to chunked_nll: {values}"
+        raise drift(
+            post_init,
+            f"SFTConfig.__post_init__ no longer resolves loss_type to chunked_nll: {values}",
         )
 
 
@@ -449,7 +425,9 @@ def test_chunked_nll_is_a_deprecated_alias_of_nll(upstream):
         if a.literal == "nll" and any("self.loss_type == 'chunked_nll'" in g for g in a.guards)
     ]
     if not aliases:
-        raise Drift("SFTConfig.__post_init__ no longer maps loss_type 'chunked_nll' to 'nll'")
+        raise drift(
+            post_init, "SFTConfig.__post_init__ no longer maps loss_type 'chunked_nll' to 'nll'"
+        )
 
 
 @check(reads=(SFT_TRAINER, TRAINER_UTILS), fix="chunked NLL loss", since="1.15.0")
@@ -459,12 +437,16 @@ def test_sft_trainer_asks_for_the_fused_lm_head(upstream):
     forward hands such calls to the original forward."""
     expect_defined(upstream.module(TRAINER_UTILS), "add_fused_lm_head")
     sft_trainer = upstream.module(SFT_TRAINER).cls("SFTTrainer")
-    (add, *_) = expect_call(sft_trainer.method("__init__"), "add_fused_lm_head")
+    init = sft_trainer.method("__init__")
+    (add, *_) = expect_call(init, "add_fused_lm_head")
     if "get_base_model()" not in str(add.arg(0)):
-        raise Drift(f"SFTTrainer adds the fused LM head to {add.arg(0)}, not the PEFT base model")
-    fused = [c for c in sft_trainer.method("compute_loss").calls if c.keyword("fused_lm_head")]
-    if not fused:
-        raise Drift("SFTTrainer.compute_loss no longer calls the model with fused_lm_head=True")
+        message = f"SFTTrainer adds the fused LM head to {add.arg(0)}, not the PEFT base model"
+        raise drift(init, message)
+    compute_loss = sft_trainer.method("compute_loss")
+    # Unique: the callee is whatever the model is called through, so any call will do.
+    if not any(c.keyword("fused_lm_head") for c in compute_loss.calls):
+        message = "SFTTrainer.compute_loss no longer calls the model with fused_lm_head=True"
+        raise drift(compute_loss, message)
 
 
 # -- version gate -------------------------------------------------------------------------
@@ -473,10 +455,7 @@ def test_sft_trainer_asks_for_the_fused_lm_head(upstream):
 @check(reads=TRL_INIT, fix="trl version gate", until="0.22.0")
 def test_version_is_a_literal(upstream):
     """trl/__init__.py assigns __version__ the release's own version as a string literal."""
-    version = upstream.module(TRL_INIT).assignments.get("__version__")
-    if version is None or version.literal != str(upstream.version):
-        found = version.value if version is not None else "nothing"
-        raise Drift(f"trl/__init__.py assigns __version__ = {found}, not {str(upstream.version)!r}")
+    expect_module_value(upstream.module(TRL_INIT), "__version__", literals=[str(upstream.version)])
 
 
 @check(reads=TRL_INIT, fix="trl version gate", since="0.22.0", until="0.22.1")
@@ -485,27 +464,19 @@ def test_version_read_from_version_file(upstream):
     (Path(__file__).parent.parent / "VERSION"), else "unknown": the wheel does not ship that
     file, so the gate must fall back to the installed distribution's metadata."""
     init = upstream.module(TRL_INIT)
-    version_file = init.assignments.get("_version_file")
-    if version_file is None or "VERSION" not in _string_constants(version_file.value):
-        raise Drift("trl/__init__.py no longer locates a VERSION file in _version_file")
-    version = init.assignments.get("__version__")
-    if version is None or version.value != "f.read().strip()":
-        found = version.value if version is not None else "nothing"
-        raise Drift(f"trl/__init__.py assigns __version__ = {found}, not f.read().strip()")
+    version_file = init.assignment("_version_file")
+    if "VERSION" not in _string_constants(version_file.value):
+        message = f"_version_file = {version_file.value} no longer locates a VERSION file"
+        raise drift(init, message)
+    expect_module_value(init, "__version__", values=["f.read().strip()"])
 
 
 @check(reads=TRL_INIT, fix="trl version gate", since="0.22.1")
 def test_version_from_package_metadata(upstream):
     """trl/__init__.py sets __version__ = version("trl") from importlib.metadata."""
     init = upstream.module(TRL_INIT)
-    version = init.assignments.get("__version__")
-    if version is None or version.value != "version('trl')":
-        found = version.value if version is not None else "nothing"
-        raise Drift(f"trl/__init__.py assigns __version__ = {found}, not version('trl')")
-    imported = init.imports.get("version")
-    if imported is None or imported.module != "importlib.metadata":
-        origin = imported.module if imported is not None else "nowhere"
-        raise Drift(f"`version` in trl/__init__.py comes from {origin}, not importlib.metadata")
+    expect_module_value(init, "__version__", values=["version('trl')"])
+    expect_bound(init, "version", imported_from="importlib.metadata")
 
 
 # -- datasets and chat templates --------------------------------------------------------
@@ -550,12 +521,12 @@ def test_apply_chat_template_forwards_template_kwargs(upstream):
     legacy one passes them on."""
     data_utils = upstream.module(DATA_UTILS)
     for name in ("apply_chat_template", "maybe_apply_chat_template"):
-        function = data_utils.function(name)
-        if function.signature.var_keyword != "template_kwargs":
-            raise Drift(f"{name} takes no **template_kwargs; its signature is {function.signature}")
-    calls = data_utils.function("maybe_apply_chat_template").calls_to("apply_chat_template")
-    if not any((None, "template_kwargs") in c.keywords for c in calls):
-        raise Drift("maybe_apply_chat_template no longer passes **template_kwargs on")
+        expect_parameter_kind(data_utils.function(name), "template_kwargs", VAR_KEYWORD)
+    expect_call(
+        data_utils.function("maybe_apply_chat_template"),
+        "apply_chat_template",
+        keywords={"**": "template_kwargs"},
+    )
 
 
 @check(reads=DATA_UTILS, fix="chat template propagation", since="0.24.0")
@@ -563,13 +534,7 @@ def test_apply_chat_template_reads_example_chat_template_kwargs(upstream):
     """apply_chat_template reads the example's own "chat_template_kwargs" column (the
     successor path for per-example template arguments)."""
     function = upstream.module(DATA_UTILS).function("apply_chat_template")
-    reads = [
-        c
-        for c in function.calls_to("example.get")
-        if c.literal_args[:1] == ("chat_template_kwargs",)
-    ]
-    if not reads:
-        raise Drift("apply_chat_template no longer reads example.get('chat_template_kwargs', ...)")
+    expect_call(function, "example.get", args=["'chat_template_kwargs'"])
 
 
 # -- NEFTune --------------------------------------------------------------------------------
@@ -584,8 +549,7 @@ def test_sft_trainer_leaves_neftune_to_trainer(upstream):
     sft_trainer = sft_module.cls("SFTTrainer")
     for name in ("_activate_neftune", "_deactivate_neftune"):
         expect_not_declared(sft_trainer, name)
-    if sft_module.defines("neftune_post_forward_hook"):
-        raise Drift("trl/trainer/sft_trainer.py now defines or imports neftune_post_forward_hook")
+    expect_not_bound(sft_module, "neftune_post_forward_hook")
 
 
 # -- GRPO -----------------------------------------------------------------------------------
@@ -645,7 +609,7 @@ def test_grpo_per_token_logps_dispatch(upstream):
     grpo = _grpo(upstream)
     dispatch = grpo.method("_get_per_token_logps_and_entropies")
     if dispatch.signature.var_positional is None:
-        raise Drift(f"_get_per_token_logps_and_entropies takes no *args: {dispatch.signature}")
+        raise drift(dispatch, f"{dispatch.qualname} takes no *args: {dispatch.signature}")
     expect_call(dispatch, "self._full_logits_logps")
     expect_parameters(grpo.method("_full_logits_logps"), *_LOGPS_PARAMETERS)
 
@@ -718,10 +682,7 @@ def test_unwrap_model_for_generation(upstream):
     expect_defined(models_utils, "unwrap_model_for_generation")
     unwrap = models_utils.function("unwrap_model_for_generation")
     expect_parameters(unwrap, "model", "accelerator")
-    if not any(d.endswith("contextmanager") for d in unwrap.decorators):
-        raise Drift(
-            f"unwrap_model_for_generation is no longer a contextmanager: {unwrap.decorators}"
-        )
+    expect_decorated(unwrap, "contextmanager", "contextlib.contextmanager")
 
 
 @check(reads=VLLM_GENERATION, fix="vLLM generation patch", since="0.28.0")

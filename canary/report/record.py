@@ -21,6 +21,7 @@ import pytest
 from packaging.version import Version
 
 import canary
+from canary.catalog import CheckSpec
 from canary.errors import CheckDrift, InfrastructureError
 from canary.report.results import CaseResult, RunResults
 from canary.workspace import Case
@@ -55,8 +56,8 @@ def phase_result(
     """What one phase (setup, call, teardown) of a canary check says about its case; its
     outcome is empty while the phase leaves it undecided (a setup that passed)."""
     case = case_of(item)
-    marker = item.get_closest_marker("canary_check")
-    if case is None or marker is None:
+    spec = CheckSpec.of(item)
+    if case is None or spec is None:
         return None
     outcome, message, subject = _phase_outcome(call, report)
     return CaseResult(
@@ -66,10 +67,10 @@ def phase_result(
         check=getattr(item, "originalname", item.name),
         nodeid=item.nodeid,
         outcome=outcome,
-        fix=marker.kwargs["fix"],
+        fix=spec.fix,
         message=message,
-        reads=tuple(marker.kwargs["reads"]),
-        window=str(marker.kwargs["window"]),
+        reads=spec.reads,
+        window=str(spec.window),
         subject=subject,
         version=_declared_version(case, version_of) if outcome else None,
         duration=report.duration,

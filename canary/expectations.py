@@ -1,0 +1,439 @@
+"""The expectation vocabulary of catalog checks: each ``expect_*`` asserts one shape of
+upstream code in a code index (:mod:`canary.codeindex`) and raises
+:class:`~canary.errors.Drift` saying what upstream has instead.
+
+Every Drift names its subject (the function or class handed in, or a module-level name:
+the report diffs it between the last passing and the first failing release) and its kind:
+``Drift.MISSING`` when the thing is gone, ``Drift.CHANGED`` otherwise. Plain functions over
+the code index, with no pytest in them; checks import them from :mod:`canary.catalog`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import TypeVar
+
+from canary.codeindex import Assignment, Call, Class, ClassAttribute, Function, Module, Param
+from canary.errors import Drift, Subject
+
+T = TypeVar("T")
+
+
+def drift(subject: Function | Class | Module, message: str) -> Drift:
+    """A Drift about ``subject`` (a function or class the check found, or a module) that is
+    still there in another shape: for the rare check no expectation expresses."""
+    return Drift(message, subject=_subject_of(subject), kind=Drift.CHANGED)
+
+
+def _subject_of(found: Function | Class | Module, name: str | None = None) -> Subject:
+    if isinstance(found, Module):
+        return Subject(found.path, name)
+    path = found.path or None if isinstance(found, Class) else None
+    return Subject(path, found.qualname)
+
+
+def expect_any_of(*alternatives: Callable[[], T]) -> T:
+    """One of ``alternatives`` (expectations wrapped in ``lambda:``, likeliest first) holds;
+    returns what the first that holds returns. The Drift lists why each one fails; its
+    subject is the first alternative's, and it is MISSING only if every alternative is."""
+    if not alternatives:
+        raise ValueError("expect_any_of needs at least one alternative")
+    failures: list[Drift] = []
+    for alternative in alternatives:
+        try:
+            return alternative()
+        except Drift as exc:
+            failures.append(exc)
+    # Alternatives that fail the same way (a call none of them finds) are listed once.
+    distinct = list(dict.fromkeys(str(exc) for exc in failures))
+    missing = all(exc.kind == Drift.MISSING for exc in failures)
+    if len(distinct) == 1:
+        message = distinct[0]
+    else:
+        listing = "; ".join(f"({i}) {text}" for i, text in enumerate(distinct, 1))
+        message = f"none of {len(failures)} alternatives holds: {listing}"
+    raise Drift(
+        message,
+        subject=failures[0].subject,
+        kind=Drift.MISSING if missing else Drift.CHANGED,
+    )
+
+
+def expect_parameters(function: Function, *names: str) -> None:
+    """``function`` has each of ``names`` as a named parameter (not only via **kwargs)."""
+    missing = [name for name in names if not function.signature.has(name)]
+    if missing:
+        raise drift(
+            function,
+            f"{function.qualname} has no parameter {', '.join(map(repr, missing))}; "
+            f"its signature is {function.signature}",
+        )
+
+
+def expect_no_parameter(function: Function, *names: str) -> None:
+    """``function`` has none of ``names`` as a named parameter (a renamed parameter whose
+    old name must not come back)."""
+    present = [name for name in names if function.signature.has(name)]
+    if present:
+        raise drift(
+            function,
+            f"{function.qualname} takes {', '.join(map(repr, present))} again; "
+            f"its signature is {function.signature}",
+        )
+
+
+def expect_leading_parameters(function: Function, *names: str) -> None:
+    """``function``'s signature starts with exactly ``names``, in that order (a caller that
+    passes them by position)."""
+    if function.signature.names[: len(names)] != names:
+        raise drift(
+            function,
+            f"{function.qualname}{function.signature} no longer starts ({', '.join(names)})",
+        )
+
+
+def expect_parameter_kind(function: Function, name: str, kind: str) -> Param:
+    """``function`` has parameter ``name`` of ``kind`` (``canary.codeindex.KEYWORD_ONLY``,
+    ``VAR_KEYWORD``, ...): ``**template_kwargs`` is a VAR_KEYWORD parameter named
+    "template_kwargs"."""
+    param = function.signature.param(name)
+    if param is None or param.kind != kind:
+        found = f"is {param.kind.replace('_', '-')}" if param is not None else "is not there"
+        raise drift(
+            function,
+            f"{function.qualname} has no {kind.replace('_', '-')} parameter {name!r} ({name} "
+            f"{found}); its signature is {function.signature}",
+        )
+    return param
+
+
+def expect_keyword_accepted(function: Function, name: str) -> None:
+    """``function`` can be called with ``name=...`` (a parameter, or **kwargs)."""
+    if not function.signature.accepts_keyword(name):
+        raise drift(
+            function,
+            f"{function.qualname} cannot take {name}=...; its signature is {function.signature}",
+        )
+
+
+def expect_decorated(found: Function | Class, *decorators: str) -> str:
+    """``found`` is decorated with one of ``decorators`` (normalised text, compared whole:
+    ``"property"``, ``"contextlib.contextmanager"``); returns the one found."""
+    for decorator in decorators:
+        if decorator in found.decorators:
+            return decorator
+    has = ", ".join(f"@{d}" for d in found.decorators) or "no decorator"
+    raise drift(
+        found,
+        f"{found.qualname} is no longer decorated {' or '.join(f'@{d}' for d in decorators)}; "
+        f"it has {has}",
+    )
+
+
+def expect_call(
+    function: Function,
+    callee: str,
+    *,
+    args: Iterable[str] = (),
+    keywords: Mapping[str, str] | None = None,
+) -> tuple[Call, ...]:
+    """``function`` calls ``callee`` at least once, with ``args`` as its leading positional
+    arguments and ``keywords`` among its keyword arguments (normalised text; the key
+    ``"**"`` is a ``**mapping`` argument); returns those calls."""
+    found = function.calls_to(callee)
+    if not found:
+        called = sorted({call.func for call in function.calls})
+        listing = ", ".join(called) or "nothing"
+        message = f"{function.qualname} no longer calls {callee}; it calls: {listing}"
+        raise drift(function, message)
+    leading = tuple(args)
+    wanted = [(None if k == "**" else k, v) for k, v in (keywords or {}).items()]
+    matching = tuple(
+        c
+        for c in found
+        if c.args[: len(leading)] == leading and all(kw in c.keywords for kw in wanted)
+    )
+    if not matching:
+        shown = [*leading, *(f"**{v}" if k is None else f"{k}={v}" for k, v in wanted)]
+        raise drift(
+            function,
+            f"{function.qualname} no longer calls {callee}({', '.join(shown)}, ...); its calls: "
+            + "; ".join(f"line {c.line}: {c.source}" for c in found),
+        )
+    return matching
+
+
+def expect_defined(module: Module, name: str) -> None:
+    """``module`` itself defines ``name`` (class, function or assignment): an import of it
+    from elsewhere does not count, because the check is about where the code lives."""
+    if module.defines(name):
+        return
+    if name in module.imports:
+        imported = module.imports[name]
+        origin = f"from {imported.module} " if imported.module is not None else ""
+        raise Drift(
+            f"{name!r} is only imported in {module.where} ({origin}import {imported.imported}, "
+            f"line {imported.line}); it is defined elsewhere now",
+            subject=_subject_of(module, name),
+            kind=Drift.CHANGED,
+        )
+    module.find(name)  # raises Drift listing what is defined there
+
+
+def expect_module_value(
+    module: Module, name: str, *, values: Iterable[str] = (), literals: Iterable[object] = ()
+) -> Assignment:
+    """``module`` assigns ``name`` at module level to one of ``values`` (normalised text:
+    ``"version('trl')"``) or of ``literals`` (compared as literals: ``"1.2.0"``); returns
+    that assignment."""
+    texts, wanted = tuple(values), tuple(literals)
+    if not texts and not wanted:
+        raise ValueError("expect_module_value needs values= or literals=")
+    assignment = module.assignment(name)
+    if assignment.value in texts or (wanted and assignment.literal in wanted):
+        return assignment
+    expected = " or ".join([*texts, *map(repr, wanted)])
+    raise Drift(
+        f"{module.where} assigns {name} = {assignment.value} (line {assignment.line}), "
+        f"not {expected}",
+        subject=_subject_of(module, name),
+        kind=Drift.CHANGED,
+    )
+
+
+def expect_class_attribute(cls: Class, name: str, *values: object) -> ClassAttribute:
+    """``cls`` assigns ``name`` in its own body, to one of ``values`` when given (compared
+    as literals: ``expect_class_attribute(c, "accepts_loss_kwargs", False)``)."""
+    attribute = cls.attribute(name)
+    if values and attribute.literal not in values:
+        wanted = " or ".join(map(repr, values))
+        raise drift(
+            cls,
+            f"{cls.qualname}.{name} is {attribute.value} in {cls.where} (line {attribute.line}); "
+            f"expected {wanted}",
+        )
+    return attribute
+
+
+def expect_not_declared(cls: Class, name: str) -> None:
+    """``cls`` does not bind ``name`` in its own body (no default a fix would inherit)."""
+    if cls.declares(name):
+        found = cls.attributes.get(name)
+        how = f" = {found.value} (line {found.line})" if found is not None else ""
+        raise drift(cls, f"{cls.qualname} now declares {name}{how} in {cls.where}")
+
+
+def expect_base(cls: Class, *bases: str) -> str:
+    """``cls`` derives directly from one of ``bases``; returns the one found."""
+    for base in bases:
+        if base in cls.bases:
+            return base
+    raise drift(
+        cls,
+        f"class {cls.qualname} in {cls.where} derives from ({', '.join(cls.bases)}), "
+        f"not from {' or '.join(bases)}",
+    )
+
+
+def expect_hasattr(
+    function: Function, attribute: str, *, only_on: str | None = None
+) -> tuple[str, ...]:
+    """``function`` calls ``hasattr(<object>, "<attribute>")``; returns the objects it asks.
+    With ``only_on``, it asks exactly once, on that object (``"unwrapped_model"``)."""
+    calls = [c for c in function.calls_to("hasattr") if _names_attribute(c, attribute)]
+    if not calls:
+        asked = sorted({f"hasattr({', '.join(c.args)})" for c in function.calls_to("hasattr")})
+        listing = ", ".join(asked) or "nothing"
+        raise drift(
+            function,
+            f"{function.qualname} no longer calls hasattr(..., {attribute!r}); "
+            f"its hasattr targets are: {listing}",
+        )
+    objects = tuple(str(c.arg(0)) for c in calls)
+    if only_on is not None and objects != (only_on,):
+        raise drift(
+            function,
+            f"{function.qualname} asks hasattr(..., {attribute!r}) on {', '.join(objects)}, "
+            f"not on {only_on} alone",
+        )
+    return objects
+
+
+def _names_attribute(call: Call, attribute: str) -> bool:
+    return len(call.args) >= 2 and call.literal_args[1] == attribute
+
+
+def expect_assignment(function: Function, target: str) -> tuple[Assignment, ...]:
+    """``function`` assigns ``target`` (normalised text: ``"self.model_accepts_loss_kwargs"``);
+    returns those assignments, in source order."""
+    found = function.assignments_to(target)
+    if not found:
+        assigned = sorted({t for a in function.assignments for t in a.unpacked or a.targets})
+        raise drift(
+            function,
+            f"{function.qualname} no longer assigns {target}; it assigns: "
+            f"{', '.join(assigned) or 'nothing'}",
+        )
+    return found
+
+
+def expect_mentions(function: Function, *names: str) -> None:
+    """Every one of ``names`` appears in ``function``'s body as a name or attribute (a
+    fingerprint of the code path a fix relies on)."""
+    missing = [name for name in names if not function.mentions(name)]
+    if missing:
+        raise drift(
+            function,
+            f"{function.qualname} ({function.line}-{function.end_line}) no longer mentions "
+            f"{', '.join(missing)}",
+        )
+
+
+def expect_not_mentioned(function: Function, *names: str) -> None:
+    """None of ``names`` appears in ``function``'s body as a name or attribute (a code path
+    a fix must not meet there)."""
+    present = [name for name in names if function.mentions(name)]
+    if present:
+        raise drift(
+            function,
+            f"{function.qualname} ({function.line}-{function.end_line}) now mentions "
+            f"{', '.join(present)}",
+        )
+
+
+def expect_returns(function: Function, *values: str) -> str:
+    """``function`` has a ``return`` of one of ``values`` (normalised text:
+    ``"(batch_samples, None)"``); returns the one found."""
+    for value in values:
+        if value in function.returns:
+            return value
+    raise drift(
+        function,
+        f"{function.qualname} no longer returns {' or '.join(values)}; "
+        f"it returns: {', '.join(function.returns) or 'nothing'}",
+    )
+
+
+def expect_never_assigns(cls: Class, target: str) -> None:
+    """No method of ``cls`` assigns ``target`` (``"self.model_accepts_loss_kwargs"``): the
+    class leaves that value to the code it inherits."""
+    found = [
+        (method, assignment)
+        for method in cls.methods.values()
+        for assignment in method.assignments_to(target)
+    ]
+    if found:
+        where = ", ".join(f"{m.qualname} (line {a.line}: = {a.value})" for m, a in found)
+        raise drift(cls, f"{cls.qualname} now assigns {target} in {cls.where}: {where}")
+
+
+def expect_assigned_after(function: Function, target: str, callee: str) -> tuple[Assignment, ...]:
+    """``function`` assigns ``target`` after its first call to ``callee``, so the value is
+    not overwritten by that call (an attribute set before ``super().__init__`` is lost);
+    returns the assignments that follow the call."""
+    (first, *_) = expect_call(function, callee)
+    assignments = expect_assignment(function, target)
+    after = tuple(a for a in assignments if a.line > first.line)
+    if not after:
+        lines = ", ".join(str(a.line) for a in assignments)
+        raise drift(
+            function,
+            f"{function.qualname} assigns {target} (line {lines}) only before it calls "
+            f"{callee} (line {first.line}), which overwrites it",
+        )
+    return after
+
+
+def expect_assignment_where(
+    function: Function,
+    target: str,
+    *,
+    guard: str | None = None,
+    unguarded: bool = False,
+    values: Iterable[str] = (),
+    augmented: str | None = None,
+    after: str | None = None,
+) -> Assignment:
+    """``function`` assigns ``target`` under ``guard`` (one enclosing ``if`` test, normalised
+    text) or, with ``unguarded``, under no ``if`` at all; when ``values`` are given, to one of
+    them (normalised text); with ``augmented`` as that augmented assignment (``"*"`` for
+    ``*=``); with ``after``, after the function's first call to that callee. Returns the
+    first such assignment. The Drift lists every assignment to ``target`` with its guards,
+    so a changed condition or value reads as what upstream decides instead."""
+    wanted = tuple(values)
+    first_line = expect_call(function, after)[0].line if after is not None else 0
+    found = [
+        a
+        for a in function.assignments_to(target)
+        if (guard is None or guard in a.guards)
+        and not (unguarded and a.guards)
+        and (not wanted or a.value in wanted)
+        and (augmented is None or a.op == augmented)
+        and a.line > first_line
+    ]
+    if found:
+        return found[0]
+    conditions = []
+    if augmented is not None:
+        conditions.append(f"with {augmented}=")
+    if guard is not None:
+        conditions.append(f"under `if {guard}`")
+    if unguarded:
+        conditions.append("unconditionally")
+    if after is not None:
+        conditions.append(f"after calling {after} (line {first_line})")
+    if wanted:
+        conditions.append("to " + " or ".join(f"`{v}`" for v in wanted))
+    listing = "; ".join(
+        f"line {a.line}: {target} {a.op or ''}= {a.value}"
+        + (f" under {' and '.join(f'`{g}`' for g in a.guards)}" if a.guards else "")
+        for a in function.assignments_to(target)
+    )
+    raise drift(
+        function,
+        f"{function.qualname} no longer assigns {target} {' '.join(conditions)}; "
+        f"its assignments to {target}: {listing or 'none'}",
+    )
+
+
+def expect_bound(module: Module, name: str, *, imported_from: str | None = None) -> str:
+    """``module`` binds ``name`` at module level, so ``from <module> import <name>`` works:
+    a class, function or assignment there, or an import (from ``imported_from`` when given).
+    Returns how it is bound: "class", "function", "assignment" or "import"."""
+    if imported_from is None:
+        for kind, table in (
+            ("class", module.classes),
+            ("function", module.functions),
+            ("assignment", module.assignments),
+        ):
+            if name in table:
+                return kind
+    if name in module.imports:
+        imported = module.imports[name]
+        if imported_from is None or imported.module == imported_from:
+            return "import"
+        raise Drift(
+            f"{module.where} imports {name!r} from {imported.module or imported.imported} "
+            f"(line {imported.line}), not from {imported_from}",
+            subject=_subject_of(module, name),
+            kind=Drift.CHANGED,
+        )
+    if imported_from is not None and module.defines(name):
+        raise Drift(
+            f"{module.where} binds {name!r} itself now, not by importing {imported_from}",
+            subject=_subject_of(module, name),
+            kind=Drift.CHANGED,
+        )
+    module.find(name)  # raises Drift listing what is defined there
+    return "class"  # unreachable: find() raises for a name bound in none of the tables
+
+
+def expect_not_bound(module: Module, name: str) -> None:
+    """``module`` binds no ``name`` at module level, neither defined nor imported there."""
+    if module.binds(name):
+        how = module.how_bound(name)
+        raise Drift(
+            f"{module.where} now binds {name!r}{how}",
+            subject=_subject_of(module, name),
+            kind=Drift.CHANGED,
+        )
