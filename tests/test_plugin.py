@@ -6,6 +6,7 @@ Released versions are served from a cache the tests fill themselves and read wit
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -178,9 +179,12 @@ def test_a_check_table_is_one_parametrized_check_per_row(project, cache_dir):
     assert "test_toy.py::test_run_takes_steps[toy_1_0_0]" in ids
     assert "test_toy.py::test_run_takes_num_items_in_batch[toy_2_10_0]" in ids
     # Each row keeps its own window; -k selects rows by their own names.
-    result = run(project, "-k", "steps and toy_2")
+    result = run(project, "-k", "steps and toy_2", "--canary-json", "steps.json")
     result.assert_outcomes(skipped=2)
-    result.stdout.fnmatch_lines(["*SKIPPED [[]2] *outside the window of test_run_takes_steps*"])
+    cases = json.loads((project.path / "steps.json").read_text())["cases"]
+    assert {case["message"] for case in cases} == {
+        "outside the window of test_run_takes_steps (toy <2.0.0)"
+    }
     Cache(cache_dir).write_file(FileKey("index", "toy", "2.10.0", "toy/core.py"), DRIFTED)
     result = run(project)
     result.assert_outcomes(passed=6, failed=1, skipped=3, xfailed=1, xpassed=1)
