@@ -27,6 +27,7 @@ import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from canary import versions
 from canary.codeindex import Assignment, Call, Class, ClassAttribute, Function, Module
 from canary.errors import CheckDrift, Drift, Subject
 from canary.fixes import Fix, get_fix
@@ -58,7 +59,7 @@ class Window:
         # treated as newer than every release.
         if version is None:
             return self.until is not None
-        return not self.specifier.contains(version, prereleases=True)
+        return not versions.within(version, self.since, self.until)
 
     def __str__(self) -> str:
         # Lower bound first (SpecifierSet would sort them: "<1.6.0,>=0.26.0").

@@ -25,9 +25,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from canary.errors import ConfigError, Subject
+from canary.versions import report_order
 
 SCHEMA = "canary-results/1"
 OUTCOMES = ("pass", "fail", "skip", "xfail", "error")
@@ -130,16 +131,9 @@ class RunResults:
         return sorted(found, key=lambda column: column_order(found[column]))
 
 
-def column_order(case: CaseResult) -> tuple[int, Version, int]:
-    # main sorts after every release unless its declared version says where it belongs.
-    for text in (case.version, case.label):
-        if text is None:
-            continue
-        try:
-            return (0, Version(text), case.source == "local")
-        except InvalidVersion:
-            continue
-    return (1, Version("0"), case.source == "local")
+def column_order(case: CaseResult) -> tuple[tuple[int, Version], int]:
+    # A branch tree (main, a commit) sorts after every release, whatever it declares.
+    return (report_order(case.label, case.version), case.source == "local")
 
 
 def exit_status(results: RunResults) -> int:
