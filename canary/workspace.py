@@ -19,14 +19,14 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
-from canary import codeindex
+from canary import codeindex, versions
 from canary.cache import Cache, FileKey
 from canary.errors import Drift, InfrastructureError, OfflineMiss
 from canary.indexstore import IndexStore, ParseJob
 from canary.sources import Source
-from canary.sources.version import package_version_files, version_from_package_files
+from canary.sources.version import declared_version, version_files
 
 MAIN = "main"
 _CASES_WORTH_PROCESSES = 8
@@ -52,11 +52,9 @@ class Case:
 
     @property
     def known_version(self) -> Version | None:
-        """The version, where the label is one; ``main`` is only known after reading it."""
-        try:
-            return Version(self.label)
-        except InvalidVersion:
-            return None
+        """The version, where the label is one; ``main`` or a commit is only known after
+        reading its tree."""
+        return versions.parse(self.label)
 
     def __str__(self) -> str:
         return f"{self.package} {self.label}"
@@ -254,9 +252,7 @@ class Workspace:
             pending.result()  # the prefetch reads the version too; its failure is ours
         with self._case_lock(case):
             if case not in self._versions:
-                files = self._read(case, package_version_files(case.package))
-                text = version_from_package_files(case.package, files.get)
-                self._versions[case] = _parse_version(text)
+                self._versions[case] = self._declared_version(case, {})
             return self._versions[case]
 
     def prefetch(self, plan: Mapping[Case, set[str]]) -> None:
@@ -293,13 +289,11 @@ class Workspace:
                 return
             # A tree that declares its own version (main) reads it in the same fetch, so
             # one failure decides every check of the case alike, whatever runs first.
-            version_files = []
-            if case.known_version is None and case not in self._versions:
-                version_files = package_version_files(case.package)
-            contents = self._read(case, [*wanted, *version_files])
-            if version_files:
-                text = version_from_package_files(case.package, contents.get)
-                self._versions[case] = _parse_version(text)
+            reads_version = case.known_version is None and case not in self._versions
+            extra = version_files(case.package) if reads_version else []
+            contents = self._read(case, [*wanted, *extra])
+            if reads_version:
+                self._versions[case] = self._declared_version(case, contents)
             for path in wanted:
                 content = contents[path]
                 if content is None:  # not in this tree: the check decides what that means
@@ -310,6 +304,15 @@ class Workspace:
                     self._parsing[(case, path)] = indexed
                 else:
                     self._modules[(case, path)] = indexed
+
+    def _declared_version(self, case: Case, read: Mapping[str, bytes | None]) -> Version | None:
+        """What the tree declares; a file its packaging points at beyond those already read
+        (``read``) is read through the tree too."""
+
+        def read_one(path: str) -> bytes | None:
+            return read[path] if path in read else self._read(case, [path])[path]
+
+        return versions.parse(declared_version(case.package, read_one))
 
     def _module(self, case: Case, path: str) -> codeindex.Module | None:
         """The parsed module, waiting for it where a parse process has it in hand."""
@@ -342,12 +345,3 @@ class Workspace:
     def _case_lock(self, case: Case) -> threading.Lock:
         with self._lock:
             return self._case_locks.setdefault(case, threading.Lock())
-
-
-def _parse_version(text: str | None) -> Version | None:
-    if text is None:
-        return None
-    try:
-        return Version(text)
-    except InvalidVersion:
-        return None

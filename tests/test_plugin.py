@@ -256,6 +256,28 @@ def test_a_pre_release_of_a_listed_release_shares_its_entries_loosely(project, c
     result.stdout.fnmatch_lines(["*XFAIL*toy_1_2_0rc1*listed as broken in tags.toml*"])
 
 
+REPO_LAYOUT_INIT = (
+    "from importlib.metadata import version\n__version__ = version('toy')\n"  # as trl 0.24+
+)
+DYNAMIC_PYPROJECT = (
+    '[project]\nname = "toy"\ndynamic = ["version"]\n'
+    '[tool.setuptools.dynamic]\nversion = { file = "VERSION" }\n'
+)
+
+
+def test_a_repository_layout_tree_reads_its_root_version_file_and_is_checked(project, tmp_path):
+    checkout = tmp_path / "checkout"
+    (checkout / "toy").mkdir(parents=True)
+    (checkout / "toy" / "__init__.py").write_text(REPO_LAYOUT_INIT)
+    (checkout / "toy" / "core.py").write_bytes(DRIFTED)
+    (checkout / "pyproject.toml").write_text(DYNAMIC_PYPROJECT)
+    (checkout / "VERSION").write_text("2.11.0.dev0\n")
+    result = run(project, f"--canary-local=toy={checkout}", "-v")
+    # 2.11.0.dev0: inside the first check's window (drifted), past the second's.
+    result.assert_outcomes(failed=1, skipped=1)
+    result.stdout.fnmatch_lines(["*upstream drift in toy 2.11.0.dev0 breaks*"])
+
+
 def test_local_tree_without_a_readable_version_asks_for_one(project, tmp_path):
     tree = make_tree(tmp_path / "checkout", "__version__ = compute()\n", GOOD)
     result = run(project, f"--canary-local=toy={tree}", "--collect-only")
@@ -364,6 +386,15 @@ def test_main_comes_from_github_and_its_declared_version_drives_the_gates(projec
         ]
     )
     assert github.hits("/example/toy/main/src/toy/core.py") == 1
+
+
+def test_main_in_a_repository_layout_reads_the_version_its_pyproject_points_at(project, github):
+    github.add("/example/toy/main/src/toy/__init__.py", REPO_LAYOUT_INIT.encode())
+    github.add("/example/toy/main/pyproject.toml", DYNAMIC_PYPROJECT.encode())
+    github.add("/example/toy/main/VERSION", b"1.1.0.dev0\n")
+    result = project.runpytest("-p", "no:cacheprovider", "--canary-tags=toy=main", "-rs")
+    # 1.1.0.dev0 builds 1.1.0: both checks apply (an unread version would skip the second).
+    result.assert_outcomes(failed=1, passed=1)
 
 
 def test_main_is_refetched_only_with_refresh(project, github):

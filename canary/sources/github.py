@@ -25,6 +25,7 @@ import requests.adapters
 import requests.auth
 
 from canary.errors import FetchError, RefNotFound
+from canary.sources.version import repo_relative
 
 __all__ = ["DEFAULT_BASE_URL", "GitHubSource", "HostHealth"]
 
@@ -255,10 +256,15 @@ class GitHubSource:
         )
 
     def url_for(self, path: str) -> str:
-        """The raw URL of an installed-layout ``path`` at this ref."""
-        if not path or path.startswith("/") or ".." in path.split("/"):
+        """The raw URL of an installed-layout ``path`` (or a ``repo:`` path) at this ref."""
+        relative = repo_relative(path)
+        inside = path if relative is None else relative
+        if not inside or inside.startswith("/") or ".." in inside.split("/"):
             raise ValueError(f"not a relative path inside the package: {path!r}")
-        repo_path = f"{self.package_dir}/{path}" if self.package_dir else path
+        if relative is not None or not self.package_dir:
+            repo_path = inside
+        else:
+            repo_path = f"{self.package_dir}/{path}"
         return f"{self.base_url}/{self.repo}/{quote(self.ref, safe='/')}/{quote(repo_path)}"
 
     def fetch(self, paths: Sequence[str]) -> dict[str, bytes | None]:
