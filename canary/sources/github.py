@@ -70,24 +70,42 @@ class _BearerAuth(requests.auth.AuthBase):
 class _RetryableError(Exception):
     """One attempt failed in a way the next attempt may not; ``delay`` is the server's ask.
 
-    ``unreachable``: no answer at all (refused, reset, timed out), as opposed to an answer
-    that was bad; only those count towards calling the host down.
+    ``unreachable``: no answer at all (refused, reset, timed out); ``server_error``: a
+    5xx. Both count towards calling the host down (see :class:`HostHealth`).
     """
 
-    def __init__(self, reason: str, delay: float | None = None, *, unreachable: bool = False):
+    def __init__(
+        self,
+        reason: str,
+        delay: float | None = None,
+        *,
+        unreachable: bool = False,
+        server_error: bool = False,
+    ):
         super().__init__(reason)
         self.reason = reason
         self.delay = delay
         self.unreachable = unreachable
+        self.server_error = server_error
+
+
+class _BatchFailed(FetchError):
+    """Another file of the same batch failed first: this one was not (or no longer) tried."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"{path}: not fetched, another file of its batch failed first")
 
 
 class HostHealth:
     """Which hosts stopped answering, shared by every source of a run.
 
     Every case of a run has its own source, and each file its own retries: without this,
-    a host that is down costs every case a full round of backoff (about 30 s each). After
-    ``threshold`` attempts in a row got no answer from a host, with no success between,
-    it is called down and every later request to it fails at once, for ``hold`` seconds.
+    a host that is down costs every case a full round of backoff (about 30 s each). A host
+    is called down, and every later request to it fails at once for ``hold`` seconds, when
+    ``threshold`` attempts in a row got no answer, or when a file gave up on server errors
+    (5xx through its whole backoff) while server errors hit at least two different files
+    with no success between: one broken file is that file's problem, every file failing
+    is the host's.
     """
 
     def __init__(self, *, hold: float = 600.0, clock: Callable[[], float] = time.monotonic):
@@ -95,6 +113,7 @@ class HostHealth:
         self._clock = clock
         self._lock = threading.Lock()
         self._misses: dict[str, int] = {}
+        self._erring: dict[str, set[str]] = {}  # host -> files answered 5xx since a success
         self._down: dict[str, tuple[float, str]] = {}  # host -> (since, last reason)
 
     def down_reason(self, host: str) -> str | None:
@@ -107,6 +126,7 @@ class HostHealth:
             if self._clock() - since > self.hold:
                 del self._down[host]
                 self._misses.pop(host, None)
+                self._erring.pop(host, None)
                 return None
             return reason
 
@@ -116,9 +136,24 @@ class HostHealth:
             if misses >= threshold and host not in self._down:
                 self._down[host] = (self._clock(), f"{misses} attempts in a row: {reason}")
 
+    def server_error(self, host: str, path: str) -> None:
+        with self._lock:
+            self._erring.setdefault(host, set()).add(path)
+
+    def gave_up(self, host: str, reason: str) -> None:
+        """A request to ``host`` exhausted its retries on server errors."""
+        with self._lock:
+            erring = len(self._erring.get(host, ()))
+            if erring >= 2 and host not in self._down:
+                self._down[host] = (
+                    self._clock(),
+                    f"{reason} on {erring} files, no success between",
+                )
+
     def answered(self, host: str) -> None:
         with self._lock:
             self._misses.pop(host, None)
+            self._erring.pop(host, None)
             self._down.pop(host, None)
 
 
@@ -187,7 +222,8 @@ class GitHubSource:
     and is also checked against the whole answer as chunks arrive, so a server that
     trickles bytes just under the read limit still counts as a (retryable) failure.
     ``retries`` is how many times a failed request is tried again. ``sleep`` is
-    injectable so tests need not wait.
+    injectable so tests need not wait; by default a backoff wakes early when another file
+    of the batch failed.
     """
 
     def __init__(
@@ -204,7 +240,7 @@ class GitHubSource:
         backoff: float | None = None,
         session: requests.Session | None = None,
         max_workers: int = 8,
-        sleep: Callable[[float], None] = time.sleep,
+        sleep: Callable[[float], None] | None = None,
         hosts: HostHealth | None = None,
     ) -> None:
         timeout = DEFAULT_TIMEOUT if timeout is None else timeout
@@ -227,7 +263,6 @@ class GitHubSource:
         self.max_workers = max_workers
         self._sleep = sleep
         self._hosts = hosts if hosts is not None else HOSTS
-        self._host = urlsplit(self.base_url).netloc
         self._owns_session = session is None
         self._session = session if session is not None else self._new_session(max_workers)
         # None: not known yet. Set once, under the lock, so concurrent 404s probe once.
@@ -271,91 +306,126 @@ class GitHubSource:
         """Each path's bytes, or ``None`` where the file does not exist at this ref.
 
         Raises :class:`RefNotFound` when the ref does not exist and :class:`FetchError`
-        when any file could not be had; no partial result is returned.
+        when any file could not be had; no partial result is returned. Once one file
+        failed, no other file of the batch starts and those under way stop retrying: the
+        batch has failed already.
         """
         unique = list(dict.fromkeys(paths))
         for path in unique:
             self.url_for(path)  # reject bad paths before any request goes out
+        failed = threading.Event()
         if len(unique) <= 1 or self.max_workers == 1:
-            return {path: self._fetch_one(path) for path in unique}
+            found = {path: self._fetch_one(path, failed) for path in unique}
+            return self._settle_ref(found)
         pool = ThreadPoolExecutor(
             max_workers=min(self.max_workers, len(unique)), thread_name_prefix="canary-github"
         )
         try:
-            futures = {pool.submit(self._fetch_one, path): path for path in unique}
-            done, _ = wait(futures, return_when=FIRST_EXCEPTION)
-            for future in done:
-                future.result()  # re-raises the first failure
-            return {futures[f]: f.result() for f in futures}
+            futures = {pool.submit(self._fetch_one, path, failed): path for path in unique}
+            wait(futures, return_when=FIRST_EXCEPTION)
         finally:
             # On failure, do not keep hammering a server that is already unhappy.
             pool.shutdown(wait=True, cancel_futures=True)
+        failures = [f.exception() for f in futures if not f.cancelled() and f.exception()]
+        if first := next((e for e in failures if not isinstance(e, _BatchFailed)), None):
+            raise first
+        return self._settle_ref({futures[f]: f.result() for f in futures})
 
     def close(self) -> None:
         """Close the connection pool, unless the session was the caller's."""
         if self._owns_session:
             self._session.close()
 
-    def _fetch_one(self, path: str) -> bytes | None:
-        body = self._get(path)
-        if body is not None:
-            self._ref_exists = True
-            return body
-        if not self._check_ref(path):
-            sentinel = self.url_for(self._sentinel_path())
-            raise RefNotFound(
-                f"{self.repo} has no ref {self.ref!r} ({sentinel} is 404 too, and every "
-                f"ref of {self.package} has that file; asked for {path})"
-            )
-        return None
+    def _fetch_one(self, path: str, failed: threading.Event) -> bytes | None:
+        if failed.is_set():
+            raise _BatchFailed(path)
+        try:
+            return self._get(path, failed)
+        except BaseException:
+            # Set before this future completes, so the thread's next file sees it.
+            failed.set()
+            raise
 
     def _sentinel_path(self) -> str:
         return f"{self.package}/__init__.py"
 
-    def _check_ref(self, missing_path: str) -> bool:
+    def _settle_ref(self, found: dict[str, bytes | None]) -> dict[str, bytes | None]:
+        """Decide, once the whole batch has answered, whether its 404s mean absent files
+        or a missing ref: any 200 of this ref proves it exists; otherwise the sentinel,
+        a file every ref has, decides. Deciding after the batch, not in the thread that
+        saw the first 404, is what keeps the answer the same from run to run."""
         with self._ref_lock:
-            if self._ref_exists is None:
-                if missing_path == self._sentinel_path():
+            if any(content is not None for content in found.values()):
+                self._ref_exists = True
+            if self._ref_exists is None and found:  # nothing but 404s so far
+                sentinel = self._sentinel_path()
+                if sentinel in found:
                     self._ref_exists = False
                 else:
                     # A FetchError here propagates and leaves the answer unknown, so a
                     # later fetch asks again instead of trusting a failed probe.
-                    self._ref_exists = self._get(self._sentinel_path()) is not None
-            return self._ref_exists
+                    self._ref_exists = self._get(sentinel, threading.Event()) is not None
+            if self._ref_exists is False:
+                sentinel = self.url_for(self._sentinel_path())
+                raise RefNotFound(
+                    f"{self.repo} has no ref {self.ref!r} ({sentinel} is 404 too, and every "
+                    f"ref of {self.package} has that file; asked for {', '.join(sorted(found))})"
+                )
+        return found
 
-    def _get(self, path: str) -> bytes | None:
+    def _get(self, path: str, failed: threading.Event) -> bytes | None:
         """The body at ``path``, ``None`` on 404; retries what may pass on a second try."""
-        url = self.url_for(path)
+        return self._request(self.url_for(path), path, failed)
+
+    def _request(
+        self, url: str, path: str, failed: threading.Event, headers: Mapping[str, str] = {}
+    ) -> bytes | None:
+        """One GET with the retry policy; ``failed`` set by a sibling stops the retries."""
+        host = urlsplit(url).netloc
         attempts = self.retries + 1
         for attempt in range(attempts):
-            if (down := self._hosts.down_reason(self._host)) is not None:
+            if (down := self._hosts.down_reason(host)) is not None:
                 raise FetchError(
-                    f"{self.description}: could not fetch {url}: {self._host} is not answering "
+                    f"{self.description}: could not fetch {url}: {host} is not answering "
                     f"({down}); not trying it again for every file of this run: check the "
                     f"network, or set {BASE_URL_ENV} to a reachable mirror"
                 )
+            if attempt and failed.is_set():
+                raise _BatchFailed(path)
             try:
-                body = self._attempt(url, path)
+                body = self._attempt(url, path, headers)
             except _RetryableError as failure:
                 if failure.unreachable:
-                    self._hosts.no_answer(self._host, failure.reason, threshold=attempts)
+                    self._hosts.no_answer(host, failure.reason, threshold=attempts)
+                elif failure.server_error:
+                    self._hosts.server_error(host, path)
                 if attempt + 1 == attempts:
+                    if failure.server_error:
+                        self._hosts.gave_up(host, failure.reason)
                     raise FetchError(
                         f"{self.description}: could not fetch {url}: {failure.reason} "
                         f"(gave up after {attempts} attempts)"
                     ) from failure
                 delay = failure.delay
-                self._sleep(delay if delay is not None else backoff_delay(self.backoff, attempt))
+                self._pause(
+                    delay if delay is not None else backoff_delay(self.backoff, attempt), failed
+                )
             else:
-                self._hosts.answered(self._host)
+                self._hosts.answered(host)
                 return body
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _attempt(self, url: str, path: str) -> bytes | None:
+    def _pause(self, seconds: float, failed: threading.Event) -> None:
+        if self._sleep is not None:
+            self._sleep(seconds)
+        else:  # wakes as soon as a sibling fails the batch
+            failed.wait(seconds)
+
+    def _attempt(self, url: str, path: str, headers: Mapping[str, str]) -> bytes | None:
         deadline = time.monotonic() + self.timeout
         try:
             with self._session.get(
-                url, auth=self._auth, timeout=self.timeout, stream=True
+                url, auth=self._auth, timeout=self.timeout, stream=True, headers=dict(headers)
             ) as response:
                 status = response.status_code
                 if status == 404:
@@ -364,7 +434,7 @@ class GitHubSource:
                     delay = None
                     if status in _RETRY_AFTER_STATUSES:
                         delay = parse_retry_after(response.headers.get("Retry-After"))
-                    raise _RetryableError(f"HTTP {status}", delay)
+                    raise _RetryableError(f"HTTP {status}", delay, server_error=status >= 500)
                 if status != 200:
                     hint = _status_hint(status, response.headers, self._auth is not None)
                     raise FetchError(
