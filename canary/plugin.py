@@ -64,7 +64,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="append",
         default=[],
         metavar="PKG=V1,V2",
-        help="check only these versions of PKG (repeatable); 'main' is allowed",
+        help="check only these versions of PKG (repeatable); 'main' and a full commit id "
+        "(a run's main, replayed) are allowed",
     )
     group.addoption(
         "--canary-local",
@@ -132,7 +133,9 @@ def pytest_configure(config: pytest.Config) -> None:
     ):
         config.addinivalue_line("markers", line)
     try:
-        run = open_run(_run_options(config), config.rootpath)
+        # xdist workers of one run share its id: each reads main at the same commit.
+        run_id = getattr(config, "workerinput", {}).get("testrunuid")
+        run = open_run(_run_options(config), config.rootpath, run_id=run_id)
     except ConfigError as exc:
         # Bad tags.toml or options stop the run here, with one clear line, not a traceback.
         raise pytest.UsageError(str(exc)) from None
@@ -148,7 +151,12 @@ def pytest_configure(config: pytest.Config) -> None:
                 for package, tree in run.local.items()
             },
         )
-        recorder = Recorder(results_path, facts, version_of=run.workspace.version)
+        recorder = Recorder(
+            results_path,
+            facts,
+            version_of=run.workspace.version,
+            commit_of=run.workspace.commit,
+        )
         config.pluginmanager.register(recorder, "canary-json")
 
 

@@ -21,6 +21,7 @@ from canary.sources import Source
 from canary.sources.index import IndexSource
 from canary.sources.local import LocalSource
 from canary.tags import Tags, load_tags
+from canary.versions import is_commit
 from canary.workspace import MAIN, Case, FetchPolicy, Workspace
 
 
@@ -73,25 +74,28 @@ class Run:
         if self.options.main and MAIN not in labels:
             labels = [*labels, MAIN]
         for label in labels:
-            if label == MAIN:
-                yield Case(package, MAIN, "github")
+            if label == MAIN or is_commit(label):
+                yield Case(package, label, "github")
             else:
                 from_github = self.options.source == "github"
                 yield Case(package, label, "github" if from_github else "index")
 
 
-def open_run(options: RunOptions, rootpath: Path) -> Run:
+def open_run(options: RunOptions, rootpath: Path, *, run_id: str | None = None) -> Run:
     """The run these options describe; bad input is a :class:`ConfigError` naming the
-    option or file and how to fix it."""
+    option or file and how to fix it. ``run_id`` names the run where several processes
+    share it (xdist workers), so they read ``main`` at one commit."""
     tags_path = options.tags_path(rootpath)
     tags = load_tags(tags_path)
     only = _parse_tag_filters(options.tags, tags)
     local = _parse_local_trees(options.local, tags)
-    wants_main = options.main or any(MAIN in versions for versions in only.values())
+    wants_main = options.main or any(
+        label == MAIN or is_commit(label) for labels in only.values() for label in labels
+    )
     if wants_main and options.source == "index":
         raise ConfigError(
-            "--canary-source index cannot check main (it is not on the package index); "
-            "use --canary-source auto or github"
+            "--canary-source index cannot check main or a commit (they are not on the package "
+            "index); use --canary-source auto or github"
         )
     cache = Cache(default_cache_dir())
     workspace = Workspace(
@@ -99,6 +103,7 @@ def open_run(options: RunOptions, rootpath: Path) -> Run:
         cache,
         FetchPolicy(offline=options.offline, refresh=options.refresh),
         workers=max(1, options.workers),
+        run_id=run_id,
     )
     return Run(options, tags_path, tags, workspace, only, local)
 
@@ -106,7 +111,8 @@ def open_run(options: RunOptions, rootpath: Path) -> Run:
 def source_for(
     case: Case, tags: Tags, local: dict[str, LocalSource], wheel_dir: Path | None = None
 ) -> Source:
-    """Where a case's files come from: its local tree, its wheel, or GitHub at its tag."""
+    """Where a case's files come from: its local tree, its wheel, or GitHub at its tag
+    (``main`` and a commit at themselves)."""
     if case.source == "local":
         return local[case.package]
     if case.source == "index":
@@ -114,7 +120,7 @@ def source_for(
     from canary.sources.github import GitHubSource  # requests is imported only when needed
 
     package = tags.package(case.package)
-    ref = MAIN if case.label == MAIN else f"v{case.label}"
+    ref = case.label if case.label == MAIN or is_commit(case.label) else f"v{case.label}"
     return GitHubSource(case.package, package.repo, ref, package.package_dir)
 
 
@@ -128,12 +134,13 @@ def _parse_tag_filters(values: tuple[str, ...], tags: Tags) -> dict[str, list[st
             )
         tags.package(package)  # names the known packages on a typo
         for version in (v.strip() for v in versions.split(",")):
-            if version != MAIN:
+            if version != MAIN and not is_commit(version):
                 try:
                     Version(version)
                 except InvalidVersion:
                     raise ConfigError(
-                        f"--canary-tags {value!r}: {version!r} is not a version or 'main'"
+                        f"--canary-tags {value!r}: {version!r} is not a version, 'main' or a "
+                        f"full 40-hex commit id (to replay a run of main)"
                     ) from None
             only.setdefault(package, []).append(version)
     return only

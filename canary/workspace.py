@@ -90,21 +90,45 @@ class Stats:
         return {name: getattr(self, name) for name in self.__dataclass_fields__ if name[0] != "_"}
 
 
+PINS = "pins"  # cache blobs: the commit a branch was resolved to (per run, and the last)
+
+
 class Tree:
-    """The files of one case, read through the cache."""
+    """The files of one case, read through the cache.
+
+    A branch (``main``) is pinned to one commit before its first file is read, where the
+    source can pin (GitHub): from then on its files are keyed by that commit, immutable
+    like a release's. ``run_id`` names the run, so every process of it (xdist workers)
+    reads the same commit; offline, the last commit resolved online is read.
+    """
 
     def __init__(
-        self, case: Case, source: Source, cache: Cache | None, policy: FetchPolicy, stats: Stats
+        self,
+        case: Case,
+        source: Source,
+        cache: Cache | None,
+        policy: FetchPolicy,
+        stats: Stats,
+        *,
+        run_id: str | None = None,
     ) -> None:
         self.case = case
         self.source = source
         self.cache = cache
         self.policy = policy
         self.stats = stats
+        self.run_id = run_id
+        self.commit: str | None = case.label if versions.is_commit(case.label) else None
+        self._pin_lock = threading.Lock()
+
+    @property
+    def mutable(self) -> bool:
+        return self.case.mutable and self.commit is None
 
     def read(self, paths: Iterable[str]) -> dict[str, bytes | None]:
         """Each path's bytes (None where absent upstream); misses are fetched once."""
         paths = sorted(set(paths))
+        self._pin()
         if self.cache is None:  # local trees are read in place
             return self._fetch(paths)
         found = self._from_cache(paths)
@@ -112,7 +136,7 @@ class Tree:
         if not missing:
             return found
         # Another worker may be fetching the same tree: wait for it, then look again.
-        with self.cache.lock(f"{self.case.source}-{self.case.package}-{self.case.label}"):
+        with self.cache.lock(f"{self.case.source}-{self.case.package}-{self._ref}"):
             found.update(self._from_cache(missing))
             missing = [p for p in paths if p not in found]
             if missing:
@@ -122,11 +146,45 @@ class Tree:
                 found.update(fetched)
         return found
 
+    def _pin(self) -> None:
+        pin = getattr(self.source, "pin", None)
+        if not self.case.mutable or self.commit is not None or pin is None:
+            return
+        with self._pin_lock:
+            if self.commit is None:
+                self.commit = self._resolve(pin)
+
+    def _resolve(self, pin: Callable[[str | None], str]) -> str:
+        if self.cache is None:
+            return pin(None)
+        last = f"{self.case.source}-{self.case.package}-{self.case.label}"
+        if self.policy.offline:
+            if not (known := self.cache.read_blob(PINS, last)):
+                raise OfflineMiss(
+                    f"--canary-offline: {self.case} was never resolved to a commit with "
+                    f"{self.cache.root}; run once without --canary-offline, or replay a "
+                    f"commit: --canary-tags {self.case.package}=<40-hex commit>"
+                )
+            return pin(known.decode("ascii"))
+        this_run = f"{self.run_id}-{last}" if self.run_id else None
+        with self.cache.lock(f"pin-{last}"):
+            if this_run and (known := self.cache.read_blob(PINS, this_run)):
+                return pin(known.decode("ascii"))
+            commit = pin(None)
+            if this_run:
+                self.cache.write_blob(PINS, this_run, commit.encode())
+            self.cache.write_blob(PINS, last, commit.encode())
+            return commit
+
+    @property
+    def _ref(self) -> str:
+        return self.commit or self.case.label
+
     def _from_cache(self, paths: Sequence[str]) -> dict[str, bytes | None]:
         assert self.cache is not None
-        if self.case.mutable and self.policy.refresh and not self.policy.offline:
+        if self.mutable and self.policy.refresh and not self.policy.offline:
             return {}
-        max_age = self.policy.ttl if self.case.mutable and not self.policy.offline else None
+        max_age = self.policy.ttl if self.mutable and not self.policy.offline else None
         found: dict[str, bytes | None] = {}
         for path in paths:
             entry = self.cache.read_file(self._key(path), max_age=max_age)
@@ -163,7 +221,7 @@ class Tree:
         return fetched
 
     def _key(self, path: str) -> FileKey:
-        return FileKey(self.case.source, self.case.package, self.case.label, path)
+        return FileKey(self.case.source, self.case.package, self._ref, path)
 
 
 @dataclass(frozen=True)
@@ -216,8 +274,10 @@ class Workspace:
         *,
         workers: int = 4,
         parse_processes: int | None = None,
+        run_id: str | None = None,
     ) -> None:
         self.make_source = make_source
+        self.run_id = run_id
         self.cache = cache
         self.policy = policy
         self.stats = Stats()
@@ -240,9 +300,18 @@ class Workspace:
             if case not in self._trees:
                 cache = None if case.source == "local" else self.cache
                 self._trees[case] = Tree(
-                    case, self.make_source(case), cache, self.policy, self.stats
+                    case, self.make_source(case), cache, self.policy, self.stats, run_id=self.run_id
                 )
             return self._trees[case]
+
+    def commit(self, case: Case) -> str | None:
+        """The commit the case's tree is read at (a branch once pinned, or a commit case);
+        None for a release, a local tree, or a branch whose pinning failed."""
+        with self._lock:
+            tree = self._trees.get(case)
+        if tree is None:
+            return case.label if versions.is_commit(case.label) else None
+        return tree.commit
 
     def version(self, case: Case) -> Version | None:
         """The case's version: its label, or what the tree itself declares (``main``)."""

@@ -29,6 +29,7 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
     for name in (
         "GITHUB_TOKEN",
         "CANARY_GITHUB_RAW_URL",
+        "CANARY_GITHUB_API_URL",
         "HTTP_PROXY",
         "HTTPS_PROXY",
         "ALL_PROXY",
@@ -425,3 +426,38 @@ def test_a_persistent_5xx_on_one_file_leaves_the_host_up(make, server: LoopbackS
     with pytest.raises(FetchError, match="gave up"):
         make(retries=2, hosts=hosts).fetch(["pkg/trainer.py"])
     assert make(retries=2, hosts=hosts).fetch(["pkg/__init__.py"]) == {"pkg/__init__.py": INIT}
+
+
+# -- pinning a branch to one commit ---------------------------------------------------------
+
+
+def test_pin_asks_the_commits_endpoint_for_the_sha_with_the_token(make, server, monkeypatch):
+    monkeypatch.setenv("CANARY_GITHUB_API_URL", server.url + "/")
+    source = make(token="t0ken")
+    commit = source.pin()
+    assert commit == server.commit_of(REPO, REF)
+    (asked,) = server.requests_for(f"/repos/{REPO}/commits/{REF}")
+    assert asked.headers["accept"] == "application/vnd.github.sha"
+    assert asked.headers["authorization"] == "Bearer t0ken"
+    assert source.fetch(["pkg/trainer.py"]) == {"pkg/trainer.py": TRAINER}
+    assert server.requests_for(f"{ROOT}/pkg/trainer.py")[0].requested == (
+        f"/{REPO}/{commit}/src/pkg/trainer.py"
+    )
+    assert commit[:12] in source.description
+
+
+def test_pin_of_a_ref_github_does_not_have_is_ref_not_found(make, server) -> None:
+    with pytest.raises(RefNotFound, match=r"octo/pkg has no ref 'nope'"):
+        make("nope", api_url=server.url).pin()
+
+
+def test_pin_never_takes_an_answer_that_is_not_a_commit(make, server) -> None:
+    server.script(f"/repos/{REPO}/commits/{REF}", [Status(200, body=b'{"sha": "abc"}')])
+    with pytest.raises(FetchError, match="not a commit id"):
+        make(api_url=server.url).pin()
+
+
+def test_pin_retries_like_any_request(make, server, sleeps) -> None:
+    server.script(f"/repos/{REPO}/commits/{REF}", [Status(503), Reset()])
+    assert make(api_url=server.url).pin() == server.commit_of(REPO, REF)
+    assert len(sleeps.calls) == 2

@@ -1,5 +1,10 @@
 """Upstream files read from GitHub raw: ``<base>/<owner>/<repo>/<ref>/<package_dir>/<path>``.
 
+A branch (``main``) moves while a run reads it, so :meth:`GitHubSource.pin` first asks
+GitHub's commits endpoint (``<api>/repos/<owner>/<repo>/commits/<ref>`` with ``Accept:
+application/vnd.github.sha``) which commit the branch names now, and every file is then
+read at that commit: one tree per run, as immutable as a release, and replayable.
+
 Raw GitHub answers 404 both for a file missing at a ref and for a ref that does not
 exist at all. The two mean very different things to a check (a file dropped upstream
 vs. a typo in tags.toml), so the first 404 at a ref is followed by a probe of a file
@@ -26,11 +31,15 @@ import requests.auth
 
 from canary.errors import FetchError, RefNotFound
 from canary.sources.version import repo_relative
+from canary.versions import is_commit
 
-__all__ = ["DEFAULT_BASE_URL", "GitHubSource", "HostHealth"]
+__all__ = ["DEFAULT_API_URL", "DEFAULT_BASE_URL", "GitHubSource", "HostHealth"]
 
 DEFAULT_BASE_URL = "https://raw.githubusercontent.com"
 BASE_URL_ENV = "CANARY_GITHUB_RAW_URL"
+DEFAULT_API_URL = "https://api.github.com"
+API_URL_ENV = "CANARY_GITHUB_API_URL"
+_SHA_MEDIA_TYPE = "application/vnd.github.sha"
 TOKEN_ENV = "GITHUB_TOKEN"
 
 # A server asking for more than this is treated as asking for this: a canary run that
@@ -234,6 +243,7 @@ class GitHubSource:
         package_dir: str = "",
         *,
         base_url: str | None = None,
+        api_url: str | None = None,
         token: str | None = None,
         timeout: float | None = None,
         retries: int | None = None,
@@ -255,6 +265,9 @@ class GitHubSource:
         self.ref = ref
         self.package_dir = package_dir.strip("/")
         self.base_url = (base_url or os.environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL).rstrip("/")
+        self.api_url = (api_url or os.environ.get(API_URL_ENV) or DEFAULT_API_URL).rstrip("/")
+        # The commit the ref was pinned to (see pin); files are read there once it is set.
+        self.commit: str | None = None
         token = token if token is not None else os.environ.get(TOKEN_ENV)
         self._auth = _BearerAuth(token) if token else None
         self.timeout = timeout
@@ -282,7 +295,39 @@ class GitHubSource:
     @property
     def description(self) -> str:
         via = "" if self.base_url == DEFAULT_BASE_URL else f" via {self.base_url}"
-        return f"{self.package} {self.ref} from GitHub ({self.repo}{via})"
+        at = f"@{self.commit[:12]}" if self.commit and self.commit != self.ref else ""
+        return f"{self.package} {self.ref}{at} from GitHub ({self.repo}{via})"
+
+    def pin(self, commit: str | None = None) -> str:
+        """Read every later file at one commit: ``commit`` when given (another process of
+        the run resolved it already), else the commit the ref names now."""
+        if commit is None:
+            commit = self.resolve_commit()
+        if not is_commit(commit):
+            raise ValueError(f"not a full commit id: {commit!r}")
+        with self._ref_lock:
+            self.commit = commit
+            self._ref_exists = True  # the commits endpoint just said so
+        return commit
+
+    def commit_url(self) -> str:
+        return f"{self.api_url}/repos/{self.repo}/commits/{quote(self.ref, safe='')}"
+
+    def resolve_commit(self) -> str:
+        """The full commit id the ref names now, from GitHub's commits endpoint."""
+        url = self.commit_url()
+        body = self._request(
+            url, "", threading.Event(), {"Accept": _SHA_MEDIA_TYPE}, absent=frozenset({404, 422})
+        )
+        if body is None:  # 404: no such repository (or no access); 422: no such ref
+            raise RefNotFound(f"{self.repo} has no ref {self.ref!r} ({url} found no commit)")
+        commit = body.decode("ascii", "replace").strip()
+        if not is_commit(commit):
+            raise FetchError(
+                f"{self.description}: {url} answered {commit[:60]!r}, not a commit id "
+                f"(a proxy in the way, or {API_URL_ENV} pointing at something else?)"
+            )
+        return commit
 
     def __repr__(self) -> str:
         return (
@@ -300,7 +345,8 @@ class GitHubSource:
             repo_path = inside
         else:
             repo_path = f"{self.package_dir}/{path}"
-        return f"{self.base_url}/{self.repo}/{quote(self.ref, safe='/')}/{quote(repo_path)}"
+        ref = self.commit or self.ref
+        return f"{self.base_url}/{self.repo}/{quote(ref, safe='/')}/{quote(repo_path)}"
 
     def fetch(self, paths: Sequence[str]) -> dict[str, bytes | None]:
         """Each path's bytes, or ``None`` where the file does not exist at this ref.
@@ -378,7 +424,13 @@ class GitHubSource:
         return self._request(self.url_for(path), path, failed)
 
     def _request(
-        self, url: str, path: str, failed: threading.Event, headers: Mapping[str, str] = {}
+        self,
+        url: str,
+        path: str,
+        failed: threading.Event,
+        headers: Mapping[str, str] | None = None,
+        *,
+        absent: frozenset[int] = frozenset({404}),
     ) -> bytes | None:
         """One GET with the retry policy; ``failed`` set by a sibling stops the retries."""
         host = urlsplit(url).netloc
@@ -393,7 +445,7 @@ class GitHubSource:
             if attempt and failed.is_set():
                 raise _BatchFailed(path)
             try:
-                body = self._attempt(url, path, headers)
+                body = self._attempt(url, path, headers or {}, absent)
             except _RetryableError as failure:
                 if failure.unreachable:
                     self._hosts.no_answer(host, failure.reason, threshold=attempts)
@@ -421,14 +473,16 @@ class GitHubSource:
         else:  # wakes as soon as a sibling fails the batch
             failed.wait(seconds)
 
-    def _attempt(self, url: str, path: str, headers: Mapping[str, str]) -> bytes | None:
+    def _attempt(
+        self, url: str, path: str, headers: Mapping[str, str], absent: frozenset[int]
+    ) -> bytes | None:
         deadline = time.monotonic() + self.timeout
         try:
             with self._session.get(
                 url, auth=self._auth, timeout=self.timeout, stream=True, headers=dict(headers)
             ) as response:
                 status = response.status_code
-                if status == 404:
+                if status in absent:
                     return None
                 if status in _RETRY_STATUSES:
                     delay = None
