@@ -437,10 +437,11 @@ class GitHubSource:
         attempts = self.retries + 1
         for attempt in range(attempts):
             if (down := self._hosts.down_reason(host)) is not None:
+                setting = API_URL_ENV if url.startswith(self.api_url) else BASE_URL_ENV
                 raise FetchError(
                     f"{self.description}: could not fetch {url}: {host} is not answering "
                     f"({down}); not trying it again for every file of this run: check the "
-                    f"network, or set {BASE_URL_ENV} to a reachable mirror"
+                    f"network, or set {setting} to a reachable mirror"
                 )
             if attempt and failed.is_set():
                 raise _BatchFailed(path)
