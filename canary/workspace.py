@@ -147,6 +147,8 @@ class Tree:
         return found
 
     def _pin(self) -> None:
+        # Only a source that can name a commit pins (GitHub); a branch read from anything
+        # else keeps the TTL and --canary-refresh.
         pin = getattr(self.source, "pin", None)
         if not self.case.mutable or self.commit is not None or pin is None:
             return
