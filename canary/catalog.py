@@ -33,6 +33,7 @@ import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from canary import versions
 from canary.errors import CheckDrift, Drift, Subject
 from canary.expectations import (  # the vocabulary, so a check imports from one place
     drift,
@@ -126,7 +127,7 @@ class Window:
         # treated as newer than every release.
         if version is None:
             return self.until is not None
-        return not self.specifier.contains(version, prereleases=True)
+        return not versions.within(version, self.since, self.until)
 
     def __str__(self) -> str:
         # Lower bound first (SpecifierSet would sort them: "<1.6.0,>=0.26.0").

@@ -28,6 +28,8 @@ from canary.errors import CheckDrift, ConfigError
 from canary.report import endofrun, progress
 from canary.report.record import Recorder, RunFacts, case_of
 from canary.run import Run, RunOptions, open_run
+from canary.tags import PackageTags
+from canary.versions import listed_for
 from canary.workspace import Case, Snapshot, Stats
 
 RUNTIME_DIR = Path(canary.__file__).parent / "runtime"
@@ -63,7 +65,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="append",
         default=[],
         metavar="PKG=V1,V2",
-        help="check only these versions of PKG (repeatable); 'main' is allowed",
+        help="check only these versions of PKG (repeatable); 'main' and a full commit id "
+        "(a run's main, replayed) are allowed",
     )
     group.addoption(
         "--canary-local",
@@ -141,7 +144,9 @@ def pytest_configure(config: pytest.Config) -> None:
     ):
         config.addinivalue_line("markers", line)
     try:
-        run = open_run(_run_options(config), config.rootpath)
+        # xdist workers of one run share its id: each reads main at the same commit.
+        run_id = getattr(config, "workerinput", {}).get("testrunuid")
+        run = open_run(_run_options(config), config.rootpath, run_id=run_id)
     except ConfigError as exc:
         # Bad tags.toml or options stop the run here, with one clear line, not a traceback.
         raise pytest.UsageError(str(exc)) from None
@@ -157,7 +162,12 @@ def pytest_configure(config: pytest.Config) -> None:
                 for package, tree in run.local.items()
             },
         )
-        recorder = Recorder(results_path, facts, version_of=run.workspace.version)
+        recorder = Recorder(
+            results_path,
+            facts,
+            version_of=run.workspace.version,
+            commit_of=run.workspace.commit,
+        )
         config.pluginmanager.register(recorder, "canary-json")
 
 
@@ -234,13 +244,7 @@ class RunPlugin:
         tags = self.run.tags.package(package)
         params = []
         for case in self.run.cases(package):
-            marks = []
-            if case.source != "local" and (reason := tags.broken_reason(case.label)):
-                # Not strict: the checks a broken release still passes are fine there.
-                marks.append(_drift_expected(f"{case} is listed as broken in tags.toml: {reason}"))
-            if case.source != "local" and (reason := spec.known_drift.get(case.label)):
-                # Strict: once that release passes, the known_drift entry is stale.
-                marks.append(_drift_expected(f"known drift in {case}: {reason}", strict=True))
+            marks = _expected_drift(case, case.known_version, tags, spec.known_drift)
             if (version := case.known_version) is not None and spec.window.excludes(version):
                 marks.append(
                     pytest.mark.skip(reason=_outside(metafunc.definition.name, case, spec.window))
@@ -286,6 +290,9 @@ class RunPlugin:
             version = workspace.version(case)
             if spec.window.excludes(version):
                 pytest.skip(_main_outside(case, spec.window, version))
+            tags = self.run.tags.package(case.package)
+            for mark in _expected_drift(case, version, tags, spec.known_drift):
+                request.applymarker(mark)
         return workspace.snapshot(case, spec.reads)
 
     @pytest.hookimpl(wrapper=True)
@@ -343,6 +350,25 @@ class RunPlugin:
 # A test that takes ``upstream`` without ``@check``: every release, no files declared
 # (the snapshot refuses any file it reads, saying a check must declare it).
 _UNCHECKED = CheckSpec(reads=(), fix="", window=Window(), known_drift={})
+
+
+def _expected_drift(
+    case: Case, version: Version | None, tags: PackageTags, known_drift: dict[str, str]
+) -> list[pytest.MarkDecorator]:
+    """The xfail marks a case gets from tags.toml's ``broken`` and the check's
+    ``known_drift``; a pre-release of a listed release shares its entry (canary.versions)."""
+    if case.source == "local":
+        return []
+    marks = []
+    if reason := tags.broken_reason(case.label, version):
+        # Not strict: the checks a broken release still passes are fine there.
+        marks.append(_drift_expected(f"{case} is listed as broken in tags.toml: {reason}"))
+    reason, exact = listed_for(known_drift, case.label, version)
+    if reason:
+        # Strict on the release itself: once it passes, the known_drift entry is stale. A
+        # pre-release of it may not have reached that drift yet.
+        marks.append(_drift_expected(f"known drift in {case}: {reason}", strict=exact))
+    return marks
 
 
 def _drift_expected(reason: str, *, strict: bool = False) -> pytest.MarkDecorator:

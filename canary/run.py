@@ -21,7 +21,7 @@ from canary.sources import Source
 from canary.sources.index import IndexSource
 from canary.sources.local import LocalSource
 from canary.tags import Tags, load_tags
-from canary.versions import canonical_version, requested_releases
+from canary.versions import canonical_version, is_commit, requested_releases
 from canary.workspace import MAIN, Case, FetchPolicy, Workspace
 
 
@@ -74,25 +74,28 @@ class Run:
         if self.options.main and MAIN not in labels:
             labels = [*labels, MAIN]
         for label in labels:
-            if label == MAIN:
-                yield Case(package, MAIN, "github")
+            if label == MAIN or is_commit(label):
+                yield Case(package, label, "github")
             else:
                 from_github = self.options.source == "github"
                 yield Case(package, label, "github" if from_github else "index")
 
 
-def open_run(options: RunOptions, rootpath: Path) -> Run:
+def open_run(options: RunOptions, rootpath: Path, *, run_id: str | None = None) -> Run:
     """The run these options describe; bad input is a :class:`ConfigError` naming the
-    option or file and how to fix it."""
+    option or file and how to fix it. ``run_id`` names the run where several processes
+    share it (xdist workers), so they read ``main`` at one commit."""
     tags_path = options.tags_path(rootpath)
     tags = load_tags(tags_path)
     only = _parse_tag_filters(options.tags, tags)
     local = _parse_local_trees(options.local, tags)
-    wants_main = options.main or any(MAIN in versions for versions in only.values())
+    wants_main = options.main or any(
+        label == MAIN or is_commit(label) for labels in only.values() for label in labels
+    )
     if wants_main and options.source == "index":
         raise ConfigError(
-            "--canary-source index cannot check main (it is not on the package index); "
-            "use --canary-source auto or github"
+            "--canary-source index cannot check main or a commit (they are not on the package "
+            "index); use --canary-source auto or github"
         )
     cache = Cache(default_cache_dir())
     workspace = Workspace(
@@ -102,6 +105,7 @@ def open_run(options: RunOptions, rootpath: Path) -> Run:
         cache,
         FetchPolicy(offline=options.offline, refresh=options.refresh),
         workers=options.workers,
+        run_id=run_id,
     )
     return Run(options, tags_path, tags, workspace, only, local)
 
@@ -114,7 +118,8 @@ def source_for(
     *,
     offline: bool = False,
 ) -> Source:
-    """Where a case's files come from: its local tree, its wheel, or GitHub at its tag."""
+    """Where a case's files come from: its local tree, its wheel, or GitHub at its tag
+    (``main`` and a commit at themselves)."""
     if case.source == "local":
         return local[case.package]
     if case.source == "index":  # offline: the kept wheel only, pip is never started
@@ -122,7 +127,7 @@ def source_for(
     from canary.sources.github import GitHubSource  # requests is imported only when needed
 
     package = tags.package(case.package)
-    ref = MAIN if case.label == MAIN else f"v{case.label}"
+    ref = case.label if case.label == MAIN or is_commit(case.label) else f"v{case.label}"
     return GitHubSource(case.package, package.repo, ref, package.package_dir)
 
 
@@ -137,11 +142,16 @@ def _parse_tag_filters(values: tuple[str, ...], tags: Tags) -> dict[str, list[st
         listed = tags.package(package).versions  # names the known packages on a typo
         for version in (v.strip() for v in versions.split(",")):
             try:
-                # 5.5.0 and 5.05.0 are one case; 5.5 is the 5.5.x releases listed.
-                found = [MAIN] if version == MAIN else requested_releases(version, listed)
+                # 5.5.0 and 5.05.0 are one case; 5.5 is the 5.5.x releases listed; main and
+                # a commit id (replaying a run of main) are themselves.
+                if version == MAIN or is_commit(version):
+                    found = [version]
+                else:
+                    found = requested_releases(version, listed)
             except InvalidVersion:
                 raise ConfigError(
-                    f"--canary-tags {value!r}: {version!r} is not a version or 'main'"
+                    f"--canary-tags {value!r}: {version!r} is not a version, 'main' or a "
+                    f"full 40-hex commit id (to replay a run of main)"
                 ) from None
             if not found:
                 raise ConfigError(

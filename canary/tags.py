@@ -21,6 +21,7 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from canary.errors import ConfigError, InfrastructureError
+from canary.versions import listed_for
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -48,8 +49,11 @@ class PackageTags:
     anchors: tuple[str, ...] = ()
     broken: Mapping[str, str] = field(default_factory=dict)
 
-    def broken_reason(self, version: str) -> str | None:
-        return self.broken.get(version)
+    def broken_reason(self, label: str, version: Version | None = None) -> str | None:
+        """Why the release ``label`` is listed as broken; a pre-release of a broken
+        release (``version``, where the label alone does not say it) shares the entry."""
+        reason, _ = listed_for(self.broken, label, version)
+        return reason or None
 
 
 @dataclass(frozen=True)

@@ -19,14 +19,14 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
-from canary import codeindex
+from canary import codeindex, versions
 from canary.cache import Cache, FileKey
 from canary.errors import CacheDamaged, Drift, InfrastructureError, OfflineMiss
 from canary.indexstore import IndexStore, ParseJob
 from canary.sources import Source
-from canary.sources.version import package_version_files, version_from_package_files
+from canary.sources.version import declared_version, version_files
 
 MAIN = "main"
 _CASES_WORTH_PROCESSES = 8
@@ -52,11 +52,9 @@ class Case:
 
     @property
     def known_version(self) -> Version | None:
-        """The version, where the label is one; ``main`` is only known after reading it."""
-        try:
-            return Version(self.label)
-        except InvalidVersion:
-            return None
+        """The version, where the label is one; ``main`` or a commit is only known after
+        reading its tree."""
+        return versions.parse(self.label)
 
     def __str__(self) -> str:
         return f"{self.package} {self.label}"
@@ -92,21 +90,45 @@ class Stats:
         return {name: getattr(self, name) for name in self.__dataclass_fields__ if name[0] != "_"}
 
 
+PINS = "pins"  # cache blobs: the commit a branch was resolved to (per run, and the last)
+
+
 class Tree:
-    """The files of one case, read through the cache."""
+    """The files of one case, read through the cache.
+
+    A branch (``main``) is pinned to one commit before its first file is read, where the
+    source can pin (GitHub): from then on its files are keyed by that commit, immutable
+    like a release's. ``run_id`` names the run, so every process of it (xdist workers)
+    reads the same commit; offline, the last commit resolved online is read.
+    """
 
     def __init__(
-        self, case: Case, source: Source, cache: Cache | None, policy: FetchPolicy, stats: Stats
+        self,
+        case: Case,
+        source: Source,
+        cache: Cache | None,
+        policy: FetchPolicy,
+        stats: Stats,
+        *,
+        run_id: str | None = None,
     ) -> None:
         self.case = case
         self.source = source
         self.cache = cache
         self.policy = policy
         self.stats = stats
+        self.run_id = run_id
+        self.commit: str | None = case.label if versions.is_commit(case.label) else None
+        self._pin_lock = threading.Lock()
+
+    @property
+    def mutable(self) -> bool:
+        return self.case.mutable and self.commit is None
 
     def read(self, paths: Iterable[str]) -> dict[str, bytes | None]:
         """Each path's bytes (None where absent upstream); misses are fetched once."""
         paths = sorted(set(paths))
+        self._pin()
         if self.cache is None:  # local trees are read in place
             return self._fetch(paths)
         found = self._from_cache(paths)
@@ -114,7 +136,7 @@ class Tree:
         if not missing:
             return found
         # Another worker may be fetching the same tree: wait for it, then look again.
-        with self.cache.lock(f"{self.case.source}-{self.case.package}-{self.case.label}"):
+        with self.cache.lock(f"{self.case.source}-{self.case.package}-{self._ref}"):
             found.update(self._from_cache(missing))
             missing = [p for p in paths if p not in found]
             if missing:
@@ -124,11 +146,47 @@ class Tree:
                 found.update(fetched)
         return found
 
+    def _pin(self) -> None:
+        # Only a source that can name a commit pins (GitHub); a branch read from anything
+        # else keeps the TTL and --canary-refresh.
+        pin = getattr(self.source, "pin", None)
+        if not self.case.mutable or self.commit is not None or pin is None:
+            return
+        with self._pin_lock:
+            if self.commit is None:
+                self.commit = self._resolve(pin)
+
+    def _resolve(self, pin: Callable[[str | None], str]) -> str:
+        if self.cache is None:
+            return pin(None)
+        last = f"{self.case.source}-{self.case.package}-{self.case.label}"
+        if self.policy.offline:
+            if not (known := self.cache.read_blob(PINS, last)):
+                raise OfflineMiss(
+                    f"--canary-offline: {self.case} was never resolved to a commit with "
+                    f"{self.cache.root}; run once without --canary-offline, or replay a "
+                    f"commit: --canary-tags {self.case.package}=<40-hex commit>"
+                )
+            return pin(known.decode("ascii"))
+        this_run = f"{self.run_id}-{last}" if self.run_id else None
+        with self.cache.lock(f"pin-{last}"):
+            if this_run and (known := self.cache.read_blob(PINS, this_run)):
+                return pin(known.decode("ascii"))
+            commit = pin(None)
+            if this_run:
+                self.cache.write_blob(PINS, this_run, commit.encode())
+            self.cache.write_blob(PINS, last, commit.encode())
+            return commit
+
+    @property
+    def _ref(self) -> str:
+        return self.commit or self.case.label
+
     def _from_cache(self, paths: Sequence[str]) -> dict[str, bytes | None]:
         assert self.cache is not None
-        if self.case.mutable and self.policy.refresh and not self.policy.offline:
+        if self.mutable and self.policy.refresh and not self.policy.offline:
             return {}
-        max_age = self.policy.ttl if self.case.mutable and not self.policy.offline else None
+        max_age = self.policy.ttl if self.mutable and not self.policy.offline else None
         found: dict[str, bytes | None] = {}
         for path in paths:
             try:
@@ -181,7 +239,7 @@ class Tree:
         return fetched
 
     def _key(self, path: str) -> FileKey:
-        return FileKey(self.case.source, self.case.package, self.case.label, path)
+        return FileKey(self.case.source, self.case.package, self._ref, path)
 
 
 @dataclass(frozen=True)
@@ -234,8 +292,10 @@ class Workspace:
         *,
         workers: int = 4,
         parse_processes: int | None = None,
+        run_id: str | None = None,
     ) -> None:
         self.make_source = make_source
+        self.run_id = run_id
         self.cache = cache
         self.policy = policy
         self.stats = Stats()
@@ -258,9 +318,18 @@ class Workspace:
             if case not in self._trees:
                 cache = None if case.source == "local" else self.cache
                 self._trees[case] = Tree(
-                    case, self.make_source(case), cache, self.policy, self.stats
+                    case, self.make_source(case), cache, self.policy, self.stats, run_id=self.run_id
                 )
             return self._trees[case]
+
+    def commit(self, case: Case) -> str | None:
+        """The commit the case's tree is read at (a branch once pinned, or a commit case);
+        None for a release, a local tree, or a branch whose pinning failed."""
+        with self._lock:
+            tree = self._trees.get(case)
+        if tree is None:
+            return case.label if versions.is_commit(case.label) else None
+        return tree.commit
 
     def version(self, case: Case) -> Version | None:
         """The case's version: its label, or what the tree itself declares (``main``)."""
@@ -270,9 +339,7 @@ class Workspace:
             _wait(pending)  # the prefetch reads the version too; its failure is ours
         with self._case_lock(case):
             if case not in self._versions:
-                files = self._read(case, package_version_files(case.package))
-                text = version_from_package_files(case.package, files.get)
-                self._versions[case] = _parse_version(text)
+                self._versions[case] = self._declared_version(case, {})
             return self._versions[case]
 
     def prefetch(self, plan: Mapping[Case, set[str]]) -> None:
@@ -309,13 +376,11 @@ class Workspace:
                 return
             # A tree that declares its own version (main) reads it in the same fetch, so
             # one failure decides every check of the case alike, whatever runs first.
-            version_files = []
-            if case.known_version is None and case not in self._versions:
-                version_files = package_version_files(case.package)
-            contents = self._read(case, [*wanted, *version_files])
-            if version_files:
-                text = version_from_package_files(case.package, contents.get)
-                self._versions[case] = _parse_version(text)
+            reads_version = case.known_version is None and case not in self._versions
+            extra = version_files(case.package) if reads_version else []
+            contents = self._read(case, [*wanted, *extra])
+            if reads_version:
+                self._versions[case] = self._declared_version(case, contents)
             for path in wanted:
                 content = contents[path]
                 if content is None:  # not in this tree: the check decides what that means
@@ -326,6 +391,15 @@ class Workspace:
                     self._parsing[(case, path)] = indexed
                 else:
                     self._modules[(case, path)] = indexed
+
+    def _declared_version(self, case: Case, read: Mapping[str, bytes | None]) -> Version | None:
+        """What the tree declares; a file its packaging points at beyond those already read
+        (``read``) is read through the tree too."""
+
+        def read_one(path: str) -> bytes | None:
+            return read[path] if path in read else self._read(case, [path])[path]
+
+        return versions.parse(declared_version(case.package, read_one))
 
     def _module(self, case: Case, path: str) -> codeindex.Module | None:
         """The parsed module, waiting for it where a parse process has it in hand."""
@@ -369,12 +443,3 @@ def _wait(pending: Future[None]) -> None:
     if isinstance(failure, InfrastructureError):
         raise failure.again() from failure
     pending.result()  # anything else: as it came
-
-
-def _parse_version(text: str | None) -> Version | None:
-    if text is None:
-        return None
-    try:
-        return Version(text)
-    except InvalidVersion:
-        return None

@@ -10,10 +10,19 @@ exercise is the real wire: status lines, headers, dropped sockets, short bodies.
 
 A scripted path plays its responses in order, one per request; after the script runs
 out (or for an unscripted path) the tree answers: 200 with the file, or 404.
+
+It also answers GitHub's commits endpoint as GitHub does, ``/repos/<owner>/<repo>/commits/
+<ref>`` with ``Accept: application/vnd.github.sha``: the commit a ref names (set with
+:meth:`LoopbackServer.point`, else a stable made-up id for any ref the tree has files
+under), 422 for a ref it does not know. Raw files of a ref are served at its made-up
+commit too, and recorded (and scripted) under the ref's path, so a test written against
+``main`` paths holds when the client reads main at its commit.
 """
 
 from __future__ import annotations
 
+import hashlib
+import re
 import socket
 import struct
 import sys
@@ -88,11 +97,17 @@ Response = Status | Reset | ShortBody | Trickle | Hang | Html
 
 @dataclass(frozen=True)
 class Recorded:
-    """One request as the server saw it; header names are lower-cased."""
+    """One request as the server saw it; header names are lower-cased. ``path`` is the
+    ref's path where a made-up commit was asked for; ``requested`` is what was asked."""
 
     method: str
     path: str
     headers: Mapping[str, str]
+    requested: str = ""
+
+
+SHA_MEDIA_TYPE = "application/vnd.github.sha"
+_COMMITS = re.compile(r"/repos/(?P<repo>[^/]+/[^/]+)/commits/(?P<ref>[^/]+)")
 
 
 class LoopbackServer:
@@ -102,6 +117,8 @@ class LoopbackServer:
         self.files: dict[str, bytes] = dict(files or {})
         self.requests: list[Recorded] = []
         self._scripts: dict[str, list[Response]] = {}
+        self._pointed: dict[tuple[str, str], str] = {}  # (owner/repo, ref) -> commit
+        self._made_up: dict[tuple[str, str], str] = {}  # (owner/repo, commit) -> ref
         self._lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -150,6 +167,36 @@ class LoopbackServer:
         with self._lock:
             self.files[path] = body
 
+    def point(self, repo: str, ref: str, commit: str) -> None:
+        """Make ``ref`` of ``repo`` name ``commit`` (serve its files at ``/<repo>/<commit>/``)."""
+        with self._lock:
+            self._pointed[(repo, ref)] = commit
+            if not any(path.startswith(f"/{repo}/{commit}/") for path in self.files):
+                self._made_up[(repo, commit)] = ref
+
+    def commit_of(self, repo: str, ref: str) -> str | None:
+        """What the commits endpoint answers for ``ref`` now."""
+        with self._lock:
+            if (repo, ref) in self._pointed:
+                return self._pointed[(repo, ref)]
+            if not any(path.startswith(f"/{repo}/{ref}/") for path in self.files):
+                return None
+            if re.fullmatch(r"[0-9a-f]{40}", ref):
+                return ref
+            commit = hashlib.sha1(f"{repo}@{ref}".encode()).hexdigest()
+            self._made_up[(repo, commit)] = ref
+            return commit
+
+    def _canonical(self, path: str) -> str:
+        """A raw path at a made-up commit, as the path at its ref."""
+        parts = path.split("/", 4)  # "", owner, repo, ref, rest
+        if len(parts) == 5:
+            with self._lock:
+                ref = self._made_up.get((f"{parts[1]}/{parts[2]}", parts[3]))
+            if ref is not None:
+                return "/".join([*parts[:3], ref, parts[4]])
+        return path
+
     def script(self, path: str, responses: Iterable[Response]) -> None:
         """Queue ``responses`` for ``path``, played one per request before the tree answers."""
         with self._lock:
@@ -170,9 +217,23 @@ class LoopbackServer:
             queue = self._scripts.get(recorded.path)
             response: Response | None = queue.pop(0) if queue else None
             file = self.files.get(recorded.path)
+        if response is None and (match := _COMMITS.fullmatch(recorded.path)):
+            response, file = self._commits_answer(match["repo"], match["ref"], recorded)
         if response is None:
             response = Status(200) if file is not None else Status(404)
         return response, file
+
+    def _commits_answer(self, repo: str, ref: str, recorded: Recorded) -> tuple[Response, None]:
+        commit = self.commit_of(repo, ref)
+        if commit is None:
+            return Status(
+                422, body=b'{"message": "No commit found for SHA: %s"}' % ref.encode()
+            ), None
+        if recorded.headers.get("accept") != SHA_MEDIA_TYPE:  # GitHub answers JSON then
+            return Status(
+                200, {"Content-Type": "application/json"}, b'{"sha": "%s"}' % commit.encode()
+            ), None
+        return Status(200, body=commit.encode()), None
 
 
 class _Server(ThreadingHTTPServer):
@@ -195,9 +256,10 @@ class _Handler(BaseHTTPRequestHandler):
     timeout = 5  # a client that holds a connection open must not pin a thread forever
 
     def do_GET(self) -> None:
-        path = self.path.split("?", 1)[0]
+        requested = self.path.split("?", 1)[0]
+        path = self.fixture._canonical(requested)
         headers = {k.lower(): v for k, v in self.headers.items()}
-        response, file = self.fixture._next(Recorded("GET", path, headers))
+        response, file = self.fixture._next(Recorded("GET", path, headers, requested))
         if isinstance(response, Status):
             self._status(response, file)
         elif isinstance(response, Reset):

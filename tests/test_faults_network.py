@@ -172,6 +172,7 @@ def test_old_releases_only(upstream):
 def project(pytester: pytest.Pytester, server, monkeypatch, tmp_path) -> pytest.Pytester:
     monkeypatch.setenv("CANARY_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("CANARY_GITHUB_RAW_URL", server.url)
+    monkeypatch.setenv("CANARY_GITHUB_API_URL", server.url)
     # The run's own sources, made by the plugin: fast retries, short timeouts.
     monkeypatch.setattr(github, "DEFAULT_BACKOFF", 0.01)
     monkeypatch.setattr(github, "DEFAULT_TIMEOUT", 0.5)
@@ -228,6 +229,7 @@ def test_end_to_end_an_unreachable_host_fails_fast_for_the_whole_run(project, mo
     monkeypatch.setattr(github, "DEFAULT_BACKOFF", 1.0)
     monkeypatch.setattr(github, "DEFAULT_RETRIES", 2)
     monkeypatch.setenv("CANARY_GITHUB_RAW_URL", f"http://127.0.0.1:{closed_port()}")
+    monkeypatch.setenv("CANARY_GITHUB_API_URL", f"http://127.0.0.1:{closed_port()}")
     started = time.perf_counter()
     result = project.runpytest(
         "-p", "no:cacheprovider", "--canary-source=github", "--canary-workers=1"

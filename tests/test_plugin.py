@@ -243,7 +243,7 @@ def test_canary_tags_limits_a_package_to_the_versions_named(project):
     ("option", "message"),
     [
         ("--canary-tags=nope=1.0.0", "unknown package 'nope'; tags.toml lists: toy"),
-        ("--canary-tags=toy=banana", "'banana' is not a version or 'main'"),
+        ("--canary-tags=toy=banana", "'banana' is not a version, 'main' or a full 40-hex commit"),
         ("--canary-tags=toy", "expected PKG=V1,V2"),
         ("--canary-local=toy=/does/not/exist", "/does/not/exist does not exist"),
         ("--canary-source=index", None),  # valid on its own
@@ -291,6 +291,48 @@ def test_local_tree_with_a_stated_version_shows_its_drift(project, tmp_path):
     tree = make_tree(tmp_path / "checkout", "__version__ = compute()\n", DRIFTED)
     result = run(project, f"--canary-local=toy@2.11.0.dev0={tree}", "-k", "run_takes")
     result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*upstream drift in toy 2.11.0.dev0 breaks*"])
+
+
+def test_a_pre_release_tree_of_a_split_version_runs_the_new_shapes_checks(project, tmp_path):
+    # 1.1.0.dev0 is building 1.1.0: the check that starts at 1.1.0 runs, none is skipped.
+    tree = make_tree(tmp_path / "checkout", '__version__ = "1.1.0.dev0"\n', GOOD)
+    result = run(project, f"--canary-local=toy={tree}", "-v")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*test_run_takes_num_items_in_batch[[]toy_1_1_0_dev0[]] PASSED*"])
+
+
+def test_a_pre_release_of_a_listed_release_shares_its_entries_loosely(project, cache_dir):
+    project.makepyfile(test_toy=KNOWN_DRIFT)
+    cache = Cache(cache_dir)
+    cache.write_file(FileKey("index", "toy", "1.1.1rc1", "toy/core.py"), GOOD)
+    cache.write_file(FileKey("index", "toy", "1.2.0rc1", "toy/core.py"), DRIFTED)
+    result = run(project, "--canary-tags=toy=1.1.1rc1,1.2.0rc1")
+    # 1.1.1rc1 may not have 1.1.1's drift yet: a pass is fine (not strict); 1.2.0rc1
+    # shares 1.2.0's broken entry.
+    result.assert_outcomes(xpassed=1, xfailed=1)
+    result.stdout.fnmatch_lines(["*XFAIL*toy_1_2_0rc1*listed as broken in tags.toml*"])
+
+
+REPO_LAYOUT_INIT = (
+    "from importlib.metadata import version\n__version__ = version('toy')\n"  # as trl 0.24+
+)
+DYNAMIC_PYPROJECT = (
+    '[project]\nname = "toy"\ndynamic = ["version"]\n'
+    '[tool.setuptools.dynamic]\nversion = { file = "VERSION" }\n'
+)
+
+
+def test_a_repository_layout_tree_reads_its_root_version_file_and_is_checked(project, tmp_path):
+    checkout = tmp_path / "checkout"
+    (checkout / "toy").mkdir(parents=True)
+    (checkout / "toy" / "__init__.py").write_text(REPO_LAYOUT_INIT)
+    (checkout / "toy" / "core.py").write_bytes(DRIFTED)
+    (checkout / "pyproject.toml").write_text(DYNAMIC_PYPROJECT)
+    (checkout / "VERSION").write_text("2.11.0.dev0\n")
+    result = run(project, f"--canary-local=toy={checkout}", "-v")
+    # 2.11.0.dev0: inside the first check's window (drifted), past the second's.
+    result.assert_outcomes(failed=1, skipped=1)
     result.stdout.fnmatch_lines(["*upstream drift in toy 2.11.0.dev0 breaks*"])
 
 
@@ -387,6 +429,7 @@ def github(monkeypatch: pytest.MonkeyPatch):
     }
     with LoopbackServer(tree) as server:
         monkeypatch.setenv("CANARY_GITHUB_RAW_URL", server.url)
+        monkeypatch.setenv("CANARY_GITHUB_API_URL", server.url)
         monkeypatch.delenv("GITHUB_TOKEN", raising=False)
         yield server
 
@@ -404,12 +447,88 @@ def test_main_comes_from_github_and_its_declared_version_drives_the_gates(projec
     assert github.hits("/example/toy/main/src/toy/core.py") == 1
 
 
-def test_main_is_refetched_only_with_refresh(project, github):
+def test_main_in_a_repository_layout_reads_the_version_its_pyproject_points_at(project, github):
+    github.add("/example/toy/main/src/toy/__init__.py", REPO_LAYOUT_INIT.encode())
+    github.add("/example/toy/main/pyproject.toml", DYNAMIC_PYPROJECT.encode())
+    github.add("/example/toy/main/VERSION", b"1.1.0.dev0\n")
+    result = project.runpytest("-p", "no:cacheprovider", "--canary-tags=toy=main", "-rs")
+    # 1.1.0.dev0 builds 1.1.0: both checks apply (an unread version would skip the second).
+    result.assert_outcomes(failed=1, passed=1)
+
+
+MAIN_CORE = "/example/toy/main/src/toy/core.py"
+
+
+def main_commit(github) -> str:
+    commit = github.commit_of("example/toy", "main")
+    assert commit is not None
+    return commit
+
+
+def test_main_is_read_at_the_commit_it_names_and_a_moved_main_is_read_anew(project, github):
+    first = main_commit(github)
     for _ in range(2):
-        project.runpytest("-p", "no:cacheprovider", "--canary-tags=toy=main")
-    assert github.hits("/example/toy/main/src/toy/core.py") == 1
-    project.runpytest("-p", "no:cacheprovider", "--canary-tags=toy=main", "--canary-refresh")
-    assert github.hits("/example/toy/main/src/toy/core.py") == 2
+        project.runpytest("-p", "no:cacheprovider", "--canary-tags=toy=main").assert_outcomes(
+            failed=1, skipped=1
+        )
+    # Both runs asked which commit main is (once each) and read its files at that commit,
+    # the second from the cache: a commit's files never change.
+    assert github.hits("/repos/example/toy/commits/main") == 2
+    assert [r.requested for r in github.requests_for(MAIN_CORE)] == [
+        f"/example/toy/{first}/src/toy/core.py"
+    ]
+    moved = "b" * 40
+    github.add(MAIN_CORE, GOOD)
+    github.point("example/toy", "main", moved)
+    result = project.runpytest("-p", "no:cacheprovider", "--canary-tags=toy=main")
+    result.assert_outcomes(passed=1, skipped=1)
+    assert github.requests_for(MAIN_CORE)[-1].requested == f"/example/toy/{moved}/src/toy/core.py"
+
+
+def test_main_moving_during_a_run_is_still_read_at_one_commit(project, github):
+    first, moved = main_commit(github), "c" * 40
+    from http_fixture import Status
+
+    # The first answer names the commit of the tree; any later one would name another.
+    github.script("/repos/example/toy/commits/main", [Status(200, body=first.encode())])
+    github.point("example/toy", "main", moved)
+    project.makepyfile(test_more=CHECKS.replace("def test_", "def test_more_"))
+    result = project.runpytest("-p", "no:cacheprovider", "--canary-tags=toy=main", "-n", "2")
+    result.assert_outcomes(failed=2, skipped=2)
+    assert github.hits("/repos/example/toy/commits/main") == 1
+    assert {r.requested.split("/")[3] for r in github.requests if "/src/" in r.requested} == {first}
+
+
+def test_the_results_record_mains_commit_and_it_replays_offline(project, github, tmp_path):
+    results = tmp_path / "results.json"
+    project.runpytest(
+        "-p", "no:cacheprovider", "--canary-tags=toy=main", f"--canary-json={results}"
+    )
+    commit = main_commit(github)
+    cases = json.loads(results.read_text())["cases"]
+    assert {case["commit"] for case in cases} == {commit}
+    report = subprocess.run(
+        [sys.executable, "-m", "canary", "report", str(results), "--format", "markdown"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert f"main@{commit[:7]}" in report.stdout
+
+    hits = github.hits()
+    replay = run(project, f"--canary-tags=toy={commit}", "-v")
+    replay.assert_outcomes(failed=1, skipped=1)
+    replay.stdout.fnmatch_lines([f"*test_run_takes_num_items_in_batch[[]toy_{commit}[]] FAILED*"])
+    # Offline, main itself is the commit the last online run resolved.
+    run(project, "--canary-tags=toy=main").assert_outcomes(failed=1, skipped=1)
+    assert github.hits() == hits
+
+
+def test_a_main_never_resolved_here_is_an_offline_error_naming_the_replay(project, github):
+    result = run(project, "--canary-tags=toy=main")
+    result.assert_outcomes(errors=2)
+    result.stdout.fnmatch_lines(["*never resolved to a commit*--canary-tags toy=<40-hex commit>*"])
+    assert github.hits() == 0
 
 
 def test_github_source_reads_releases_at_their_tags(project, github):

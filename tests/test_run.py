@@ -78,7 +78,7 @@ def test_the_tags_file_given_wins_over_the_rootdir(rootdir, tmp_path):
             RunOptions(
                 tags=("toy=one",),
             ),
-            "'one' is not a version or 'main'",
+            "'one' is not a version, 'main' or a full 40-hex commit",
         ),
         (
             RunOptions(

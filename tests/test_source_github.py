@@ -29,6 +29,7 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
     for name in (
         "GITHUB_TOKEN",
         "CANARY_GITHUB_RAW_URL",
+        "CANARY_GITHUB_API_URL",
         "HTTP_PROXY",
         "HTTPS_PROXY",
         "ALL_PROXY",
@@ -355,3 +356,108 @@ def test_uses_given_session_and_leaves_it_open(server: LoopbackServer) -> None:
     assert server.requests[0].headers["x-canary-test"] == "1"
     assert session.get(f"{server.url}{ROOT}/pkg/trainer.py", timeout=2).content == TRAINER
     session.close()
+
+
+# -- failure modes seen against mirrors on loopback (issue 13) ------------------------------
+
+
+def test_a_200_anywhere_in_the_batch_proves_the_ref_though_the_sentinel_404s(make, server):
+    # The sentinel answered 404 first (a CDN hiccup); twelve files of the same ref then
+    # answered 200. The ref exists: the sentinel is reported absent, not the ref missing.
+    paths = [f"pkg/f{i}.py" for i in range(12)]
+    for path in paths:
+        server.add(f"{ROOT}/{path}", b"x = 1\n")
+    server.script(f"{ROOT}/pkg/__init__.py", [Status(404)])
+    got = make(max_workers=1).fetch(["pkg/__init__.py", *paths])
+    assert got["pkg/__init__.py"] is None
+    assert all(got[path] == b"x = 1\n" for path in paths)
+
+
+def test_a_missing_ref_is_ref_not_found_every_time_never_an_absent_file(make, server):
+    paths = [f"pkg/m{i}.py" for i in range(16)]
+    for _ in range(10):
+        with pytest.raises(RefNotFound):
+            make("v9.9.9", max_workers=8).fetch(paths)
+
+
+def test_a_failed_file_starts_no_other_file_of_its_batch(make, server: LoopbackServer) -> None:
+    paths = [f"pkg/f{i}.py" for i in range(64)]
+    for path in paths:
+        server.script(f"{ROOT}/{path}", [Status(401)] * 5)  # fails at once, no retry
+    for _ in range(5):
+        before = server.hits()
+        with pytest.raises(FetchError, match="HTTP 401"):
+            make(max_workers=8).fetch(paths)
+        # The first wave was under way when the first failure came; nothing after it.
+        assert server.hits() - before <= 8
+
+
+def test_files_in_flight_stop_retrying_once_their_batch_failed(make, server: LoopbackServer):
+    server.add(f"{ROOT}/pkg/slow.py", b"x = 1\n")
+    server.script(f"{ROOT}/pkg/__init__.py", [Status(401)])
+    server.script(f"{ROOT}/pkg/slow.py", [Status(503, {"Retry-After": "0"})] * 6)
+    with pytest.raises(FetchError, match="HTTP 401"):
+        make(max_workers=2, retries=5).fetch(["pkg/__init__.py", "pkg/slow.py"])
+    # One attempt, perhaps a second already under way: never the whole backoff schedule.
+    assert server.hits(f"{ROOT}/pkg/slow.py") <= 2
+
+
+def test_a_host_answering_5xx_on_every_file_is_called_down_after_one_round(make, server):
+    from canary.sources.github import HostHealth
+
+    hosts = HostHealth()
+    for path in ("pkg/__init__.py", "pkg/trainer.py", "pkg/other.py"):
+        server.script(f"{ROOT}/{path}", [Status(503)] * 100)
+    with pytest.raises(FetchError, match="gave up after 3 attempts"):
+        make(retries=2, hosts=hosts).fetch(["pkg/__init__.py", "pkg/trainer.py"])
+    first_round = server.hits()
+    # Seven more cases, as in a run: each fails at once, saying why.
+    for _ in range(7):
+        with pytest.raises(FetchError, match=r"is not answering \(HTTP 503 on 2 files"):
+            make(retries=2, hosts=hosts).fetch(["pkg/trainer.py", "pkg/other.py"])
+    assert server.hits() == first_round
+
+
+def test_a_persistent_5xx_on_one_file_leaves_the_host_up(make, server: LoopbackServer) -> None:
+    from canary.sources.github import HostHealth
+
+    hosts = HostHealth()
+    server.script(f"{ROOT}/pkg/trainer.py", [Status(502)] * 100)
+    with pytest.raises(FetchError, match="gave up"):
+        make(retries=2, hosts=hosts).fetch(["pkg/trainer.py"])
+    assert make(retries=2, hosts=hosts).fetch(["pkg/__init__.py"]) == {"pkg/__init__.py": INIT}
+
+
+# -- pinning a branch to one commit ---------------------------------------------------------
+
+
+def test_pin_asks_the_commits_endpoint_for_the_sha_with_the_token(make, server, monkeypatch):
+    monkeypatch.setenv("CANARY_GITHUB_API_URL", server.url + "/")
+    source = make(token="t0ken")
+    commit = source.pin()
+    assert commit == server.commit_of(REPO, REF)
+    (asked,) = server.requests_for(f"/repos/{REPO}/commits/{REF}")
+    assert asked.headers["accept"] == "application/vnd.github.sha"
+    assert asked.headers["authorization"] == "Bearer t0ken"
+    assert source.fetch(["pkg/trainer.py"]) == {"pkg/trainer.py": TRAINER}
+    assert server.requests_for(f"{ROOT}/pkg/trainer.py")[0].requested == (
+        f"/{REPO}/{commit}/src/pkg/trainer.py"
+    )
+    assert commit[:12] in source.description
+
+
+def test_pin_of_a_ref_github_does_not_have_is_ref_not_found(make, server) -> None:
+    with pytest.raises(RefNotFound, match=r"octo/pkg has no ref 'nope'"):
+        make("nope", api_url=server.url).pin()
+
+
+def test_pin_never_takes_an_answer_that_is_not_a_commit(make, server) -> None:
+    server.script(f"/repos/{REPO}/commits/{REF}", [Status(200, body=b'{"sha": "abc"}')])
+    with pytest.raises(FetchError, match="not a commit id"):
+        make(api_url=server.url).pin()
+
+
+def test_pin_retries_like_any_request(make, server, sleeps) -> None:
+    server.script(f"/repos/{REPO}/commits/{REF}", [Status(503), Reset()])
+    assert make(api_url=server.url).pin() == server.commit_of(REPO, REF)
+    assert len(sleeps.calls) == 2

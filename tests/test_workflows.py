@@ -90,12 +90,39 @@ def test_actionlint_finds_a_broken_workflow(tmp_path):
     assert "packge" in done.stdout
 
 
+# The one job that may write: the daily drift issue. Nothing else runs with its token.
+WRITERS = {("daily.yml", "issue"): {"contents": "read", "issues": "write"}}
+
+
 @pytest.mark.parametrize("path", WORKFLOWS, ids=WORKFLOW_IDS)
-def test_permissions_are_read_only_and_no_job_widens_them(path):
+def test_permissions_are_read_only_and_only_the_issue_job_widens_them(path):
     workflow = load(path)
     assert workflow["permissions"] == {"contents": "read"}
     for name, job in workflow["jobs"].items():
-        assert "permissions" not in job, f"{path.name}: job {name} sets its own permissions"
+        expected = WRITERS.get((path.name, name))
+        assert job.get("permissions") == expected, f"{path.name}: job {name} permissions"
+
+
+def test_the_daily_main_job_runs_the_newest_release_beside_main():
+    steps = jobs("daily.yml")["main"]["steps"]
+    commands = " ".join(step.get("run", "") for step in steps)
+    assert "--canary-tags=${{ matrix.package }}=${{ steps.newest.outputs.version }},main" in (
+        commands
+    )
+    assert any(step.get("id") == "newest" for step in steps)
+
+
+def test_the_drift_issue_job_reads_the_main_jobs_report_and_nothing_else_writes_issues():
+    issue = jobs("daily.yml")["issue"]
+    assert issue["needs"] == "main"
+    assert "always()" in issue["if"]
+    assert issue["strategy"]["matrix"] == jobs("daily.yml")["main"]["strategy"]["matrix"]
+    script = " ".join(step.get("run", "") for step in issue["steps"])
+    for command in ("gh issue create", "gh issue comment", "gh issue close"):
+        assert command in script
+    for workflow, job, line in run_lines():
+        if (workflow, job) != ("daily.yml", "issue"):
+            assert "gh issue" not in line, f"{workflow} {job} writes issues"
 
 
 @pytest.mark.parametrize("path", WORKFLOWS, ids=WORKFLOW_IDS)
@@ -193,7 +220,7 @@ def test_every_option_a_workflow_passes_to_pytest_is_registered(pytestconfig):
             if word.startswith("--"):
                 used.add(word.split("=", 1)[0])
                 assert word.split("=", 1)[0] in registered, f"{workflow} {job}: {word}"
-    assert {"--canary-json", "--canary-tags", "--junitxml", "--canary-refresh"} <= used
+    assert {"--canary-json", "--canary-tags", "--junitxml"} <= used
 
 
 def test_every_canary_command_a_workflow_runs_parses():

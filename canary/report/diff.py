@@ -66,7 +66,8 @@ class Differ:
         return _diff_subject(subject, old_module, new_module, old, new)
 
     def _module(self, result: CaseResult, path: str) -> codeindex.Module | None:
-        case = Case(result.package, result.label, result.source)
+        # main is read at the commit the run read, not at whatever main names now.
+        case = Case(result.package, result.commit or result.label, result.source)
         return self.workspace.snapshot(case, [path]).modules[path]
 
     @property

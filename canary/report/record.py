@@ -52,6 +52,7 @@ def phase_result(
     call: pytest.CallInfo[None],
     report: pytest.TestReport,
     version_of: Callable[[Case], Version | None],
+    commit_of: Callable[[Case], str | None],
 ) -> CaseResult | None:
     """What one phase (setup, call, teardown) of a canary check says about its case; its
     outcome is empty while the phase leaves it undecided (a setup that passed)."""
@@ -74,6 +75,7 @@ def phase_result(
         subject=subject,
         version=_declared_version(case, version_of) if outcome else None,
         duration=report.duration,
+        commit=commit_of(case) if outcome else None,
     )
 
 
@@ -111,11 +113,17 @@ class Recorder:
     """Registered by the canary plugin when ``--canary-json`` is given."""
 
     def __init__(
-        self, path: Path, facts: RunFacts, *, version_of: Callable[[Case], Version | None]
+        self,
+        path: Path,
+        facts: RunFacts,
+        *,
+        version_of: Callable[[Case], Version | None],
+        commit_of: Callable[[Case], str | None],
     ) -> None:
         self.path = path
         self.facts = facts
         self.version_of = version_of
+        self.commit_of = commit_of
         self.cases: dict[str, CaseResult] = {}
 
     @pytest.hookimpl(wrapper=True)
@@ -123,7 +131,7 @@ class Recorder:
         self, item: pytest.Item, call: pytest.CallInfo[None]
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
-        result = phase_result(item, call, report, self.version_of)
+        result = phase_result(item, call, report, self.version_of, self.commit_of)
         if result is not None:
             setattr(report, REPORT_ATTRIBUTE, result.to_json())
         return report
@@ -147,6 +155,7 @@ class Recorder:
                 message=result.message,
                 subject=result.subject,
                 version=result.version,
+                commit=result.commit,
             )
         self.cases[report.nodeid] = replace(known, **decided)
 

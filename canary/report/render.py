@@ -109,9 +109,8 @@ def _spans(row: Row, *, marks: bool) -> str:
 
 
 def _columns(report: Report, package: str) -> str:
-    columns = report.results.columns(package)
-    names = [label if source != "local" else f"{label} (local)" for label, source in columns]
-    return f"{len(columns)} version(s), {names[0]}{DASH}{names[-1]}" if len(names) > 1 else names[0]
+    names = report.results.column_names(package)
+    return f"{len(names)} version(s), {names[0]}{DASH}{names[-1]}" if len(names) > 1 else names[0]
 
 
 def _where(transition: Transition) -> str:

@@ -15,7 +15,9 @@ One JSON object per run::
                 "version": "5.5.4", "duration": 0.01}]}
 
 ``outcome`` is one of :data:`OUTCOMES`; ``subject`` is set on drift only; ``version`` is
-what the tree declares (it differs from ``label`` for ``main``), null where unknown.
+what the tree declares (it differs from ``label`` for ``main``), null where unknown;
+``commit`` is the commit a ``main`` (or commit) case was read at, null for releases and
+local trees: ``--canary-tags PKG=<commit>`` replays it.
 """
 
 from __future__ import annotations
@@ -26,9 +28,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from canary.errors import ConfigError, Subject
+from canary.versions import report_order
 
 SCHEMA = "canary-results/1"
 OUTCOMES = ("pass", "fail", "skip", "xfail", "error")
@@ -57,6 +60,7 @@ class CaseResult:
     subject: Subject | None = None
     version: str | None = None
     duration: float = 0.0
+    commit: str | None = None
 
     @property
     def column(self) -> tuple[str, str]:
@@ -66,7 +70,13 @@ class CaseResult:
 
     @property
     def column_name(self) -> str:
-        return f"{self.label} (local)" if self.source == "local" else self.label
+        if self.source == "local":
+            return f"{self.label} (local)"
+        if self.commit and self.label != self.commit:
+            return f"{self.label}@{self.commit[:7]}"  # main@1a2b3c4
+        if self.commit:
+            return f"@{self.commit[:7]}"  # a replayed commit
+        return self.label
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -96,6 +106,7 @@ class CaseResult:
             subject=Subject(subject.get("path"), subject.get("qualname")) if subject else None,
             version=entry.get("version"),
             duration=float(entry.get("duration") or 0.0),
+            commit=entry.get("commit"),
         )
 
 
@@ -133,17 +144,15 @@ class RunResults:
         found = {c.column: c for c in self.cases if c.package == package}
         return sorted(found, key=lambda column: column_order(found[column]))
 
+    def column_names(self, package: str) -> list[str]:
+        """The package's columns as a report shows them (``main@1a2b3c4``), in order."""
+        named = {c.column: c.column_name for c in self.cases if c.package == package}
+        return [named[column] for column in self.columns(package)]
 
-def column_order(case: CaseResult) -> tuple[int, Version, int]:
-    # main sorts after every release unless its declared version says where it belongs.
-    for text in (case.version, case.label):
-        if text is None:
-            continue
-        try:
-            return (0, Version(text), case.source == "local")
-        except InvalidVersion:
-            continue
-    return (1, Version("0"), case.source == "local")
+
+def column_order(case: CaseResult) -> tuple[tuple[int, Version], int]:
+    # A branch tree (main, a commit) sorts after every release, whatever it declares.
+    return (report_order(case.label, case.version), case.source == "local")
 
 
 def exit_status(results: RunResults) -> int:

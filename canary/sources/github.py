@@ -1,5 +1,10 @@
 """Upstream files read from GitHub raw: ``<base>/<owner>/<repo>/<ref>/<package_dir>/<path>``.
 
+A branch (``main``) moves while a run reads it, so :meth:`GitHubSource.pin` first asks
+GitHub's commits endpoint (``<api>/repos/<owner>/<repo>/commits/<ref>`` with ``Accept:
+application/vnd.github.sha``) which commit the branch names now, and every file is then
+read at that commit: one tree per run, as immutable as a release, and replayable.
+
 Raw GitHub answers 404 both for a file missing at a ref and for a ref that does not
 exist at all. The two mean very different things to a check (a file dropped upstream
 vs. a typo in tags.toml), so the first 404 at a ref is followed by a probe of a file
@@ -26,11 +31,16 @@ import requests.auth
 
 from canary.errors import FetchError, RefNotFound
 from canary.sources.health import HostHealth
+from canary.sources.version import repo_relative
+from canary.versions import is_commit
 
-__all__ = ["DEFAULT_BASE_URL", "GitHubSource", "HostHealth"]
+__all__ = ["DEFAULT_API_URL", "DEFAULT_BASE_URL", "GitHubSource", "HostHealth"]
 
 DEFAULT_BASE_URL = "https://raw.githubusercontent.com"
 BASE_URL_ENV = "CANARY_GITHUB_RAW_URL"
+DEFAULT_API_URL = "https://api.github.com"
+API_URL_ENV = "CANARY_GITHUB_API_URL"
+_SHA_MEDIA_TYPE = "application/vnd.github.sha"
 TOKEN_ENV = "GITHUB_TOKEN"
 
 # A server asking for more than this is treated as asking for this: a canary run that
@@ -70,15 +80,30 @@ class _BearerAuth(requests.auth.AuthBase):
 class _RetryableError(Exception):
     """One attempt failed in a way the next attempt may not; ``delay`` is the server's ask.
 
-    ``unreachable``: no answer at all (refused, reset, timed out), as opposed to an answer
-    that was bad; only those count towards calling the host down.
+    ``unreachable``: no answer at all (refused, reset, timed out); ``server_error``: a
+    5xx. Both count towards calling the host down (see :class:`HostHealth`).
     """
 
-    def __init__(self, reason: str, delay: float | None = None, *, unreachable: bool = False):
+    def __init__(
+        self,
+        reason: str,
+        delay: float | None = None,
+        *,
+        unreachable: bool = False,
+        server_error: bool = False,
+    ):
         super().__init__(reason)
         self.reason = reason
         self.delay = delay
         self.unreachable = unreachable
+        self.server_error = server_error
+
+
+class _BatchFailed(FetchError):
+    """Another file of the same batch failed first: this one was not (or no longer) tried."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"{path}: not fetched, another file of its batch failed first")
 
 
 # One per process: a pytest run (or an xdist worker) is one process.
@@ -146,7 +171,8 @@ class GitHubSource:
     and is also checked against the whole answer as chunks arrive, so a server that
     trickles bytes just under the read limit still counts as a (retryable) failure.
     ``retries`` is how many times a failed request is tried again. ``sleep`` is
-    injectable so tests need not wait.
+    injectable so tests need not wait; by default a backoff wakes early when another file
+    of the batch failed.
     """
 
     def __init__(
@@ -157,13 +183,14 @@ class GitHubSource:
         package_dir: str = "",
         *,
         base_url: str | None = None,
+        api_url: str | None = None,
         token: str | None = None,
         timeout: float | None = None,
         retries: int | None = None,
         backoff: float | None = None,
         session: requests.Session | None = None,
         max_workers: int = 8,
-        sleep: Callable[[float], None] = time.sleep,
+        sleep: Callable[[float], None] | None = None,
         hosts: HostHealth | None = None,
     ) -> None:
         timeout = DEFAULT_TIMEOUT if timeout is None else timeout
@@ -178,6 +205,9 @@ class GitHubSource:
         self.ref = ref
         self.package_dir = package_dir.strip("/")
         self.base_url = (base_url or os.environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL).rstrip("/")
+        self.api_url = (api_url or os.environ.get(API_URL_ENV) or DEFAULT_API_URL).rstrip("/")
+        # The commit the ref was pinned to (see pin); files are read there once it is set.
+        self.commit: str | None = None
         token = token if token is not None else os.environ.get(TOKEN_ENV)
         self._auth = _BearerAuth(token) if token else None
         self.timeout = timeout
@@ -186,7 +216,6 @@ class GitHubSource:
         self.max_workers = max_workers
         self._sleep = sleep
         self._hosts = hosts if hosts is not None else HOSTS
-        self._host = urlsplit(self.base_url).netloc
         self._owns_session = session is None
         self._session = session if session is not None else self._new_session(max_workers)
         # None: not known yet. Set once, under the lock, so concurrent 404s probe once.
@@ -206,7 +235,39 @@ class GitHubSource:
     @property
     def description(self) -> str:
         via = "" if self.base_url == DEFAULT_BASE_URL else f" via {self.base_url}"
-        return f"{self.package} {self.ref} from GitHub ({self.repo}{via})"
+        at = f"@{self.commit[:12]}" if self.commit and self.commit != self.ref else ""
+        return f"{self.package} {self.ref}{at} from GitHub ({self.repo}{via})"
+
+    def pin(self, commit: str | None = None) -> str:
+        """Read every later file at one commit: ``commit`` when given (another process of
+        the run resolved it already), else the commit the ref names now."""
+        if commit is None:
+            commit = self.resolve_commit()
+        if not is_commit(commit):
+            raise ValueError(f"not a full commit id: {commit!r}")
+        with self._ref_lock:
+            self.commit = commit
+            self._ref_exists = True  # the commits endpoint just said so
+        return commit
+
+    def commit_url(self) -> str:
+        return f"{self.api_url}/repos/{self.repo}/commits/{quote(self.ref, safe='')}"
+
+    def resolve_commit(self) -> str:
+        """The full commit id the ref names now, from GitHub's commits endpoint."""
+        url = self.commit_url()
+        body = self._request(
+            url, "", threading.Event(), {"Accept": _SHA_MEDIA_TYPE}, absent=frozenset({404, 422})
+        )
+        if body is None:  # 404: no such repository (or no access); 422: no such ref
+            raise RefNotFound(f"{self.repo} has no ref {self.ref!r} ({url} found no commit)")
+        commit = body.decode("ascii", "replace").strip()
+        if not is_commit(commit):
+            raise FetchError(
+                f"{self.description}: {url} answered {commit[:60]!r}, not a commit id "
+                f"(a proxy in the way, or {API_URL_ENV} pointing at something else?)"
+            )
+        return commit
 
     def __repr__(self) -> str:
         return (
@@ -215,110 +276,160 @@ class GitHubSource:
         )
 
     def url_for(self, path: str) -> str:
-        """The raw URL of an installed-layout ``path`` at this ref."""
-        if not path or path.startswith("/") or ".." in path.split("/"):
+        """The raw URL of an installed-layout ``path`` (or a ``repo:`` path) at this ref."""
+        relative = repo_relative(path)
+        inside = path if relative is None else relative
+        if not inside or inside.startswith("/") or ".." in inside.split("/"):
             raise ValueError(f"not a relative path inside the package: {path!r}")
-        repo_path = f"{self.package_dir}/{path}" if self.package_dir else path
-        return f"{self.base_url}/{self.repo}/{quote(self.ref, safe='/')}/{quote(repo_path)}"
+        if relative is not None or not self.package_dir:
+            repo_path = inside
+        else:
+            repo_path = f"{self.package_dir}/{path}"
+        ref = self.commit or self.ref
+        return f"{self.base_url}/{self.repo}/{quote(ref, safe='/')}/{quote(repo_path)}"
 
     def fetch(self, paths: Sequence[str]) -> dict[str, bytes | None]:
         """Each path's bytes, or ``None`` where the file does not exist at this ref.
 
         Raises :class:`RefNotFound` when the ref does not exist and :class:`FetchError`
-        when any file could not be had; no partial result is returned.
+        when any file could not be had; no partial result is returned. Once one file
+        failed, no other file of the batch starts and those under way stop retrying: the
+        batch has failed already.
         """
         unique = list(dict.fromkeys(paths))
         for path in unique:
             self.url_for(path)  # reject bad paths before any request goes out
+        failed = threading.Event()
         if len(unique) <= 1 or self.max_workers == 1:
-            return {path: self._fetch_one(path) for path in unique}
+            found = {path: self._fetch_one(path, failed) for path in unique}
+            return self._settle_ref(found)
         pool = ThreadPoolExecutor(
             max_workers=min(self.max_workers, len(unique)), thread_name_prefix="canary-github"
         )
         try:
-            futures = {pool.submit(self._fetch_one, path): path for path in unique}
-            done, _ = wait(futures, return_when=FIRST_EXCEPTION)
-            for future in done:
-                future.result()  # re-raises the first failure
-            return {futures[f]: f.result() for f in futures}
+            futures = {pool.submit(self._fetch_one, path, failed): path for path in unique}
+            wait(futures, return_when=FIRST_EXCEPTION)
         finally:
             # On failure, do not keep hammering a server that is already unhappy.
             pool.shutdown(wait=True, cancel_futures=True)
+        failures = [f.exception() for f in futures if not f.cancelled() and f.exception()]
+        if first := next((e for e in failures if not isinstance(e, _BatchFailed)), None):
+            raise first
+        return self._settle_ref({futures[f]: f.result() for f in futures})
 
     def close(self) -> None:
         """Close the connection pool, unless the session was the caller's."""
         if self._owns_session:
             self._session.close()
 
-    def _fetch_one(self, path: str) -> bytes | None:
-        body = self._get(path)
-        if body is not None:
-            self._ref_exists = True
-            return body
-        if not self._check_ref(path):
-            sentinel = self.url_for(self._sentinel_path())
-            raise RefNotFound(
-                f"{self.repo} has no ref {self.ref!r} ({sentinel} is 404 too, and every "
-                f"ref of {self.package} has that file; asked for {path})"
-            )
-        return None
+    def _fetch_one(self, path: str, failed: threading.Event) -> bytes | None:
+        if failed.is_set():
+            raise _BatchFailed(path)
+        try:
+            return self._get(path, failed)
+        except BaseException:
+            # Set before this future completes, so the thread's next file sees it.
+            failed.set()
+            raise
 
     def _sentinel_path(self) -> str:
         return f"{self.package}/__init__.py"
 
-    def _check_ref(self, missing_path: str) -> bool:
+    def _settle_ref(self, found: dict[str, bytes | None]) -> dict[str, bytes | None]:
+        """Decide, once the whole batch has answered, whether its 404s mean absent files
+        or a missing ref: any 200 of this ref proves it exists; otherwise the sentinel,
+        a file every ref has, decides. Deciding after the batch, not in the thread that
+        saw the first 404, is what keeps the answer the same from run to run."""
         with self._ref_lock:
-            if self._ref_exists is None:
-                if missing_path == self._sentinel_path():
+            if any(content is not None for content in found.values()):
+                self._ref_exists = True
+            if self._ref_exists is None and found:  # nothing but 404s so far
+                sentinel = self._sentinel_path()
+                if sentinel in found:
                     self._ref_exists = False
                 else:
                     # A FetchError here propagates and leaves the answer unknown, so a
                     # later fetch asks again instead of trusting a failed probe.
-                    self._ref_exists = self._get(self._sentinel_path()) is not None
-            return self._ref_exists
+                    self._ref_exists = self._get(sentinel, threading.Event()) is not None
+            if self._ref_exists is False:
+                sentinel = self.url_for(self._sentinel_path())
+                raise RefNotFound(
+                    f"{self.repo} has no ref {self.ref!r} ({sentinel} is 404 too, and every "
+                    f"ref of {self.package} has that file; asked for {', '.join(sorted(found))})"
+                )
+        return found
 
-    def _get(self, path: str) -> bytes | None:
+    def _get(self, path: str, failed: threading.Event) -> bytes | None:
         """The body at ``path``, ``None`` on 404; retries what may pass on a second try."""
-        url = self.url_for(path)
+        return self._request(self.url_for(path), path, failed)
+
+    def _request(
+        self,
+        url: str,
+        path: str,
+        failed: threading.Event,
+        headers: Mapping[str, str] | None = None,
+        *,
+        absent: frozenset[int] = frozenset({404}),
+    ) -> bytes | None:
+        """One GET with the retry policy; ``failed`` set by a sibling stops the retries."""
+        host = urlsplit(url).netloc
         attempts = self.retries + 1
         for attempt in range(attempts):
-            if (down := self._hosts.down_reason(self._host)) is not None:
+            if (down := self._hosts.down_reason(host)) is not None:
+                setting = API_URL_ENV if url.startswith(self.api_url) else BASE_URL_ENV
                 raise FetchError(
-                    f"{self.description}: could not fetch {url}: {self._host} is not answering "
+                    f"{self.description}: could not fetch {url}: {host} is not answering "
                     f"({down}); not trying it again for every file of this run: check the "
-                    f"network, or set {BASE_URL_ENV} to a reachable mirror"
+                    f"network, or set {setting} to a reachable mirror"
                 )
+            if attempt and failed.is_set():
+                raise _BatchFailed(path)
             try:
-                body = self._attempt(url, path)
+                body = self._attempt(url, path, headers or {}, absent)
             except _RetryableError as failure:
                 if failure.unreachable:
-                    self._hosts.no_answer(self._host, failure.reason, threshold=attempts)
+                    self._hosts.no_answer(host, failure.reason, threshold=attempts)
+                elif failure.server_error:
+                    self._hosts.server_error(host, path)
                 if attempt + 1 == attempts:
+                    if failure.server_error:
+                        self._hosts.gave_up(host, failure.reason)
                     raise FetchError(
                         f"{self.description}: could not fetch {url}: {failure.reason} "
                         f"(gave up after {attempts} attempts)"
                     ) from failure
                 delay = failure.delay
-                self._sleep(delay if delay is not None else backoff_delay(self.backoff, attempt))
+                self._pause(
+                    delay if delay is not None else backoff_delay(self.backoff, attempt), failed
+                )
             else:
-                self._hosts.answered(self._host)
+                self._hosts.answered(host)
                 return body
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _attempt(self, url: str, path: str) -> bytes | None:
+    def _pause(self, seconds: float, failed: threading.Event) -> None:
+        if self._sleep is not None:
+            self._sleep(seconds)
+        else:  # wakes as soon as a sibling fails the batch
+            failed.wait(seconds)
+
+    def _attempt(
+        self, url: str, path: str, headers: Mapping[str, str], absent: frozenset[int]
+    ) -> bytes | None:
         deadline = time.monotonic() + self.timeout
         try:
             with self._session.get(
-                url, auth=self._auth, timeout=self.timeout, stream=True
+                url, auth=self._auth, timeout=self.timeout, stream=True, headers=dict(headers)
             ) as response:
                 status = response.status_code
-                if status == 404:
+                if status in absent:
                     return None
                 if status in _RETRY_STATUSES:
                     delay = None
                     if status in _RETRY_AFTER_STATUSES:
                         delay = parse_retry_after(response.headers.get("Retry-After"))
-                    raise _RetryableError(f"HTTP {status}", delay)
+                    raise _RetryableError(f"HTTP {status}", delay, server_error=status >= 500)
                 if status != 200:
                     hint = _status_hint(status, response.headers, self._auth is not None)
                     raise FetchError(

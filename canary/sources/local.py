@@ -28,7 +28,7 @@ class LocalSource:
             raise ConfigError(
                 f"--canary-local {package}={root}: cannot tell the version of this tree "
                 f"(no literal __version__, {package}/VERSION, *.dist-info/METADATA, "
-                f"pyproject.toml, setup.py or setup.cfg version); "
+                f"pyproject.toml, setup.py or setup.cfg version, nor a file they point at); "
                 f"state it: --canary-local {package}@VERSION={root}"
             )
 
@@ -45,12 +45,23 @@ class LocalSource:
     def fetch(self, paths: Sequence[str]) -> dict[str, bytes | None]:
         found: dict[str, bytes | None] = {}
         for path in paths:
-            file = self.root / path
             try:
-                found[path] = file.read_bytes() if file.is_file() else None
+                found[path] = _read(self.root, path)
             except OSError as exc:
                 raise FetchError(f"{self.description}: cannot read {path}: {exc}") from None
         return found
+
+
+def _repository_root(root: Path) -> Path:
+    """Where the packaging files are: above ``src/`` in a src layout, else the root itself."""
+    return root.parent if root.name == "src" else root
+
+
+def _read(root: Path, path: str) -> bytes | None:
+    """A file of the tree at ``root`` by source path (installed layout, or ``repo:...``)."""
+    relative = versions.repo_relative(path)
+    file = _repository_root(root) / relative if relative is not None else root / path
+    return file.read_bytes() if file.is_file() else None
 
 
 def find_package_root(package: str, path: Path) -> Path:
@@ -71,9 +82,8 @@ def find_package_root(package: str, path: Path) -> Path:
 
 
 def detect_version(package: str, root: Path) -> str | None:
-    def read(relative: str) -> bytes | None:
-        file = root / relative
-        return file.read_bytes() if file.is_file() else None
+    def read(path: str) -> bytes | None:
+        return _read(root, path)
 
     if version := versions.version_from_package_files(package, read):
         return version
@@ -84,14 +94,4 @@ def detect_version(package: str, root: Path) -> str | None:
             continue
         if version := versions.version_from_metadata(metadata.read_text("utf-8", "replace")):
             return version
-    repo = root.parent if root.name == "src" else root
-    readers = (
-        ("pyproject.toml", versions.version_from_pyproject),
-        ("setup.py", versions.version_from_setup_py),
-        ("setup.cfg", versions.version_from_setup_cfg),
-    )
-    for name, reader in readers:
-        file = repo / name
-        if file.is_file() and (version := reader(file.read_text("utf-8", "replace"))):
-            return version
-    return None
+    return versions.version_from_repository(read)
