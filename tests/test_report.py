@@ -16,8 +16,8 @@ import pytest
 import canary.sources.github  # noqa: F401
 from canary import cli
 from canary.cache import Cache, FileKey
+from canary.plugin.progress import Progress
 from canary.report.matrix import DASH
-from canary.report.progress import Progress
 from canary.report.results import CaseResult, RunResults, exit_status, load
 from canary.workspace import Case, Stats
 
@@ -315,7 +315,7 @@ def test_progress_stays_silent_when_everything_was_cached():
 
 
 def test_progress_is_off_in_ci_and_off_the_terminal_unless_asked(monkeypatch):
-    from canary.report.progress import wanted
+    from canary.plugin.progress import wanted
 
     monkeypatch.setenv("CI", "true")
     assert not wanted("auto", _Stream(tty=True))
