@@ -23,7 +23,7 @@ from packaging.version import Version
 
 from canary import codeindex, versions
 from canary.cache import Cache, FileKey
-from canary.errors import CacheDamaged, Drift, InfrastructureError, OfflineMiss
+from canary.errors import CacheDamaged, Drift, InfrastructureError, OfflineMiss, Subject
 from canary.indexstore import IndexStore, ParseJob
 from canary.sources import Source
 from canary.sources.version import declared_version, version_files
@@ -259,7 +259,9 @@ class Snapshot:
         self._declared(path)
         found = self.modules[path]
         if found is None:
-            raise Drift(f"{path} does not exist in {self.case}")
+            raise Drift(
+                f"{path} does not exist in {self.case}", subject=Subject(path), kind=Drift.MISSING
+            )
         return found
 
     def has_file(self, path: str) -> bool:
@@ -271,7 +273,7 @@ class Snapshot:
         for path in paths:
             if self.has_file(path):
                 return self.module(path)
-        raise Drift(f"none of {', '.join(paths)} exists in {self.case}")
+        raise Drift(f"none of {', '.join(paths)} exists in {self.case}", kind=Drift.MISSING)
 
     def _declared(self, path: str) -> None:
         if path not in self.modules:
@@ -279,6 +281,20 @@ class Snapshot:
                 f"{path!r} was not declared by this check: add it to reads= so it is fetched "
                 f"before the check runs (declared: {', '.join(sorted(self.modules)) or 'none'})"
             )
+
+
+@dataclass
+class _CaseState:
+    """What the workspace knows of one case; ``lock`` guards the rest."""
+
+    tree: Tree
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    modules: dict[str, codeindex.Module | None] = field(default_factory=dict)
+    parsing: dict[str, ParseJob] = field(default_factory=dict)  # handed to a parse process
+    version_read: bool = False
+    version: Version | None = None  # what the tree declares, once read (main)
+    failure: InfrastructureError | None = None  # a failed read: fails fast from then on
+    pending: Future[None] | None = None  # the prefetch loading its files
 
 
 class Workspace:
@@ -303,44 +319,34 @@ class Workspace:
         # Parsing is CPU-bound and holds the GIL, so a prefetch hands cache misses to
         # parse processes: they parse on other cores while the fetch threads download.
         self.indexes = IndexStore(cache, self.stats.add, processes=parse_processes)
-        self._parsing: dict[tuple[Case, str], ParseJob] = {}
-        self._trees: dict[Case, Tree] = {}
-        self._modules: dict[tuple[Case, str], codeindex.Module | None] = {}
-        self._versions: dict[Case, Version | None] = {}
-        self._failures: dict[Case, InfrastructureError] = {}
-        self._pending: dict[Case, Future[None]] = {}
-        self._lock = threading.RLock()
-        self._case_locks: dict[Case, threading.Lock] = {}
+        self._cases: dict[Case, _CaseState] = {}
+        self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
 
     def tree(self, case: Case) -> Tree:
-        with self._lock:
-            if case not in self._trees:
-                cache = None if case.source == "local" else self.cache
-                self._trees[case] = Tree(
-                    case, self.make_source(case), cache, self.policy, self.stats, run_id=self.run_id
-                )
-            return self._trees[case]
+        return self._state(case).tree
 
     def commit(self, case: Case) -> str | None:
         """The commit the case's tree is read at (a branch once pinned, or a commit case);
         None for a release, a local tree, or a branch whose pinning failed."""
         with self._lock:
-            tree = self._trees.get(case)
-        if tree is None:
+            state = self._cases.get(case)
+        if state is None:
             return case.label if versions.is_commit(case.label) else None
-        return tree.commit
+        return state.tree.commit
 
     def version(self, case: Case) -> Version | None:
         """The case's version: its label, or what the tree itself declares (``main``)."""
         if (known := case.known_version) is not None:
             return known
-        if (pending := self._pending.get(case)) is not None:
-            _wait(pending)  # the prefetch reads the version too; its failure is ours
-        with self._case_lock(case):
-            if case not in self._versions:
-                self._versions[case] = self._declared_version(case, {})
-            return self._versions[case]
+        state = self._state(case)
+        if state.pending is not None:
+            _wait(state.pending)  # the prefetch reads the version too; its failure is ours
+        with state.lock:
+            if not state.version_read:
+                state.version = self._declared_version(state, {})
+                state.version_read = True
+            return state.version
 
     def prefetch(self, plan: Mapping[Case, set[str]]) -> None:
         """Start loading every case's files in the background, a few cases at a time."""
@@ -349,91 +355,104 @@ class Workspace:
         with self._lock:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="canary-fetch")
+            pool = self._pool
             # Starting processes costs more than parsing a handful of files in place.
             self.indexes.in_processes = len(plan) >= _CASES_WORTH_PROCESSES
-            for case, paths in plan.items():
-                if case not in self._pending:
-                    self._pending[case] = self._pool.submit(self._load, case, sorted(paths))
+        for case, paths in plan.items():
+            state = self._state(case)
+            with state.lock:
+                if state.pending is None:
+                    state.pending = pool.submit(self._load, state, sorted(paths))
 
     def snapshot(self, case: Case, paths: Sequence[str]) -> Snapshot:
-        pending = self._pending.get(case)
-        if pending is not None:
-            _wait(pending)  # a failed prefetch is this case's setup error
-        self._load(case, paths)
+        state = self._state(case)
+        if state.pending is not None:
+            _wait(state.pending)  # a failed prefetch is this case's setup error
+        self._load(state, paths)
         version = self.version(case)
-        return Snapshot(case, version, {p: self._module(case, p) for p in paths})
+        return Snapshot(case, version, {p: self._module(state, p) for p in paths})
 
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
         self.indexes.close()
 
-    def _load(self, case: Case, paths: Sequence[str]) -> None:
-        with self._case_lock(case):
-            known = self._modules.keys() | self._parsing.keys()
-            wanted = [p for p in paths if (case, p) not in known]
+    def _state(self, case: Case) -> _CaseState:
+        with self._lock:
+            if (state := self._cases.get(case)) is None:
+                cache = None if case.source == "local" else self.cache
+                tree = Tree(
+                    case, self.make_source(case), cache, self.policy, self.stats, run_id=self.run_id
+                )
+                state = self._cases[case] = _CaseState(tree)
+            return state
+
+    def _load(self, state: _CaseState, paths: Sequence[str]) -> None:
+        case = state.tree.case
+        with state.lock:
+            wanted = [p for p in paths if p not in state.modules and p not in state.parsing]
             if not wanted:
                 return
             # A tree that declares its own version (main) reads it in the same fetch, so
             # one failure decides every check of the case alike, whatever runs first.
-            reads_version = case.known_version is None and case not in self._versions
+            reads_version = case.known_version is None and not state.version_read
             extra = version_files(case.package) if reads_version else []
-            contents = self._read(case, [*wanted, *extra])
+            contents = self._read(state, [*wanted, *extra])
             if reads_version:
-                self._versions[case] = self._declared_version(case, contents)
+                state.version = self._declared_version(state, contents)
+                state.version_read = True
             for path in wanted:
                 content = contents[path]
                 if content is None:  # not in this tree: the check decides what that means
-                    self._modules[(case, path)] = None
+                    state.modules[path] = None
                     continue
                 indexed = self.indexes.index(content, path, str(case))
                 if isinstance(indexed, Future):
-                    self._parsing[(case, path)] = indexed
+                    state.parsing[path] = indexed
                 else:
-                    self._modules[(case, path)] = indexed
+                    state.modules[path] = indexed
 
-    def _declared_version(self, case: Case, read: Mapping[str, bytes | None]) -> Version | None:
+    def _declared_version(
+        self, state: _CaseState, read: Mapping[str, bytes | None]
+    ) -> Version | None:
         """What the tree declares; a file its packaging points at beyond those already read
         (``read``) is read through the tree too."""
 
         def read_one(path: str) -> bytes | None:
-            return read[path] if path in read else self._read(case, [path])[path]
+            return read[path] if path in read else self._read(state, [path])[path]
 
-        return versions.parse(declared_version(case.package, read_one))
+        return versions.parse(declared_version(state.tree.case.package, read_one))
 
-    def _module(self, case: Case, path: str) -> codeindex.Module | None:
+    def _module(self, state: _CaseState, path: str) -> codeindex.Module | None:
         """The parsed module, waiting for it where a parse process has it in hand."""
-        with self._case_lock(case):
-            if (case, path) in self._modules:
-                return self._modules[(case, path)]
-            job = self._parsing[(case, path)]
+        origin = str(state.tree.case)
+        with state.lock:
+            if path in state.modules:
+                return state.modules[path]
+            job = state.parsing[path]
         try:
-            module = self.indexes.finish(job, path, str(case))  # or the file's ParseError
+            module = self.indexes.finish(job, path, origin)  # or the file's ParseError
         except InfrastructureError as exc:
             raise exc.again() from None  # one job serves many checks: a fresh error each
         except BrokenProcessPool:  # a parse process died (killed, out of memory)
-            content = self._read(case, [path])[path]
+            content = self._read(state, [path])[path]
             assert content is not None  # it was there when the job was handed out
-            module = self.indexes.parse_here(content, path, str(case))
-        with self._case_lock(case):
-            self._modules[(case, path)] = module
-            self._parsing.pop((case, path), None)
+            module = self.indexes.parse_here(content, path, origin)
+        with state.lock:
+            state.modules[path] = module
+            state.parsing.pop(path, None)
         return module
 
-    def _read(self, case: Case, paths: Sequence[str]) -> dict[str, bytes | None]:
+    def _read(self, state: _CaseState, paths: Sequence[str]) -> dict[str, bytes | None]:
         """Read through the case's tree; a fetch that failed once fails fast for the rest
         of the run instead of retrying for every check of the case."""
-        if (failure := self._failures.get(case)) is not None:
+        if (failure := state.failure) is not None:
             raise failure.again() from failure
         try:
-            return self.tree(case).read(paths)
+            return state.tree.read(paths)
         except InfrastructureError as exc:
-            self._failures[case] = exc
+            state.failure = exc
             raise
-
-    def _case_lock(self, case: Case) -> threading.Lock:
-        with self._lock:
-            return self._case_locks.setdefault(case, threading.Lock())
 
 
 def _wait(pending: Future[None]) -> None:

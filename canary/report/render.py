@@ -31,7 +31,9 @@ _TERMINAL_DIFF_LINES = 60
 
 
 @dataclass(frozen=True)
-class Drift:
+class DriftFinding:
+    """One failing range of one check, with the upstream change behind it (when diffed)."""
+
     transition: Transition
     upstream: UpstreamDiff | None
 
@@ -40,7 +42,7 @@ class Drift:
 class Report:
     results: RunResults
     rows: dict[str, list[Row]]
-    drift: list[Drift]
+    drift: list[DriftFinding]
     errors: list[CaseResult]
     counts: Counter[str] = field(default_factory=Counter)
 
@@ -58,7 +60,7 @@ def build(results: RunResults, *, diffs: bool = True, offline: bool = False) -> 
             for row in package_rows:
                 for transition in transitions(row):
                     upstream = differ.diff(transition) if differ is not None else None
-                    drift.append(Drift(transition, upstream))
+                    drift.append(DriftFinding(transition, upstream))
     finally:
         if differ is not None:
             differ.close()
@@ -252,7 +254,7 @@ def as_json(report: Report) -> str:
     return json.dumps(data, indent=1, ensure_ascii=False) + "\n"
 
 
-def _drift_json(item: Drift) -> dict[str, Any]:
+def _drift_json(item: DriftFinding) -> dict[str, Any]:
     t = item.transition
     subject = t.bad.subject
     return {
