@@ -341,3 +341,21 @@ def test_tags_new_prints_pytest_arguments_for_unlisted_releases(tmp_path, monkey
     monkeypatch.setattr(cli, "stable_releases", lambda package, floor: ["1.0.0"])
     assert cli.main(["tags", "--file", str(tags), "--new"]) == 0
     assert capsys.readouterr().out == ""
+
+
+def test_a_module_level_subject_is_diffed_as_its_binding():
+    """A check about a module-level name (``__version__``, an import) is diffed as the
+    statement that binds it, not called missing."""
+    from canary.codeindex import parse_module
+    from canary.errors import Subject
+    from canary.report.diff import _diff_subject
+
+    old = parse_module(b'__version__ = "1.0"\nfrom .x import helper\n', path="toy/__init__.py")
+    new = parse_module(b"from importlib.metadata import version\n", path="toy/__init__.py")
+    changed = _diff_subject(Subject("toy/__init__.py", "__version__"), old, new, "1.0", "2.0")
+    assert "-__version__ = '1.0'" in changed.diff  # normalised text
+    assert changed.note == "__version__ is gone from toy/__init__.py in 2.0"
+    moved = parse_module(b"from .y import helper\n", path="toy/__init__.py")
+    imported = _diff_subject(Subject("toy/__init__.py", "helper"), old, moved, "1.0", "2.0")
+    assert "-from .x import helper" in imported.diff
+    assert "+from .y import helper" in imported.diff

@@ -1,3 +1,3 @@
-"""The compatibility matrix of a run: recording it (``--canary-json``), folding it into
-version ranges, the upstream diff behind each drift, and rendering it
-(``python -m canary report``)."""
+"""After the run: the compatibility matrix of a results file (``--canary-json``), folded
+into version ranges, the upstream diff behind each drift, and its renderings
+(``python -m canary report``). Nothing here imports the pytest plugin."""

@@ -103,26 +103,38 @@ def _diff_subject(
     if qualname is None:
         why = f"{path} changed between {old} and {new}; the check names no function in it"
         return UpstreamDiff(subject, "", why)
-    before, after = _find(old_module, qualname), _find(new_module, qualname)
+    before, after = _text(old_module, qualname), _text(new_module, qualname)
     if before is None:
         return UpstreamDiff(subject, "", f"{qualname} is in neither {old} nor {new} of {path}")
-    old_name = f"{path}:{before.line} {qualname} @ {old}"
+    old_name = f"{path}:{before[0]} {qualname} @ {old}"
     if after is None:
-        diff = _unified(before.source, "", old_name, f"{path} @ {new}")
+        diff = _unified(before[1], "", old_name, f"{path} @ {new}")
         return UpstreamDiff(subject, diff, f"{qualname} is gone from {path} in {new}")
-    new_name = f"{path}:{after.line} {qualname} @ {new}"
-    diff = _unified(before.source, after.source, old_name, new_name)
+    new_name = f"{path}:{after[0]} {qualname} @ {new}"
+    diff = _unified(before[1], after[1], old_name, new_name)
     if not diff:
         why = f"{qualname} is the same in {old} and {new}: the drift lies outside it (see above)"
         return UpstreamDiff(subject, "", why)
     return UpstreamDiff(subject, diff, f"{qualname} changed between {old} and {new}")
 
 
-def _find(module: codeindex.Module, qualname: str) -> codeindex.Function | codeindex.Class | None:
+def _text(module: codeindex.Module, qualname: str) -> tuple[int, str] | None:
+    """Where ``qualname`` starts in ``module`` and its text: a class's or function's source,
+    or the statement binding a module-level name (``__version__ = "1.0"``, an import)."""
     try:
-        return module.find(qualname)
+        found = module.find(qualname)
     except Drift:
-        return None
+        pass
+    else:
+        return found.line, found.source
+    if (assignment := module.assignments.get(qualname)) is not None:
+        op = assignment.op or ""
+        return assignment.line, f"{qualname} {op}= {assignment.value}\n"
+    if (imported := module.imports.get(qualname)) is not None:
+        alias = f" as {qualname}" if imported.imported != qualname else ""
+        origin = f"from {imported.module} " if imported.module is not None else ""
+        return imported.line, f"{origin}import {imported.imported}{alias}\n"
+    return None
 
 
 def _unified(old: str, new: str, old_name: str, new_name: str) -> str:
