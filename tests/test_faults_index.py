@@ -388,3 +388,21 @@ def test_an_index_that_lists_nothing_of_the_package_is_called_down_for_that_pack
         source(VERSIONS[-1]).fetch(["toy/core.py"])
     assert caught.value.cause == "the package index lists no wheel of toy at all"
     assert len(log.read_text().split()) == index.DOWN_AFTER  # the last one never ran pip
+
+
+def test_the_evidence_of_an_unreachable_index_is_the_line_that_says_so_cut_short():
+    """An unreachable index's error quotes pip's line that says why, not pip's whole tail:
+    pip's retry warnings repeat a long repr once per retry, and every case of a dead index
+    prints its error line."""
+    retries = "\n".join(
+        _RETRY.format(
+            "NewConnectionError('<pip._vendor.urllib3.connection.HTTPConnection object at "
+            "0x7f>: Failed to establish a new connection: [Errno 111] Connection refused')"
+        )
+        for _ in range(5)
+    )
+    failure = pipfailure.classify(f"{retries}\n{_GAVE_UP.format('none')}")
+    assert failure.reason == "connection refused"
+    assert "Connection refused" in failure.evidence
+    assert len(failure.evidence) <= 210
+    assert "\n" not in failure.evidence

@@ -178,7 +178,7 @@ class IndexSource:
             self.health.no_answer(INDEX, cause, DOWN_AFTER)
             raise IndexUnreachable(
                 f"{cause} while downloading {requirement}; check the network and your pip "
-                f"configuration (`pip config list`). pip said: {tail}",
+                f"configuration (`pip config list`). pip said: {failure.evidence}",
                 cause=cause,
             )
         if failure.kind == pipfailure.NO_RELEASES:

@@ -50,19 +50,36 @@ _NOT_ON_INDEX = re.compile(
 _NO_VERSIONS = re.compile(r"\(from versions: none\)", re.IGNORECASE)
 
 
+_EVIDENCE_LIMIT = 200  # characters of pip's line kept as evidence
+
+
 @dataclass(frozen=True)
 class PipFailure:
     kind: str  # one of UNREACHABLE, NO_RELEASES, NOT_FOUND, OTHER
     reason: str  # pip's reason in a few words: "connection refused"
+    evidence: str = ""  # the line of pip's output that says so (network failures)
 
 
 def classify(output: str) -> PipFailure:
     """The kind of failure pip's combined output describes."""
     for reason, pattern in _NETWORK:
-        if pattern.search(output):
-            return PipFailure(UNREACHABLE, reason)
+        if match := pattern.search(output):
+            return PipFailure(UNREACHABLE, reason, _line_around(output, match))
     if _NOT_ON_INDEX.search(output):
         if _NO_VERSIONS.search(output):
             return PipFailure(NO_RELEASES, "no version of the package listed")
         return PipFailure(NOT_FOUND, "no such version")
     return PipFailure(OTHER, "failed")
+
+
+def _line_around(output: str, match: re.Match[str]) -> str:
+    """The line of ``output`` the match is on, cut around the match to a readable length
+    (pip's retry warnings repeat a long urllib3 repr: the evidence is one phrase of it)."""
+    start = output.rfind("\n", 0, match.start()) + 1
+    end = output.find("\n", match.end())
+    line = output[start : end if end != -1 else None].strip()
+    if len(line) <= _EVIDENCE_LIMIT:
+        return line
+    at = match.start() - start
+    left = max(0, at - _EVIDENCE_LIMIT // 2)
+    return f"...{line[left : left + _EVIDENCE_LIMIT]}..."
