@@ -181,3 +181,10 @@ def test_reads_core(upstream):
     result.assert_outcomes(failed=2)
     # Not canary's error but a bug in the check: read in its code, so not cut to one line.
     result.stdout.fnmatch_lines(["*def test_reads_core(upstream):*", "E  *AttributeError*"])
+    # A crash is no finding about upstream: canary counts it with the errors, by its cause.
+    result.stdout.fnmatch_lines(
+        ["2 errors: a check crashed: AttributeError: *nothing_here*: toy 1.1.0*2.0.0*"]
+    )
+    assert result.outlines[-1] == (
+        "canary: not everything was checked: 2 error(s), no drift in the rest"
+    )

@@ -67,7 +67,7 @@ def note_error(
         cause = getattr(error, "cause", None) or str(error)
     else:  # a check that crashed: its last line says what
         lines = excinfo.exconly().strip().splitlines()
-        cause = lines[-1] if lines else type(error).__name__
+        cause = f"a check crashed: {lines[-1] if lines else type(error).__name__}"
     if package is not None and label is not None:
         # Plain JSON data: xdist ships it from the worker with the report.
         setattr(report, ERROR_ATTRIBUTE, {"package": package, "label": label, "cause": cause})
@@ -126,8 +126,13 @@ def run_counts(terminalreporter: pytest.TerminalReporter, session: pytest.Sessio
     return RunCounts(
         selected=session.testscollected,
         finished=len(finished),
-        drift=len(_reports(tr, "failed")),
-        errors=len({report.nodeid for report in tr.stats.get("error", [])}),
+        # A check that crashed (a bug in the check, not upstream's drift) failed too: it is
+        # counted with the errors, where its cause is listed.
+        drift=sum(1 for r in _reports(tr, "failed") if not hasattr(r, ERROR_ATTRIBUTE)),
+        errors=len(
+            {r.nodeid for r in tr.stats.get("error", [])}
+            | {r.nodeid for r in _reports(tr, "failed") if hasattr(r, ERROR_ATTRIBUTE)}
+        ),
         passed=len(_reports(tr, "passed")),
         window_skips=len(window),
         other_skips=len(other),
@@ -143,7 +148,7 @@ def _reports(tr: pytest.TerminalReporter, outcome: str) -> list[pytest.TestRepor
 
 
 def _errors(tr: pytest.TerminalReporter) -> Iterable[CaseError]:
-    for report in tr.stats.get("error", []):
+    for report in [*tr.stats.get("error", []), *tr.stats.get("failed", [])]:
         if (noted := getattr(report, ERROR_ATTRIBUTE, None)) is not None:
             yield CaseError(noted["package"], noted["label"], noted["cause"])
 
