@@ -91,7 +91,8 @@ class Body:
 
 
 class BodyWalker(Normaliser):
-    """Builds the body summaries (and assignments) of one file's syntax tree."""
+    """Summarises one function's own body (:meth:`walk`). The parser builds module-level
+    assignments with the same :meth:`assignment`, so both kinds read alike."""
 
     def assignment(
         self,

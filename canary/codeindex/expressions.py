@@ -150,8 +150,6 @@ class Normaliser:
         except RecursionError:  # absurdly deep expression: original text beats failing
             return self.text.segment(self.span(node))
 
-    # -- module and class bodies
-
 
 AUG_OPS = {
     ast.Add: "+",
