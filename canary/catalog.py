@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import pytest
-from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from canary import versions
@@ -109,10 +108,6 @@ class Window:
 
     since: str | None = None
     until: str | None = None
-
-    @property
-    def specifier(self) -> SpecifierSet:
-        return SpecifierSet(",".join(self._bounds()))
 
     def _bounds(self) -> list[str]:
         parts = []
