@@ -273,7 +273,12 @@ class CheckTable:
 
     def checks(self) -> list[tuple[str, Callable[..., Any]]]:
         """``(test name, check function)`` per row, each declared like an ``@check``."""
-        return [(r.test, self._check(r)) for r in self.rows]
+        return list(self._declared)
+
+    @functools.cached_property
+    def _declared(self) -> tuple[tuple[str, Callable[..., Any]], ...]:
+        # Declared once, at import (see each()): collection reuses the validated functions.
+        return tuple((r.test, self._check(r)) for r in self.rows)
 
     def _check(self, r: Row) -> Callable[..., Any]:
         body, values = self.body, r.values
@@ -319,7 +324,7 @@ def each(*rows: Row, fix: str) -> Callable[[Callable[..., Any]], CheckTable]:
 
     def decorate(body: Callable[..., Any]) -> CheckTable:
         table = CheckTable(body, rows, fix)
-        table.checks()  # validate every row (fix, window, docstring) at import, not at collection
+        table.checks()  # declare every row (fix, window, docstring) at import, not at collection
         return table
 
     return decorate

@@ -512,6 +512,16 @@ def test_a_table_is_one_check_per_row_with_its_own_name_files_window_and_fix(can
     assert calls == [("snapshot", "B", "pkg/b.py")]
 
 
+def test_a_table_declares_its_checks_once(canary_markers):
+    @check.each(*_rows(), fix="accepts_loss_kwargs shadowing")
+    def declares(upstream, name, path):
+        """{name} ({path}) declares it."""
+
+    # Collection gets the very functions validated at import, not a second declaration.
+    first, again = declares.checks(), declares.checks()
+    assert all(a is b for (_, a), (_, b) in zip(first, again, strict=True))
+
+
 def test_a_table_refuses_duplicate_and_stray_names_and_bad_rows(canary_markers):
     from canary.catalog import row
 
