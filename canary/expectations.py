@@ -170,9 +170,8 @@ def expect_defined(module: Module, name: str) -> None:
         return
     if name in module.imports:
         imported = module.imports[name]
-        origin = f"from {imported.module} " if imported.module is not None else ""
         raise Drift(
-            f"{name!r} is only imported in {module.where} ({origin}import {imported.imported}, "
+            f"{name!r} is only imported in {module.where} ({imported.statement}, "
             f"line {imported.line}); it is defined elsewhere now",
             subject=_subject_of(module, name),
             kind=Drift.CHANGED,

@@ -626,6 +626,14 @@ def test_imports():
     assert imports["np"].line == 4
 
 
+def test_an_import_is_quoted_without_its_alias():
+    imports = parse(MODULE_CODE).imports
+    assert imports["os"].statement == "import os.path"
+    assert imports["np"].statement == "import numpy"
+    assert imports["log"].statement == "from ..utils import logging"
+    assert imports["modeling_utils"].statement == "from . import modeling_utils"
+
+
 def test_module_assignments_and_defines():
     module = parse(MODULE_CODE)
     assigns = module.assignments

@@ -295,6 +295,13 @@ class Import:
     imported: str | None  # the name as imported: "y" for ``from x import y as z``, "os.path"
     line: int
 
+    @property
+    def statement(self) -> str:
+        """The import as messages quote it, without its alias: "from ..utils import y",
+        "import os.path"."""
+        source = f"from {self.module} " if self.module is not None else ""
+        return f"{source}import {self.imported}"
+
 
 @dataclass(frozen=True, slots=True)
 class Module:
@@ -419,8 +426,7 @@ class Module:
         (...)"), or "" when it is not: a symbol that moved is usually re-imported or aliased."""
         if name in self.imports:
             imp = self.imports[name]
-            source = f"from {imp.module} " if imp.module is not None else ""
-            return f"; {name!r} is imported there ({source}import {imp.imported}, line {imp.line})"
+            return f"; {name!r} is imported there ({imp.statement}, line {imp.line})"
         if name in self.classes:
             return f"; {name!r} is a class there"
         if name in self.functions:
