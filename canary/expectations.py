@@ -28,7 +28,9 @@ def drift(subject: Function | Class | Module, message: str) -> Drift:
 def _subject_of(found: Function | Class | Module, name: str | None = None) -> Subject:
     if isinstance(found, Module):
         return Subject(found.path, name)
-    path = found.path or None if isinstance(found, Class) else None
+    # A Function does not know its file (a Class does): the check's drift_subject fills
+    # in the check's only file then.
+    path = (found.path or None) if isinstance(found, Class) else None
     return Subject(path, found.qualname)
 
 
