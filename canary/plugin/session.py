@@ -75,8 +75,9 @@ class CanarySession:
         tags = self.run.tags.package(package)
         params = []
         for case in self.run.cases(package):
-            marks = _expected_drift(case, case.known_version, tags, spec.known_drift)
-            if (version := case.known_version) is not None and spec.window.excludes(version):
+            version = case.known_version  # parsed from the label on each call: once a case
+            marks = _expected_drift(case, version, tags, spec.known_drift)
+            if version is not None and spec.window.excludes(version):
                 marks.append(
                     pytest.mark.skip(reason=_outside(metafunc.definition.name, case, spec.window))
                 )
@@ -136,9 +137,7 @@ class CanarySession:
         if report.failed and call.excinfo is not None and call.excinfo.errisinstance(CheckDrift):
             report.longrepr = str(call.excinfo.value)
         elif report.failed and call.excinfo is not None:
-            case = case_of(item)
-            package, label = (case.package, case.label) if case else (None, None)
-            endofrun.note_error(report, call.excinfo, package, label)
+            endofrun.note_error(report, call.excinfo, case_of(item))
         return report
 
     @pytest.hookimpl(tryfirst=True, specname="pytest_runtest_makereport")
