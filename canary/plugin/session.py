@@ -16,6 +16,7 @@ from canary.catalog import CheckSpec, CheckTable, Window, table_items
 from canary.errors import CheckDrift
 from canary.plugin import endofrun, progress
 from canary.plugin.record import case_of
+from canary.report.verdict import OUTSIDE_WINDOW
 from canary.run import Run
 from canary.tags import PackageTags
 from canary.versions import listed_for
@@ -210,7 +211,7 @@ def _outside(check: str, case: Case, window: Window) -> str:
     # The same words for every release outside the window: pytest's -ra summary folds
     # them into one line per check ("SKIPPED [82] ...") instead of one per case; the
     # release is in the test id.
-    return f"outside the window of {check} ({case.package} {window})"
+    return f"{OUTSIDE_WINDOW} {check} ({case.package} {window})"
 
 
 def _main_outside(case: Case, window: Window, version: Version | None) -> str:
