@@ -67,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     tags.add_argument(
         "--tags-file", type=Path, default=Path("tags.toml"), help="default: ./tags.toml"
     )
-    # The old spelling, kept so existing scripts (and the daily workflow) still work.
+    # The old spelling, kept so existing scripts still work.
     tags.add_argument("--file", dest="tags_file", type=Path, help=argparse.SUPPRESS)
     tags_action = tags.add_mutually_exclusive_group()
     tags_action.add_argument(

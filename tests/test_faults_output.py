@@ -99,6 +99,13 @@ def test_errors_are_grouped_by_cause_with_counts_and_the_versions_hit():
     ]
 
 
+def test_grouped_errors_list_main_and_commits_after_the_releases_as_the_report_does():
+    commit = "a" * 40
+    errors = [CaseError("toy", label, "offline") for label in ("main", commit, "1.10.0", "1.2.0")]
+    (group,) = group_errors(errors)
+    assert group.labels == {"toy": ["1.2.0", "1.10.0", commit, "main"]}
+
+
 def test_the_verdict_is_the_last_line_and_window_skips_are_counted_not_listed(project):  # noqa: F811
     result = run(project, "-ra")  # what pyproject's addopts give
     result.assert_outcomes(passed=7, skipped=3, xfailed=1, xpassed=1)

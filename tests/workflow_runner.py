@@ -23,7 +23,7 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -81,7 +81,7 @@ class Runner:
         self,
         workflow: Path,
         root: Path,
-        make_workspace: Any,
+        make_workspace: Callable[[Path], None],
         *,
         environ: Mapping[str, str],  # the runner's own; "$GITHUB_WORKSPACE" is expanded
         github: Mapping[str, str] | None = None,

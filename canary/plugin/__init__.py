@@ -134,7 +134,8 @@ def _at_least_one(text: str) -> int:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if not _is_canary_run(config):
+    options = _run_options(config)
+    if not _is_canary_run(config, options):
         return
     for line in (
         "upstream(package): the upstream package a canary check module checks",
@@ -144,7 +145,7 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         # xdist workers of one run share its id: each reads main at the same commit.
         run_id = getattr(config, "workerinput", {}).get("testrunuid")
-        run = open_run(_run_options(config), config.rootpath, run_id=run_id)
+        run = open_run(options, config.rootpath, run_id=run_id)
     except ConfigError as exc:
         # Bad tags.toml or options stop the run here, with one clear line, not a traceback.
         raise pytest.UsageError(str(exc)) from None
@@ -180,9 +181,9 @@ def _run_options(config: pytest.Config) -> RunOptions:
     return RunOptions(**{**given, "tags": tuple(given["tags"]), "local": tuple(given["local"])})
 
 
-def _is_canary_run(config: pytest.Config) -> bool:
+def _is_canary_run(config: pytest.Config, options: RunOptions) -> bool:
     """Whether this session checks upstream: a run option given, or canary/ collected."""
-    if _run_options(config) != _RUN_DEFAULTS:
+    if options != _RUN_DEFAULTS:
         return True
     package_dir = RUNTIME_DIR.parent
     for target in arg_paths(config):

@@ -21,6 +21,7 @@ import pytest
 from canary.errors import CanaryError, Drift
 from canary.report.verdict import CaseError, RunCounts, describe, group_errors, is_window_skip
 from canary.report.verdict import verdict as verdict_line
+from canary.workspace import Case
 
 ERROR_ATTRIBUTE = "canary_error"  # on a failed report: {"package", "label", "cause"}
 _OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
@@ -55,22 +56,21 @@ def _is_canary_error(error: BaseException) -> bool:
 
 
 def note_error(
-    report: pytest.TestReport,
-    excinfo: pytest.ExceptionInfo[BaseException],
-    package: str | None,
-    label: str | None,
+    report: pytest.TestReport, excinfo: pytest.ExceptionInfo[BaseException], case: Case | None
 ) -> None:
     """Record why a check errored, without the case in it where canary knows, for the
-    grouping at the end."""
+    grouping at the end; nothing for a test that runs on no case."""
+    if case is None:
+        return
     error = excinfo.value
     if _is_canary_error(error):
         cause = getattr(error, "cause", None) or str(error)
     else:  # a check that crashed: its last line says what
         lines = excinfo.exconly().strip().splitlines()
         cause = f"a check crashed: {lines[-1] if lines else type(error).__name__}"
-    if package is not None and label is not None:
-        # Plain JSON data: xdist ships it from the worker with the report.
-        setattr(report, ERROR_ATTRIBUTE, {"package": package, "label": label, "cause": cause})
+    # Plain JSON data: xdist ships it from the worker with the report.
+    noted = {"package": case.package, "label": case.label, "cause": cause}
+    setattr(report, ERROR_ATTRIBUTE, noted)
 
 
 def write_section(

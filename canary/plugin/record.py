@@ -100,9 +100,9 @@ def _phase_outcome(call: pytest.CallInfo[None], report: pytest.TestReport) -> tu
 
 
 def _declared_version(case: Case, version_of: Callable[[Case], Version | None]) -> str | None:
-    if (known := case.known_version) is not None:
-        return str(known)
-    try:  # main: resolved (and cached) by the fixture; a failed read stays unknown
+    # A release's version is its label; main's was read (and kept) by the fixture, and a
+    # failed read stays unknown.
+    try:
         version = version_of(case)
     except InfrastructureError:
         return None

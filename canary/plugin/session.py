@@ -16,6 +16,7 @@ from canary.catalog import CheckSpec, CheckTable, Window, table_items
 from canary.errors import CheckDrift
 from canary.plugin import endofrun, progress
 from canary.plugin.record import case_of
+from canary.report.verdict import OUTSIDE_WINDOW
 from canary.run import Run
 from canary.tags import PackageTags
 from canary.versions import listed_for
@@ -75,8 +76,9 @@ class CanarySession:
         tags = self.run.tags.package(package)
         params = []
         for case in self.run.cases(package):
-            marks = _expected_drift(case, case.known_version, tags, spec.known_drift)
-            if (version := case.known_version) is not None and spec.window.excludes(version):
+            version = case.known_version  # parsed from the label on each call: once a case
+            marks = _expected_drift(case, version, tags, spec.known_drift)
+            if version is not None and spec.window.excludes(version):
                 marks.append(
                     pytest.mark.skip(reason=_outside(metafunc.definition.name, case, spec.window))
                 )
@@ -136,9 +138,7 @@ class CanarySession:
         if report.failed and call.excinfo is not None and call.excinfo.errisinstance(CheckDrift):
             report.longrepr = str(call.excinfo.value)
         elif report.failed and call.excinfo is not None:
-            case = case_of(item)
-            package, label = (case.package, case.label) if case else (None, None)
-            endofrun.note_error(report, call.excinfo, package, label)
+            endofrun.note_error(report, call.excinfo, case_of(item))
         return report
 
     @pytest.hookimpl(tryfirst=True, specname="pytest_runtest_makereport")
@@ -211,7 +211,7 @@ def _outside(check: str, case: Case, window: Window) -> str:
     # The same words for every release outside the window: pytest's -ra summary folds
     # them into one line per check ("SKIPPED [82] ...") instead of one per case; the
     # release is in the test id.
-    return f"outside the window of {check} ({case.package} {window})"
+    return f"{OUTSIDE_WINDOW} {check} ({case.package} {window})"
 
 
 def _main_outside(case: Case, window: Window, version: Version | None) -> str:

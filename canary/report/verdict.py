@@ -10,19 +10,22 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
-DASH = "\N{EN DASH}"
+from canary.report.matrix import DASH
+from canary.versions import report_order
 
-# The reason canary gives a check it does not run on a release (see the plugin): expected,
-# so counted rather than listed. Matched on the text because that is what pytest keeps.
-# (main outside a window stays listed: its line says which version main declared.)
-_OUTSIDE_WINDOW = re.compile(r"\boutside the window of ")
+# The reason canary gives a check it does not run on a release (the plugin writes it with
+# these words): expected, so counted rather than listed. Matched on the text because that
+# is what pytest keeps. (main outside a window stays listed: its line says which version
+# main declared.)
+OUTSIDE_WINDOW = "outside the window of"
+_WINDOW_SKIP = re.compile(rf"\b{OUTSIDE_WINDOW} ")
 
 
 def is_window_skip(reason: str) -> bool:
     """Whether a skip's reason is canary's "outside the window of <check>"."""
-    return bool(_OUTSIDE_WINDOW.search(reason))
+    return bool(_WINDOW_SKIP.search(reason))
 
 
 @dataclass(frozen=True)
@@ -71,11 +74,9 @@ def _span(package: str, labels: Sequence[str]) -> str:
     return f"{package} {labels[0]}{DASH}{labels[-1]} ({len(labels)} versions)"
 
 
-def _version_order(label: str) -> tuple[int, Version, str]:
-    try:
-        return (0, Version(label), label)
-    except InvalidVersion:  # main, a commit: after every release
-        return (1, Version("0"), label)
+def _version_order(label: str) -> tuple[tuple[int, Version], str]:
+    # As the report's columns: releases in version order, main and commits after them.
+    return (report_order(label, None), label)
 
 
 @dataclass(frozen=True)
