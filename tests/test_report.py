@@ -359,3 +359,13 @@ def test_a_module_level_subject_is_diffed_as_its_binding():
     imported = _diff_subject(Subject("toy/__init__.py", "helper"), old, moved, "1.0", "2.0")
     assert "-from .x import helper" in imported.diff
     assert "+from .y import helper" in imported.diff
+    dotted = parse_module(b"import os.path\nimport numpy as np\n", path="toy/__init__.py")
+    plain = parse_module(b"", path="toy/__init__.py")
+    assert (
+        "-import os.path\n"
+        in _diff_subject(Subject("toy/__init__.py", "os"), dotted, plain, "1", "2").diff
+    )
+    assert (
+        "-import numpy as np\n"
+        in _diff_subject(Subject("toy/__init__.py", "np"), dotted, plain, "1", "2").diff
+    )

@@ -131,9 +131,11 @@ def _text(module: codeindex.Module, qualname: str) -> tuple[int, str] | None:
         op = assignment.op or ""
         return assignment.line, f"{qualname} {op}= {assignment.value}\n"
     if (imported := module.imports.get(qualname)) is not None:
-        alias = f" as {qualname}" if imported.imported != qualname else ""
-        origin = f"from {imported.module} " if imported.module is not None else ""
-        return imported.line, f"{origin}import {imported.imported}{alias}\n"
+        name = imported.imported or ""
+        # ``from m import x`` binds x; ``import os.path`` binds os: no alias in either.
+        bound = name if imported.module is not None else name.split(".")[0]
+        alias = f" as {qualname}" if bound != qualname else ""
+        return imported.line, f"{imported.statement}{alias}\n"
     return None
 
 
