@@ -54,3 +54,14 @@ def test_importing_the_offline_variables_loads_no_hub_package():
     )
     result = run_command(Command((sys.executable, "-c", script)))
     assert result == Completed(0, "[]\n")
+
+
+def test_the_tiers_conftest_loads_none_of_the_runners_modules():
+    # The conftest runs inside every pin-set venv (and under gpu_tier.sh, canary not
+    # installed): it needs the offline variables, not the venv builder or tags.toml.
+    script = (
+        "import sys; import canary.runtime.conftest; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'canary'))"
+    )
+    result = run_command(Command((sys.executable, "-c", script)))
+    assert result == Completed(0, "['canary', 'canary.runtime', 'canary.runtime.conftest']\n")

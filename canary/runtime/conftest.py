@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 
-# The same variables the runner sets for the tier's subprocess; importing them loads no
-# hub package.
-from canary.runtime.tier import OFFLINE_ENV
+# The same variables the runner sets for the tier's subprocess. From the package itself:
+# importing them loads no hub package and none of the runner's modules.
+from canary.runtime import OFFLINE_ENV
 
 # Before anything imports huggingface_hub/transformers/datasets: they read these at import.
 os.environ.update(OFFLINE_ENV)

@@ -1,7 +1,7 @@
 """How the runtime tier is started inside a built venv: ``pytest canary/runtime``, hub offline.
 
-:data:`OFFLINE_ENV` is shared with the tier's conftest, which sets the same variables for
-a ``pytest canary/runtime`` started by hand.
+:data:`~canary.runtime.OFFLINE_ENV` is shared with the tier's conftest, which sets the same
+variables for a ``pytest canary/runtime`` started by hand.
 """
 
 from __future__ import annotations
@@ -10,11 +10,10 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from canary.runtime import OFFLINE_ENV
 from canary.runtime.process import Command
 from canary.runtime.venv import venv_python
 
-# huggingface_hub, transformers and datasets read these at import: set before they load.
-OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
 # The tier's tests, relative to the checkout.
 TEST_PATH = "canary/runtime"
 
