@@ -323,9 +323,6 @@ class Workspace:
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
 
-    def tree(self, case: Case) -> Tree:
-        return self._state(case).tree
-
     def commit(self, case: Case) -> str | None:
         """The commit the case's tree is read at (a branch once pinned, or a commit case);
         None for a release, a local tree, or a branch whose pinning failed."""
