@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import InvalidVersion
 
 from canary.cache import Cache, default_cache_dir
 from canary.errors import ConfigError
@@ -176,13 +176,12 @@ def _parse_local_trees(values: tuple[str, ...], tags: Tags) -> dict[str, LocalSo
         tags.package(package)
         if version:
             try:
-                Version(version)
+                version = canonical_version(version)  # 5.05.0 is 5.5.0: one id, one cache
             except InvalidVersion:
                 raise ConfigError(
                     f"--canary-local {value!r}: {version!r} is not a version"
                 ) from None
         # ~ after "=" is left alone by most shells (zsh, and bash inside quotes).
         tree = Path(path).expanduser()
-        version = canonical_version(version) if version else ""
         local[package] = LocalSource.from_path(package, tree, version=version or None)
     return local
