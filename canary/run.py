@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import InvalidVersion
 
 from canary.cache import Cache, default_cache_dir
 from canary.errors import ConfigError
@@ -74,11 +74,8 @@ class Run:
         if self.options.main and MAIN not in labels:
             labels = [*labels, MAIN]
         for label in labels:
-            if label == MAIN or is_commit(label):
-                yield Case(package, label, "github")
-            else:
-                from_github = self.options.source == "github"
-                yield Case(package, label, "github" if from_github else "index")
+            from_github = _only_on_github(label) or self.options.source == "github"
+            yield Case(package, label, "github" if from_github else "index")
 
 
 def open_run(options: RunOptions, rootpath: Path, *, run_id: str | None = None) -> Run:
@@ -90,7 +87,7 @@ def open_run(options: RunOptions, rootpath: Path, *, run_id: str | None = None) 
     only = _parse_tag_filters(options.tags, tags)
     local = _parse_local_trees(options.local, tags)
     wants_main = options.main or any(
-        label == MAIN or is_commit(label) for labels in only.values() for label in labels
+        _only_on_github(label) for labels in only.values() for label in labels
     )
     if wants_main and options.source == "index":
         raise ConfigError(
@@ -127,8 +124,14 @@ def source_for(
     from canary.sources.github import GitHubSource  # requests is imported only when needed
 
     package = tags.package(case.package)
-    ref = case.label if case.label == MAIN or is_commit(case.label) else f"v{case.label}"
+    ref = case.label if _only_on_github(case.label) else f"v{case.label}"
     return GitHubSource(case.package, package.repo, ref, package.package_dir)
+
+
+def _only_on_github(label: str) -> bool:
+    """``main`` or a commit id: a tree read at itself on GitHub, never a release (so never
+    on the package index, and never ``v<label>``)."""
+    return label == MAIN or is_commit(label)
 
 
 def _parse_tag_filters(values: tuple[str, ...], tags: Tags) -> dict[str, list[str]]:
@@ -144,7 +147,7 @@ def _parse_tag_filters(values: tuple[str, ...], tags: Tags) -> dict[str, list[st
             try:
                 # 5.5.0 and 5.05.0 are one case; 5.5 is the 5.5.x releases listed; main and
                 # a commit id (replaying a run of main) are themselves.
-                if version == MAIN or is_commit(version):
+                if _only_on_github(version):
                     found = [version]
                 else:
                     found = requested_releases(version, listed)
@@ -173,13 +176,12 @@ def _parse_local_trees(values: tuple[str, ...], tags: Tags) -> dict[str, LocalSo
         tags.package(package)
         if version:
             try:
-                Version(version)
+                version = canonical_version(version)  # 5.05.0 is 5.5.0: one id, one cache
             except InvalidVersion:
                 raise ConfigError(
                     f"--canary-local {value!r}: {version!r} is not a version"
                 ) from None
         # ~ after "=" is left alone by most shells (zsh, and bash inside quotes).
         tree = Path(path).expanduser()
-        version = canonical_version(version) if version else ""
         local[package] = LocalSource.from_path(package, tree, version=version or None)
     return local

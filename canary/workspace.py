@@ -56,6 +56,11 @@ class Case:
         reading its tree."""
         return versions.parse(self.label)
 
+    @property
+    def commit(self) -> str | None:
+        """The commit the label names (a replayed run of main), else None."""
+        return self.label if versions.is_commit(self.label) else None
+
     def __str__(self) -> str:
         return f"{self.package} {self.label}"
 
@@ -118,7 +123,7 @@ class Tree:
         self.policy = policy
         self.stats = stats
         self.run_id = run_id
-        self.commit: str | None = case.label if versions.is_commit(case.label) else None
+        self.commit = case.commit  # a branch gets its commit when pinned
         self._pin_lock = threading.Lock()
 
     @property
@@ -323,17 +328,12 @@ class Workspace:
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
 
-    def tree(self, case: Case) -> Tree:
-        return self._state(case).tree
-
     def commit(self, case: Case) -> str | None:
         """The commit the case's tree is read at (a branch once pinned, or a commit case);
         None for a release, a local tree, or a branch whose pinning failed."""
         with self._lock:
             state = self._cases.get(case)
-        if state is None:
-            return case.label if versions.is_commit(case.label) else None
-        return state.tree.commit
+        return case.commit if state is None else state.tree.commit
 
     def version(self, case: Case) -> Version | None:
         """The case's version: its label, or what the tree itself declares (``main``)."""

@@ -16,7 +16,8 @@ from http_fixture import Hang, Html, LoopbackServer, Reset, ShortBody, Status, T
 
 from canary.errors import FetchError
 from canary.sources import github
-from canary.sources.github import GitHubSource, HostHealth
+from canary.sources.github import GitHubSource
+from canary.sources.health import HostHealth
 
 pytest_plugins = ["pytester"]
 

@@ -59,6 +59,15 @@ def test_a_local_tree_replaces_the_releases(rootdir, tmp_path):
     assert labels(options, rootdir) == [("2.1.0.dev0", "local")]
 
 
+def test_a_local_trees_stated_version_is_spelled_once_and_checked(rootdir, tmp_path):
+    (tmp_path / "tree" / "toy").mkdir(parents=True)
+    (tmp_path / "tree" / "toy" / "__init__.py").write_text('__version__ = "2.1.0.dev0"\n')
+    options = RunOptions(local=(f"toy@2.05.0={tmp_path / 'tree'}",))
+    assert labels(options, rootdir) == [("2.5.0", "local")]
+    with pytest.raises(ConfigError, match=r"--canary-local 'toy@two=.*': 'two' is not a version"):
+        open_run(RunOptions(local=(f"toy@two={tmp_path / 'tree'}",)), rootdir)
+
+
 def test_the_tags_file_given_wins_over_the_rootdir(rootdir, tmp_path):
     other = tmp_path / "other.toml"
     other.write_text(TAGS.replace('"1.0.0", "1.1.0", ', ""))

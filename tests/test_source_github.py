@@ -14,6 +14,7 @@ from http_fixture import Html, LoopbackServer, Reset, ShortBody, Status, Trickle
 from canary.errors import FetchError, RefNotFound
 from canary.sources import Source
 from canary.sources.github import GitHubSource, backoff_delay, parse_retry_after
+from canary.sources.health import HostHealth
 
 REPO = "octo/pkg"
 REF = "main"
@@ -403,8 +404,6 @@ def test_files_in_flight_stop_retrying_once_their_batch_failed(make, server: Loo
 
 
 def test_a_host_answering_5xx_on_every_file_is_called_down_after_one_round(make, server):
-    from canary.sources.github import HostHealth
-
     hosts = HostHealth()
     for path in ("pkg/__init__.py", "pkg/trainer.py", "pkg/other.py"):
         server.script(f"{ROOT}/{path}", [Status(503)] * 100)
@@ -419,8 +418,6 @@ def test_a_host_answering_5xx_on_every_file_is_called_down_after_one_round(make,
 
 
 def test_a_persistent_5xx_on_one_file_leaves_the_host_up(make, server: LoopbackServer) -> None:
-    from canary.sources.github import HostHealth
-
     hosts = HostHealth()
     server.script(f"{ROOT}/pkg/trainer.py", [Status(502)] * 100)
     with pytest.raises(FetchError, match="gave up"):

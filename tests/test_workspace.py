@@ -82,6 +82,11 @@ def test_case_ids_put_underscores_for_dots():
     assert MAIN.id == "toy_main"
     assert RELEASE.known_version == Version("1.0.0")
     assert MAIN.known_version is None
+    assert RELEASE.commit is None
+    assert MAIN.commit is None
+    replayed = Case("toy", "a" * 40, "github")
+    assert replayed.commit == "a" * 40
+    assert replayed.known_version is None
 
 
 def test_a_release_is_fetched_once_and_parsed_once_ever(upstreams, cache):

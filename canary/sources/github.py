@@ -34,7 +34,7 @@ from canary.sources.health import HostHealth
 from canary.sources.version import repo_relative
 from canary.versions import is_commit
 
-__all__ = ["DEFAULT_API_URL", "DEFAULT_BASE_URL", "GitHubSource", "HostHealth"]
+__all__ = ["DEFAULT_API_URL", "DEFAULT_BASE_URL", "GitHubSource"]
 
 DEFAULT_BASE_URL = "https://raw.githubusercontent.com"
 BASE_URL_ENV = "CANARY_GITHUB_RAW_URL"

@@ -115,10 +115,15 @@ class IndexSource:
             os.replace(wheel, kept)
         return found
 
+    @property
+    def _listing(self) -> str:
+        """This package's listing on the index, as HostHealth sees it: an index that lists
+        nothing of the package is down for this package only."""
+        return f"{INDEX} ({self.package})"
+
     def _download(self, folder: Path) -> Path:
         requirement = f"{self.package}=={self.ref}"
-        no_releases = f"{INDEX} ({self.package})"
-        for host in (INDEX, no_releases):
+        for host in (INDEX, self._listing):
             if (cause := self.health.down_cause(host)) is not None:
                 raise IndexUnreachable(
                     f"{cause}: {requirement} not tried, after {DOWN_AFTER} downloads in a "
@@ -154,7 +159,7 @@ class IndexSource:
             ) from None
         if done.returncode == 0:
             self.health.answered(INDEX)
-            self.health.answered(no_releases)
+            self.health.answered(self._listing)
         else:
             self._raise_failure(requirement, done)
         wheels = sorted(folder.glob("*.whl"))
@@ -183,7 +188,7 @@ class IndexSource:
             )
         if failure.kind == pipfailure.NO_RELEASES:
             cause = f"the package index lists no wheel of {self.package} at all"
-            self.health.no_answer(f"{INDEX} ({self.package})", cause, DOWN_AFTER)
+            self.health.no_answer(self._listing, cause, DOWN_AFTER)
             raise FetchError(
                 f"{cause} (pip: from versions: none) for {requirement}: is your pip "
                 f"configuration pointing at the index you meant (`pip config list`)? "
