@@ -377,7 +377,7 @@ class GitHubSource:
         attempts = self.retries + 1
         for attempt in range(attempts):
             if (down := self._hosts.down_reason(host)) is not None:
-                setting = API_URL_ENV if url.startswith(self.api_url) else BASE_URL_ENV
+                setting = self._setting_for(url)
                 raise FetchError(
                     f"{self.description}: could not fetch {url}: {host} is not answering "
                     f"({down}); not trying it again for every file of this run: check the "
@@ -407,6 +407,10 @@ class GitHubSource:
                 self._hosts.answered(host)
                 return body
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _setting_for(self, url: str) -> str:
+        """The environment variable that points canary at the host ``url`` is on."""
+        return API_URL_ENV if url.startswith(self.api_url) else BASE_URL_ENV
 
     def _pause(self, seconds: float, failed: threading.Event) -> None:
         if self._sleep is not None:
@@ -449,7 +453,7 @@ class GitHubSource:
         if _looks_like_html(path, content_type, body):
             raise FetchError(
                 f"{self.description}: {url} answered 200 with an HTML page, not the file "
-                f"(a captive portal or proxy?); set {BASE_URL_ENV} to a reachable mirror"
+                f"(a captive portal or proxy?); set {self._setting_for(url)} to a reachable mirror"
             )
         return body
 
