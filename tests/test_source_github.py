@@ -456,7 +456,7 @@ def test_pin_never_takes_an_answer_that_is_not_a_commit(make, server) -> None:
 
 def test_an_html_page_for_the_commit_names_the_api_setting(make, server) -> None:
     server.script(f"/repos/{REPO}/commits/{REF}", [Html()])
-    with pytest.raises(FetchError, match="HTML page.*set CANARY_GITHUB_API_URL"):
+    with pytest.raises(FetchError, match=r"HTML page.*set CANARY_GITHUB_API_URL"):
         make(api_url=server.url).pin()
 
 
