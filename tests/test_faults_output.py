@@ -195,3 +195,12 @@ def test_reads_core(upstream):
     assert result.outlines[-1] == (
         "canary: not everything was checked: 2 error(s), no drift in the rest"
     )
+
+
+def test_a_check_module_that_does_not_collect_says_nothing_was_checked(project):  # noqa: F811
+    project.makepyfile(test_broken="import pytest\nthis is not python\n")
+    result = run(project)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert result.outlines[-1] == (
+        "canary: nothing checked: 1 error while collecting the checks (see above)"
+    )

@@ -116,12 +116,7 @@ def write_verdict(terminalreporter: pytest.TerminalReporter, session: pytest.Ses
 
 def run_counts(terminalreporter: pytest.TerminalReporter, session: pytest.Session) -> RunCounts:
     tr = terminalreporter
-    finished = {
-        report.nodeid
-        for outcome in _OUTCOMES
-        for report in tr.stats.get(outcome, [])
-        if hasattr(report, "when")  # a test's report, not a collection's
-    }
+    finished = {report.nodeid for outcome in _OUTCOMES for report in _reports(tr, outcome)}
     window, other = _skips(tr)
     return RunCounts(
         selected=session.testscollected,
@@ -130,7 +125,7 @@ def run_counts(terminalreporter: pytest.TerminalReporter, session: pytest.Sessio
         # counted with the errors, where its cause is listed.
         drift=sum(1 for r in _reports(tr, "failed") if not hasattr(r, ERROR_ATTRIBUTE)),
         errors=len(
-            {r.nodeid for r in tr.stats.get("error", [])}
+            {r.nodeid for r in _reports(tr, "error")}
             | {r.nodeid for r in _reports(tr, "failed") if hasattr(r, ERROR_ATTRIBUTE)}
         ),
         passed=len(_reports(tr, "passed")),
@@ -140,11 +135,15 @@ def run_counts(terminalreporter: pytest.TerminalReporter, session: pytest.Sessio
         interrupted=session.exitstatus == pytest.ExitCode.INTERRUPTED,
         deselected=len(tr.stats.get("deselected", [])),
         keyword=session.config.option.keyword,
+        collection_errors=sum(
+            1 for report in tr.stats.get("error", []) if isinstance(report, pytest.CollectReport)
+        ),
     )
 
 
 def _reports(tr: pytest.TerminalReporter, outcome: str) -> list[pytest.TestReport]:
-    return [report for report in tr.stats.get(outcome, []) if hasattr(report, "when")]
+    """A check's reports of that outcome (not a module's collection report)."""
+    return [report for report in tr.stats.get(outcome, []) if isinstance(report, pytest.TestReport)]
 
 
 def _errors(tr: pytest.TerminalReporter) -> Iterable[CaseError]:

@@ -94,10 +94,17 @@ class RunCounts:
     interrupted: bool = False
     deselected: int = 0
     keyword: str = ""  # the -k expression, if any
+    collection_errors: int = 0  # modules that could not be collected (pytest stops then)
 
 
 def verdict(counts: RunCounts) -> str:
     """The run's last line: what it proves, and what it does not."""
+    if counts.collection_errors:
+        noun = "error" if counts.collection_errors == 1 else "errors"
+        return (
+            f"canary: nothing checked: {counts.collection_errors:,} {noun} while collecting "
+            f"the checks (see above)"
+        )
     if counts.interrupted or counts.selected == 0:
         return _not_run(counts)
     unfinished = counts.selected - counts.finished
