@@ -1,0 +1,195 @@
+"""The data of a surface run, and its JSON form (the contract in DESIGN.md).
+
+Extraction produces :class:`Reference` values (one per distinct upstream thing a target
+uses, with every site that uses it); resolution adds an :class:`Outcome` per release;
+a :class:`SurfaceResult` holds both and reads/writes the JSON other tools rely on::
+
+    {"targets": [{"name", "version", "requires": {pkg: specifier}}],
+     "packages": {pkg: [versions checked]},
+     "references": [{"package", "target", "kind", "anchor", "sites": [{"path", "line",
+                     "guarded"}], "outcomes": {version: "ok" | "missing" | "unknown"}}]}
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+SCHEMA_KEYS = ("targets", "packages", "references")
+
+
+class Kind(str, enum.Enum):
+    """What a project does with an upstream thing."""
+
+    IMPORT = "import"  # import x / from x import y / importlib.import_module("x")
+    ATTRIBUTE = "attribute"  # an attribute chain rooted at an upstream binding, read
+    PATCH = "patch"  # assigned to: x.y.forward = ..., setattr(x, "y", ...), mapping[k] = ...
+    SOURCE = "source"  # inspect.getsource(<upstream object>)
+    ANCHOR = "anchor"  # a text the project looks for in that source (.replace, in, re...)
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Outcome(str, enum.Enum):
+    """One reference on one release. UNKNOWN (cannot be decided statically) is never
+    reported as missing."""
+
+    OK = "ok"
+    MISSING = "missing"
+    UNKNOWN = "unknown"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class Match(str, enum.Enum):
+    """How an anchor is applied to the source text, so resolution matches it the same way."""
+
+    EXACT = "exact"  # str.replace / in / find / count / split: the exact text
+    DEDENTED = "dedented"  # the same, on textwrap.dedent(source)
+    REGEX = "regex"  # re.sub / re.search / a compiled pattern, on the raw text
+    REGEX_DEDENTED = "regex_dedented"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True, order=True)
+class Site:
+    """Where the target uses the reference. ``guarded``: inside ``try/except``, or under a
+    ``hasattr``/``getattr(..., default)``/version/``is_*_available`` test: a miss there does
+    not crash, it silently skips the patch."""
+
+    path: str  # relative to the target's root, "/"-separated
+    line: int
+    guarded: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "line": self.line, "guarded": self.guarded}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Site:
+        return cls(str(data["path"]), int(data["line"]), bool(data["guarded"]))
+
+
+@dataclass(frozen=True)
+class Reference:
+    """One upstream thing a target depends on: ``target`` is the dotted upstream path
+    (``transformers.trainer.Trainer.compute_loss``; for an anchor, the function whose source
+    it is applied to) and ``package`` its distribution (``transformers``)."""
+
+    package: str
+    target: str
+    kind: Kind
+    sites: tuple[Site, ...]
+    anchor: str | None = None  # ANCHOR only: the literal text or pattern
+    match: Match | None = None  # ANCHOR only
+
+    @property
+    def key(self) -> tuple[str, str, str, str | None]:
+        """What makes two references the same one (their sites are merged)."""
+        return (self.package, self.target, self.kind.value, self.anchor)
+
+    @property
+    def guarded(self) -> bool:
+        """Every site is guarded: a miss silently disables the patch instead of crashing."""
+        return bool(self.sites) and all(site.guarded for site in self.sites)
+
+    @property
+    def private(self) -> bool:
+        """Reaches a private name (a ``_``-prefixed part) or patches/anchors upstream code:
+        the part of a surface upstream promises nothing about."""
+        if self.kind in (Kind.PATCH, Kind.SOURCE, Kind.ANCHOR):
+            return True
+        return any(part.startswith("_") for part in self.target.split("."))
+
+    def merged(self, other: Reference) -> Reference:
+        """This reference with ``other``'s sites too (same key)."""
+        if other.key != self.key:
+            raise ValueError(f"cannot merge {other.key} into {self.key}")
+        sites = tuple(sorted(set(self.sites) | set(other.sites)))
+        return Reference(self.package, self.target, self.kind, sites, self.anchor, self.match)
+
+
+@dataclass(frozen=True)
+class Target:
+    """A project whose surface was extracted: its name, version and declared requirement
+    on each upstream package (``Requires-Dist``; a package it does not declare is absent)."""
+
+    name: str
+    version: str | None
+    requires: Mapping[str, str] = field(default_factory=dict)  # pkg -> PEP 440 specifier
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "version": self.version, "requires": dict(self.requires)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Target:
+        return cls(str(data["name"]), data.get("version"), dict(data.get("requires") or {}))
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A reference and its outcome on every release checked (``why`` says, per release,
+    what was found instead for a miss, or what could not be decided)."""
+
+    reference: Reference
+    outcomes: Mapping[str, Outcome]  # version label -> outcome
+    why: Mapping[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        ref = self.reference
+        return {
+            "package": ref.package,
+            "target": ref.target,
+            "kind": ref.kind.value,
+            "anchor": ref.anchor,
+            "match": ref.match.value if ref.match else None,
+            "sites": [site.to_json() for site in ref.sites],
+            "outcomes": {version: outcome.value for version, outcome in self.outcomes.items()},
+            "why": dict(self.why),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Resolved:
+        match = data.get("match")
+        reference = Reference(
+            package=str(data["package"]),
+            target=str(data["target"]),
+            kind=Kind(data["kind"]),
+            sites=tuple(Site.from_json(s) for s in data["sites"]),
+            anchor=data.get("anchor"),
+            match=Match(match) if match else None,
+        )
+        outcomes = {str(v): Outcome(o) for v, o in data["outcomes"].items()}
+        return cls(reference, outcomes, dict(data.get("why") or {}))
+
+
+@dataclass(frozen=True)
+class SurfaceResult:
+    """What ``python -m canary surface`` found: the JSON contract's three keys."""
+
+    targets: tuple[Target, ...]
+    packages: Mapping[str, tuple[str, ...]]  # pkg -> versions checked, oldest first
+    references: tuple[Resolved, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "targets": [t.to_json() for t in self.targets],
+            "packages": {pkg: list(versions) for pkg, versions in self.packages.items()},
+            "references": [r.to_json() for r in self.references],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> SurfaceResult:
+        missing = [key for key in SCHEMA_KEYS if key not in data]
+        if missing:
+            raise ValueError(f"not a canary surface result: no {', '.join(missing)} key")
+        return cls(
+            targets=tuple(Target.from_json(t) for t in data["targets"]),
+            packages={pkg: tuple(v) for pkg, v in data["packages"].items()},
+            references=tuple(Resolved.from_json(r) for r in data["references"]),
+        )
