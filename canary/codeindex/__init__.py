@@ -40,6 +40,7 @@ from canary.codeindex.model import (
     VAR_POSITIONAL,
     Class,
     ClassAttribute,
+    Effect,
     Function,
     Import,
     Module,
@@ -62,6 +63,7 @@ __all__ = [
     "Call",
     "Class",
     "ClassAttribute",
+    "Effect",
     "Function",
     "Import",
     "Module",
@@ -72,7 +74,8 @@ __all__ = [
 
 #: Bump whenever the shape or meaning of the summary changes; part of every cache key.
 #: 3: the summary types moved into the canary.codeindex package (pickles name the classes).
-INDEX_FORMAT = 3
+#: 4: star imports, module-level effects and import guards (canary.symbols reads them).
+INDEX_FORMAT = 4
 
 #: The non-content part of a cache key: summary format and the Python that built it.
 INDEX_KEY = f"codeindex-v{INDEX_FORMAT}-py{PYTHON}"

@@ -288,12 +288,15 @@ class Class:
 
 @dataclass(frozen=True, slots=True)
 class Import:
-    """One name a module-level import binds."""
+    """One name a module-level import binds (``name`` "*" for a star import)."""
 
     name: str  # the local binding: "np" for ``import numpy as np``, "os" for ``import os.path``
     module: str | None  # ``from`` module as written ("..utils"); None for a plain ``import``
     imported: str | None  # the name as imported: "y" for ``from x import y as z``, "os.path"
     line: int
+    # The tests of the module-level ``if`` statements around it, outermost first, as for
+    # an Assignment: ``("TYPE_CHECKING",)`` for an import only type checkers see.
+    guards: tuple[str, ...] = ()
 
     @property
     def statement(self) -> str:
@@ -301,6 +304,33 @@ class Import:
         "import os.path"."""
         source = f"from {self.module} " if self.module is not None else ""
         return f"{source}import {self.imported}"
+
+
+@dataclass(frozen=True, slots=True)
+class Effect:
+    """A module-level statement that shapes the module's namespace other than by binding a
+    plain name: an item or attribute assignment (``_import_structure["trainer"] = [...]``,
+    ``sys.modules[__name__] = _LazyModule(...)``), an augmented assignment (``__all__ +=
+    [...]``) or a call statement (``__all__.extend([...])``, ``_create_module_alias(...)``).
+    A plain ``name = value`` is one too when ``name`` is the root of another effect, so the
+    steps that build a container read in order.
+    """
+
+    target: str  # normalised assignment target, or the callee of a call statement
+    op: str  # "=" / the operator of an augmented assignment ("+") / "call"
+    value: str  # normalised assigned value, or the whole call
+    line: int
+    guards: tuple[str, ...]  # the enclosing module-level ``if`` tests, as for an Assignment
+    fallback: bool = False  # inside an ``except`` handler: what runs when the ``try`` failed
+
+    @property
+    def root(self) -> str:
+        """The module-level name the target starts from: "_import_structure" for
+        ``_import_structure["x"].extend``, "sys" for ``sys.modules[__name__]``."""
+        end = 0
+        while end < len(self.target) and (self.target[end].isalnum() or self.target[end] == "_"):
+            end += 1
+        return self.target[:end]
 
 
 @dataclass(frozen=True, slots=True)
@@ -313,6 +343,9 @@ class Module:
     functions: dict[str, Function]
     assignments: dict[str, Assignment]  # bound name -> last module-level assignment
     imports: dict[str, Import]
+    # ``from x import *``, in source order (names only known by reading ``x``).
+    star_imports: tuple[Import, ...] = ()
+    effects: tuple[Effect, ...] = ()  # in source order
 
     @property
     def where(self) -> str:

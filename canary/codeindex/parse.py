@@ -11,6 +11,11 @@ replaces an earlier binding of the same name, except across alternatives: the ``
 beats its ``else``/``elif`` branches and a ``try`` body (plus its ``else``) beats its
 ``except`` handlers, because the primary branch is the code that runs when the optional
 dependency is installed, which is the case a check is about.
+
+Beside the bindings, a module records its star imports and its *effects* (item and
+attribute assignments, augmented assignments and call statements at module level, in
+source order): how ``__all__`` and transformers' lazy ``_import_structure`` are built in
+steps, which the last binding of a name cannot say.
 """
 
 from __future__ import annotations
@@ -21,7 +26,14 @@ import io
 import tokenize
 
 from canary.codeindex.body import Assignment, BodyWalker
-from canary.codeindex.expressions import NOT_LITERAL, PYTHON, SourceText, bound_names, literal_value
+from canary.codeindex.expressions import (
+    AUG_OPS,
+    NOT_LITERAL,
+    PYTHON,
+    SourceText,
+    bound_names,
+    literal_value,
+)
 from canary.codeindex.model import (
     KEYWORD_ONLY,
     POSITIONAL_ONLY,
@@ -30,6 +42,7 @@ from canary.codeindex.model import (
     VAR_POSITIONAL,
     Class,
     ClassAttribute,
+    Effect,
     Function,
     Import,
     Module,
@@ -81,6 +94,14 @@ def _decode(raw: bytes, path: str, origin: str) -> str:
         raise _parse_error(path, origin, line, f"cannot decode as {e.encoding}: {e.reason}") from e
 
 
+def _in_order(effects: list[Effect]) -> tuple[Effect, ...]:
+    """Source order; a plain ``name = value`` is kept only where ``name`` is built in later
+    steps (the root of another effect), so ordinary constants are not stored twice."""
+    roots = {e.root for e in effects if e.op != "=" or not e.target.isidentifier()}
+    kept = [e for e in effects if not e.target.isidentifier() or e.op != "=" or e.target in roots]
+    return tuple(sorted(kept, key=lambda e: e.line))
+
+
 def _parse_error(path: str, origin: str, line: int | None, why: str) -> ParseError:
     at = f", line {line}" if line else ""
     return ParseError(
@@ -97,7 +118,7 @@ _BLOCKS = (ast.With, ast.AsyncWith, ast.For, ast.AsyncFor, ast.While)
 class _Scope:
     """Bindings collected from one block of module or class-body statements."""
 
-    __slots__ = ("assignments", "attributes", "classes", "functions", "imports")
+    __slots__ = ("assignments", "attributes", "classes", "effects", "functions", "imports", "stars")
 
     def __init__(self) -> None:
         self.classes: dict[str, Class] = {}
@@ -105,6 +126,9 @@ class _Scope:
         self.assignments: dict[str, Assignment] = {}
         self.attributes: dict[str, ClassAttribute] = {}
         self.imports: dict[str, Import] = {}
+        # Every alternative's, not only the winner's: sorted into source order at the end.
+        self.stars: list[Import] = []
+        self.effects: list[Effect] = []
 
     def absorb(self, other: _Scope) -> None:
         self.classes.update(other.classes)
@@ -112,6 +136,8 @@ class _Scope:
         self.assignments.update(other.assignments)
         self.attributes.update(other.attributes)
         self.imports.update(other.imports)
+        self.stars.extend(other.stars)
+        self.effects.extend(other.effects)
 
 
 class _Builder(BodyWalker):
@@ -119,6 +145,7 @@ class _Builder(BodyWalker):
         super().__init__(SourceText(text))
         self.path = path
         self.origin = origin
+        self._handlers = 0  # how many ``except`` handlers enclose the statement being read
 
     # -- module and class bodies
 
@@ -134,6 +161,8 @@ class _Builder(BodyWalker):
             functions=scope.functions,
             assignments=scope.assignments,
             imports=scope.imports,
+            star_imports=tuple(sorted(scope.stars, key=lambda i: i.line)),
+            effects=_in_order(scope.effects),
         )
 
     def _collect(
@@ -153,8 +182,17 @@ class _Builder(BodyWalker):
                 scope.classes[stmt.name] = self._class(stmt, prefix)
             elif isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
                 self._binding(stmt, scope, guards, in_class=in_class)
+                if not in_class and stmt.value is not None:
+                    self._effect(stmt, scope, guards)
             elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
-                self._import(stmt, scope)
+                if not in_class:
+                    self._import(stmt, scope, guards)
+            elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+                if not in_class:
+                    call = stmt.value
+                    scope.effects.append(
+                        self._effect_of(self.unparse(call.func), "call", call, stmt, guards)
+                    )
             else:
                 self._collect_compound(stmt, scope, guards, prefix, in_class=in_class)
 
@@ -179,8 +217,10 @@ class _Builder(BodyWalker):
             scope.absorb(primary)
         elif isinstance(stmt, _TRY):
             primary, alternative = _Scope(), _Scope()
+            self._handlers += 1
             for handler in stmt.handlers:
                 self._collect(handler.body, alternative, guards, prefix, in_class=in_class)
+            self._handlers -= 1
             self._collect(stmt.body, primary, guards, prefix, in_class=in_class)
             self._collect(stmt.orelse, primary, guards, prefix, in_class=in_class)
             scope.absorb(alternative)
@@ -247,19 +287,41 @@ class _Builder(BodyWalker):
                 scope.assignments[name] = assignment
 
     @staticmethod
-    def _import(stmt: ast.Import | ast.ImportFrom, scope: _Scope) -> None:
+    def _import(stmt: ast.Import | ast.ImportFrom, scope: _Scope, guards: tuple[str, ...]) -> None:
         if isinstance(stmt, ast.Import):
             for alias in stmt.names:
                 # ``import a.b`` binds ``a``; ``import a.b as c`` binds ``c``.
                 bound = alias.asname or alias.name.split(".", 1)[0]
-                scope.imports[bound] = Import(bound, None, alias.name, stmt.lineno)
+                scope.imports[bound] = Import(bound, None, alias.name, stmt.lineno, guards)
             return
         module = "." * stmt.level + (stmt.module or "")
         for alias in stmt.names:
             if alias.name == "*":
-                continue  # binds names we cannot know without importing
+                # Binds names only the imported module can say: kept apart, in order.
+                scope.stars.append(Import("*", module, "*", stmt.lineno, guards))
+                continue
             bound = alias.asname or alias.name
-            scope.imports[bound] = Import(bound, module, alias.name, stmt.lineno)
+            scope.imports[bound] = Import(bound, module, alias.name, stmt.lineno, guards)
+
+    def _effect(
+        self,
+        stmt: ast.Assign | ast.AugAssign | ast.AnnAssign,
+        scope: _Scope,
+        guards: tuple[str, ...],
+    ) -> None:
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        op = AUG_OPS[type(stmt.op)] if isinstance(stmt, ast.AugAssign) else "="
+        for target in targets:
+            if isinstance(target, (ast.Tuple, ast.List, ast.Starred)):
+                continue  # unpacking binds plain names only in practice
+            scope.effects.append(
+                self._effect_of(self.unparse(target), op, stmt.value, stmt, guards)
+            )
+
+    def _effect_of(
+        self, target: str, op: str, value: ast.expr, stmt: ast.stmt, guards: tuple[str, ...]
+    ) -> Effect:
+        return Effect(target, op, self.unparse(value), stmt.lineno, guards, self._handlers > 0)
 
     def _class(self, node: ast.ClassDef, prefix: str) -> Class:
         qualname = prefix + node.name
