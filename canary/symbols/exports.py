@@ -1,0 +1,376 @@
+"""What a name is in one module of the package, as Python would bind it at import time.
+
+:class:`Resolver` answers ``module.name`` for a module of the package: a class, function or
+assignment defined there, an import followed to where it is defined (relative or
+absolute, aliased, through chains), a star import (honouring a literal ``__all__``), a
+submodule, or what a lazy module (:mod:`canary.symbols.lazy`) serves.
+
+Decisions where the source alone is ambiguous:
+
+* Several bindings of one name: a definition (class, then function) beats an import, an
+  import beats an assignment, and an explicit binding beats a star import. That takes
+  ``try: from x import A / except ImportError: A = None`` and ``if available: import`` as
+  the case where the optional dependency is installed, as the code index does.
+* A name bound only under ``if TYPE_CHECKING:`` does not exist at run time; in a regular
+  module it is *unknown* (a reference to it is odd, not provably broken). In a lazy
+  module the lazy structure is the truth and those imports are ignored.
+* A module with a module-level ``__getattr__``, a star import from outside the package,
+  an import cycle or a lazy structure with steps we do not evaluate: a name not found
+  otherwise is *unknown*, never missing.
+* Outside the package (``import torch``): the binding is found, kind ``external``, and
+  ``why`` names it ("torch.nn"); what lies beyond it is not this package's to say.
+"""
+
+from __future__ import annotations
+
+from canary.codeindex import Import, Module
+from canary.symbols.effects import declared_all
+from canary.symbols.lazy import LazyModule, lazy_module, suffix_fallbacks
+from canary.symbols.lookup import (
+    ASSIGNMENT,
+    CLASS,
+    EXTERNAL,
+    FUNCTION,
+    MODULE,
+    NAME,
+    Lookup,
+    closest,
+    missing,
+    unknown,
+)
+from canary.symbols.modules import ModuleFiles, absolute, dotted_of
+
+_TYPE_CHECKING = frozenset({"TYPE_CHECKING", "typing.TYPE_CHECKING"})
+
+
+class Resolver:
+    """Names in the modules of one package, each answered once."""
+
+    def __init__(self, files: ModuleFiles) -> None:
+        self.files = files
+        self._answers: dict[tuple[str, str], Lookup] = {}
+        self._active: set[tuple[str, str]] = set()
+        self._lazy: dict[str, LazyModule | None] = {}
+        self._all: dict[str, frozenset[str] | None] = {}
+        self._suffixes: dict[str, tuple[tuple[str, str], ...]] = {}
+
+    def module(self, dotted: str) -> Lookup:
+        path = self.files.module_file(dotted)
+        if path is None:
+            base = dotted.replace(".", "/")
+            return missing(
+                MODULE, None, dotted, f"no {base}.py or {base}/__init__.py in the package"
+            )
+        return Lookup(True, MODULE, path, "")
+
+    def attribute(self, dotted: str, name: str) -> Lookup:
+        """``name`` as an attribute of module ``dotted`` once it has been imported."""
+        key = (dotted, name)
+        if key in self._answers:
+            return self._answers[key]
+        if key in self._active:
+            # ``from . import x`` in a package's own __init__: x is the submodule, which
+            # Python imports because the package does not bind x yet.
+            if self.files.module_file(f"{dotted}.{name}") is not None:
+                return self.module(f"{dotted}.{name}")
+            return unknown(
+                NAME, self.files.module_file(dotted), name, f"import cycle through {dotted}.{name}"
+            )
+        module = self.files.module(dotted)
+        if module is None:
+            return self.module(dotted)
+        self._active.add(key)
+        try:
+            lazy = self._lazy_of(module)
+            if lazy is not None:
+                answer = self._served(module, dotted, lazy, name)
+            else:
+                answer = self._bound(module, dotted, name)
+        finally:
+            self._active.discard(key)
+        self._answers[key] = answer
+        return answer
+
+    def follow(self, module: Module, imported: Import) -> Lookup:
+        """Where an import binding of ``module`` leads."""
+        if imported.module is None:  # import a.b.c / import a.b.c as x
+            assert imported.imported is not None
+            alias = imported.name != imported.imported.split(".", 1)[0]
+            target = imported.imported if alias else imported.name
+            if not self.files.inside(target):
+                return Lookup(True, EXTERNAL, module.path, imported.name, target)
+            return self.module(target)
+        base = absolute(imported.module, module.path)
+        if base is None:
+            return missing(
+                NAME, module.path, imported.name, f"{imported.statement} climbs above the package"
+            )
+        assert imported.imported is not None
+        if not self.files.inside(base):
+            return Lookup(True, EXTERNAL, module.path, imported.name, f"{base}.{imported.imported}")
+        if self.files.module_file(base) is None:
+            return missing(
+                NAME,
+                module.path,
+                imported.name,
+                f"{imported.statement} (line {imported.line}): {self.module(base).why}",
+            )
+        return self.attribute(base, imported.imported)
+
+    def alias(self, dotted: str) -> Lookup | None:
+        """The module a legacy module name stands for, where the package's top-level lazy
+        module serves one (transformers 5.0+), else None."""
+        root = self.files.module(self.files.import_name)
+        lazy = self._lazy_of(root) if root is not None else None
+        if lazy is None or not dotted.startswith(self.files.import_name + "."):
+            return None
+        target = lazy.alias(dotted.removeprefix(self.files.import_name + "."))
+        if target is None:
+            return None
+        real = f"{self.files.import_name}.{target}"
+        answer = self.module(real)
+        return Lookup(answer.found, MODULE, answer.path, "", f"legacy alias of {real}")
+
+    # -- regular modules
+
+    def _bound(self, module: Module, dotted: str, name: str) -> Lookup:
+        explicit = self._explicit(module, dotted, name)
+        if explicit is not None:
+            return explicit
+        starred = self._starred(module, name)
+        if starred is not None and starred.found is True:
+            return starred
+        submodule = self._submodule(module, dotted, name) or self.alias(f"{dotted}.{name}")
+        if submodule is not None:
+            return submodule
+        if starred is not None:
+            return starred
+        if "__getattr__" in module.functions:
+            return unknown(
+                NAME,
+                module.path,
+                name,
+                f"{dotted} has a module __getattr__, which may serve {name!r}",
+            )
+        bound = [*module.classes, *module.functions, *module.assignments, *module.imports]
+        return missing(
+            NAME, module.path, name, f"{dotted} does not bind {name!r}{closest(name, bound)}"
+        )
+
+    def _explicit(self, module: Module, dotted: str, name: str) -> Lookup | None:
+        if name in module.classes:
+            c = module.classes[name]
+            return Lookup(True, CLASS, module.path, name, cls=c)
+        if name in module.functions:
+            f = module.functions[name]
+            return Lookup(True, FUNCTION, module.path, name, function=f)
+        imported = module.imports.get(name)
+        if imported is not None and not _typing_only(imported):
+            return self.follow(module, imported)
+        if name in module.assignments:
+            return Lookup(True, ASSIGNMENT, module.path, name)
+        if imported is not None:
+            return unknown(
+                NAME,
+                module.path,
+                name,
+                f"{dotted} binds {name!r} only for type checkers ({imported.statement} under "
+                "if TYPE_CHECKING), not at run time",
+            )
+        return None
+
+    def _starred(self, module: Module, name: str) -> Lookup | None:
+        """``name`` through the module's star imports, the last one first; None when none
+        of them can bind it."""
+        undecided: Lookup | None = None
+        for star in reversed(module.star_imports):
+            base = absolute(star.module or "", module.path)
+            if base is None:
+                continue
+            if not self.files.inside(base):
+                undecided = undecided or unknown(
+                    NAME,
+                    module.path,
+                    name,
+                    f"from {base} import * (outside the package) may bind {name!r}",
+                )
+                continue
+            exported = self._exported(base)
+            if exported is not None and name not in exported:
+                continue
+            if exported is None and name.startswith("_"):
+                continue
+            answer = self.attribute(base, name)
+            if answer.found is False:
+                continue
+            if _typing_only(star):
+                return unknown(
+                    NAME,
+                    module.path,
+                    name,
+                    f"{name!r} comes only from from {star.module} import * under if TYPE_CHECKING",
+                )
+            if answer.found is True:
+                return answer
+            undecided = undecided or answer
+        return undecided
+
+    def _exported(self, dotted: str) -> frozenset[str] | None:
+        """A module's literal ``__all__`` (what a star import takes), None without one."""
+        if dotted not in self._all:
+            module = self.files.module(dotted)
+            built = declared_all(module) if module is not None else None
+            # An __all__ we cannot evaluate fully: fall back to the public names, which
+            # may find more than Python would, never less (no false "missing").
+            exact = built is not None and not built.unevaluated
+            self._all[dotted] = frozenset(built.value) if exact else None  # type: ignore[arg-type]
+        return self._all[dotted]
+
+    def _submodule(self, module: Module, dotted: str, name: str) -> Lookup | None:
+        if not module.path.endswith("/__init__.py"):
+            return None
+        sub = f"{dotted}.{name}"
+        return self.module(sub) if self.files.module_file(sub) is not None else None
+
+    # -- lazy modules
+
+    def _lazy_of(self, module: Module) -> LazyModule | None:
+        if module.path not in self._lazy:
+            self._lazy[module.path] = lazy_module(module)
+        return self._lazy[module.path]
+
+    def _served(self, module: Module, dotted: str, lazy: LazyModule, name: str) -> Lookup:
+        if name in lazy.objects:
+            return self._explicit(module, dotted, name) or Lookup(
+                True, ASSIGNMENT, module.path, name
+            )
+        if name in lazy.names:
+            return self.attribute(f"{dotted}.{lazy.names[name]}", name)
+        # A submodule before the folders' names: what _LazyModule does for the keys of
+        # its structure, and reading every file of a folder for a submodule is wasted.
+        submodule = self._submodule(module, dotted, name) or self.alias(f"{dotted}.{name}")
+        if submodule is not None:
+            return submodule
+        complete = not lazy.unevaluated
+        for folder in lazy.folders:
+            package = f"{dotted}.{folder.replace('/', '.')}" if folder else dotted
+            found, listed = self._in_folder(package, name, set())
+            complete = complete and listed
+            if found is not None:
+                return self.attribute(found, name)
+        return self._legacy(module, dotted, lazy, name, complete=complete)
+
+    def _legacy(
+        self, module: Module, dotted: str, lazy: LazyModule, name: str, *, complete: bool
+    ) -> Lookup:
+        """A name only a lazy module's backward-compatibility paths serve, else the miss."""
+        for suffix, replacement in self._fallbacks(module, dotted, lazy):
+            if name.endswith(suffix):
+                served = name.removesuffix(suffix) + replacement
+                answer = self.attribute(dotted, served)
+                if answer.found is not False:
+                    why = f"served as {served} by {lazy.factory}.__getattr__"
+                    return Lookup(
+                        answer.found,
+                        answer.kind,
+                        answer.path,
+                        answer.qualname,
+                        why,
+                        answer.function,
+                        answer.cls,
+                    )
+        if not complete:
+            steps = "; ".join(lazy.unevaluated) or "a folder its __init__ does not list"
+            return unknown(
+                NAME,
+                module.path,
+                name,
+                f"{dotted} is a lazy module built by steps not evaluated: {steps}",
+            )
+        return missing(
+            NAME,
+            module.path,
+            name,
+            f"{dotted}'s lazy import structure has no {name!r}{closest(name, lazy.names)}",
+        )
+
+    def _in_folder(self, package: str, name: str, seen: set[str]) -> tuple[str | None, bool]:
+        """The module of ``package``'s folder (recursively) whose ``__all__`` has ``name``,
+        as define_import_structure would find it, and whether the folder could be listed.
+        The folder is listed by its ``__init__``'s relative imports (the TYPE_CHECKING
+        mirror), tried in order of likeness to ``name``: LlamaModel is in models/llama."""
+        if package in seen:
+            return None, True
+        seen.add(package)
+        init = self.files.module(package)
+        if init is None:
+            return None, False
+        children = self.files.folder(package)
+        if children is None:
+            # The mirror is generated from the folder and kept in sync by transformers'
+            # CI; an __init__ that lists nothing lists an empty folder.
+            children = _listed(init, package, self.files)
+        listed = True
+        for child in sorted(children, key=lambda c: _unlike(name, c)):
+            path = self.files.module_file(child)
+            if path is None:
+                continue  # a stale line of the mirror: only files define names
+            if path.endswith("/__init__.py"):
+                found, complete = self._in_folder(child, name, seen)
+                listed = listed and complete
+                if found is not None:
+                    return found, listed
+            elif name in (self._exported(child) or ()):
+                return child, listed
+        return None, listed
+
+    def _fallbacks(
+        self, module: Module, dotted: str, lazy: LazyModule
+    ) -> tuple[tuple[str, str], ...]:
+        """The suffix fallbacks of the ``_LazyModule`` class this release defines."""
+        if module.path not in self._suffixes:
+            self._suffixes[module.path] = ()  # a cycle through the factory finds none
+            factory = self._explicit(module, dotted, lazy.factory.rpartition(".")[2])
+            getattr_ = factory.cls.methods.get("__getattr__") if factory and factory.cls else None
+            self._suffixes[module.path] = suffix_fallbacks(getattr_.source) if getattr_ else ()
+        return self._suffixes[module.path]
+
+
+def _typing_only(imported: Import) -> bool:
+    return any(guard in _TYPE_CHECKING for guard in imported.guards)
+
+
+def _listed(init: Module, package: str, files: ModuleFiles) -> list[str]:
+    """The submodules an ``__init__`` imports from (``from .x import ...``), its mirror of
+    the folder. A line written without its dot (``from modeling_xlstm import *``, in
+    transformers 5.0's xlstm) never runs, but still names a file of the folder."""
+    children: list[str] = []
+    for imported in (*init.star_imports, *init.imports.values()):
+        written = imported.module or ""
+        if written.startswith("..") or not written.strip("."):
+            continue
+        if written.startswith("."):
+            child = absolute(written, init.path)
+        elif (
+            imported.name == "*"
+            and "." not in written
+            and files.module_file(f"{package}.{written}") is not None
+        ):
+            child = f"{package}.{written}"
+        else:
+            continue
+        # define_import_structure skips conversion scripts and modular sources.
+        if child and child.rpartition(".")[2].startswith(("convert_", "modular_")):
+            continue
+        if child and child != package and child not in children:
+            children.append(child)
+    return children
+
+
+def _unlike(name: str, dotted: str) -> int:
+    """0 when ``name`` starts like the module's last part (LlamaModel, models.llama)."""
+    squashed = dotted.rpartition(".")[2].replace("_", "").lower()
+    return 0 if name.replace("_", "").lower().startswith(squashed) else 1
+
+
+__all__ = ["Resolver", "dotted_of"]

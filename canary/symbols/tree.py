@@ -1,0 +1,90 @@
+"""One package at one release, and any dotted name in it: :class:`PackageTree`."""
+
+from __future__ import annotations
+
+from canary.codeindex import Class
+from canary.symbols.classes import Classes
+from canary.symbols.exports import Resolver
+from canary.symbols.lookup import CLASS, MODULE, NAME, NESTED_CLASS, Lookup, missing, unknown
+from canary.symbols.modules import Lister, Loader, ModuleFiles, dotted_of
+
+
+class PackageTree:
+    """The package ``import_name`` ("transformers") of one release, read through ``load``
+    on demand (a path in the installed layout -> its code index, None when absent).
+
+    ``listdir``, where the caller can list folders, makes what transformers'
+    ``define_import_structure`` reads exact; without it the folder's ``__init__`` (its
+    TYPE_CHECKING mirror) lists it.
+    """
+
+    def __init__(self, import_name: str, load: Loader, *, listdir: Lister | None = None) -> None:
+        self.import_name = import_name
+        self._files = ModuleFiles(import_name, load, listdir)
+        self._resolver = Resolver(self._files)
+        self._classes = Classes(self._resolver)
+
+    def module_file(self, dotted: str) -> str | None:
+        """``"transformers.trainer"`` -> ``"transformers/trainer.py"`` (or the package's
+        ``__init__.py``); None when there is no such file."""
+        return self._files.module_file(dotted)
+
+    def lookup(self, dotted: str) -> Lookup:
+        """Any dotted path in the package: a module, ``module.name``, or
+        ``module.Class.member[.more]``, as attribute access after ``import`` would see it."""
+        parts = dotted.split(".")
+        if parts[0] != self.import_name:
+            return unknown(NAME, None, dotted, f"{dotted} is not in {self.import_name}")
+        found = self._resolver.module(self.import_name)
+        for i, part in enumerate(parts[1:], start=1):
+            if found.found is not True:
+                return found
+            found = self._step(found, part, ".".join(parts[:i]))
+        return found
+
+    def member(self, path: str, class_qualname: str, name: str) -> Lookup:
+        """``name`` on the class ``class_qualname`` of ``path``, through its static MRO."""
+        cls = self._class(path, class_qualname)
+        if isinstance(cls, Lookup):
+            return cls
+        return self._classes.member(path, cls, name)
+
+    def mro(self, path: str, class_qualname: str) -> tuple[tuple[str, Class] | str, ...]:
+        """The class's MRO: ``(path, Class)`` for each class in the package, the dotted
+        name for each base outside it ("torch.nn.Module"), in C3 order. Empty when it
+        cannot be computed (the class is not there, a base is missing or unreadable)."""
+        cls = self._class(path, class_qualname)
+        linear = cls if isinstance(cls, Lookup) else self._classes.mro(path, cls)
+        if isinstance(linear, Lookup):
+            return ()
+        return tuple((e.path, e.cls) if e.cls is not None and e.path else e.name for e in linear)
+
+    @property
+    def paths_read(self) -> frozenset[str]:
+        """Every path ``load`` was asked for (to prefetch or declare them)."""
+        return self._files.paths_read
+
+    def _step(self, found: Lookup, part: str, where: str) -> Lookup:
+        if found.kind == MODULE and found.path is not None:
+            return self._resolver.attribute(dotted_of(found.path), part)
+        if found.kind in (CLASS, NESTED_CLASS) and found.cls is not None and found.path:
+            return self._classes.member(found.path, found.cls, part)
+        return unknown(
+            NAME,
+            found.path,
+            f"{where}.{part}",
+            f"{where} is a {found.kind}{f' ({found.why})' if found.why else ''}: what it "
+            "holds is not known statically",
+        )
+
+    def _class(self, path: str, qualname: str) -> Class | Lookup:
+        module = self._files.load(path)
+        if module is None:
+            return missing(MODULE, path, qualname, f"no file {path} in the package")
+        head, *rest = qualname.split(".")
+        cls = module.classes.get(head)
+        for part in rest:
+            cls = cls.classes.get(part) if cls is not None else None
+        if cls is None:
+            return missing(NAME, path, qualname, f"no class {qualname} in {path}")
+        return cls

@@ -1,0 +1,219 @@
+"""Class members through the static MRO across files (canary.symbols.classes)."""
+
+from __future__ import annotations
+
+from symbols_trees import package
+
+from canary.symbols.classes import NN_MODULE_MEMBERS
+
+# A model shaped like transformers': the base model in one file, a mixin in another, the
+# model in a third, each importing the others relatively or absolutely.
+THREE_FILES = {
+    "pkg/__init__.py": "",
+    "pkg/modeling_utils.py": """
+        import torch
+        from torch import nn
+
+
+        class ModuleUtilsMixin:
+            def num_parameters(self):
+                return 0
+
+
+        class PreTrainedModel(nn.Module, ModuleUtilsMixin):
+            config_class = None
+            supports_gradient_checkpointing = False
+
+            def __init__(self, config):
+                super().__init__()
+                self.config = config
+
+            def gradient_checkpointing_enable(self):
+                self.is_gradient_checkpointing = True
+
+            @property
+            def device(self):
+                return None
+    """,
+    "pkg/generation/__init__.py": "from .utils import GenerationMixin\n",
+    "pkg/generation/utils.py": """
+        class GenerationMixin:
+            def generate(self, inputs):
+                return self.forward(inputs)
+
+            def num_parameters(self):
+                return 1
+    """,
+    "pkg/models/__init__.py": "",
+    "pkg/models/llama/__init__.py": "",
+    "pkg/models/llama/modeling_llama.py": """
+        from dataclasses import dataclass
+
+        from ...generation import GenerationMixin
+        from pkg.modeling_utils import PreTrainedModel as Base
+
+
+        class LlamaPreTrainedModel(Base):
+            _no_split_modules = ["LlamaDecoderLayer"]
+
+
+        class LlamaForCausalLM(LlamaPreTrainedModel, GenerationMixin):
+            class Output:
+                pass
+
+            def forward(self, input_ids, labels=None):
+                self.last_loss = None
+                return input_ids
+
+
+        @dataclass
+        class LlamaOutput:
+            loss: float = None
+            logits: object
+
+
+        class Annotated:
+            hidden: int
+    """,
+}
+LLAMA = "pkg/models/llama/modeling_llama.py"
+
+
+def test_the_mro_is_c3_across_three_files_with_the_mixin_and_the_base_outside_named():
+    tree = package("pkg", THREE_FILES)
+    mro = tree.mro(LLAMA, "LlamaForCausalLM")
+    names = [e if isinstance(e, str) else f"{e[0]}:{e[1].qualname}" for e in mro]
+    assert names == [
+        f"{LLAMA}:LlamaForCausalLM",
+        f"{LLAMA}:LlamaPreTrainedModel",
+        "pkg/modeling_utils.py:PreTrainedModel",
+        "torch.nn.Module",
+        # C3: the mixin PreTrainedModel names comes before the one the subclass adds,
+        # because nothing later in the merge needs it after GenerationMixin.
+        "pkg/modeling_utils.py:ModuleUtilsMixin",
+        "pkg/generation/utils.py:GenerationMixin",
+    ]
+
+
+def test_a_member_is_found_where_the_mro_first_binds_it_with_its_kind():
+    tree = package("pkg", THREE_FILES)
+    found = {
+        name: tree.member(LLAMA, "LlamaForCausalLM", name)
+        for name in (
+            "forward",
+            "generate",
+            "gradient_checkpointing_enable",
+            "device",
+            "config_class",
+            "_no_split_modules",
+            "Output",
+            "config",
+            "last_loss",
+            "is_gradient_checkpointing",
+            "num_parameters",
+        )
+    }
+    assert {name: (f.found, f.kind) for name, f in found.items()} == {
+        "forward": (True, "method"),
+        "generate": (True, "method"),
+        "gradient_checkpointing_enable": (True, "method"),
+        "device": (True, "property"),
+        "config_class": (True, "class_attribute"),
+        "_no_split_modules": (True, "class_attribute"),
+        "Output": (True, "nested_class"),
+        "config": (True, "instance_attribute"),
+        "last_loss": (True, "instance_attribute"),
+        "is_gradient_checkpointing": (True, "instance_attribute"),
+        "num_parameters": (True, "method"),
+    }
+    # The mixin that comes first in the MRO wins, and the definition comes with the answer.
+    assert found["num_parameters"].path == "pkg/modeling_utils.py"
+    assert "return 0" in found["num_parameters"].function.source
+    assert found["generate"].path == "pkg/generation/utils.py"
+    assert found["generate"].qualname == "GenerationMixin.generate"
+
+
+def test_torch_nn_module_members_count_as_found_and_other_names_are_unknown_not_missing():
+    tree = package("pkg", THREE_FILES)
+    hook = tree.member(LLAMA, "LlamaForCausalLM", "register_forward_hook")
+    assert (hook.found, hook.kind, hook.why) == (True, "inherited", "torch.nn.Module")
+    assert "named_modules" in NN_MODULE_MEMBERS
+    other = tree.member(LLAMA, "LlamaForCausalLM", "not_there_at_all")
+    # nn.Module is outside the package and has more than the table lists.
+    assert other.found is None
+    assert other.why == "not in the package's classes; may come from torch.nn.Module"
+
+
+def test_a_member_no_class_binds_is_missing_when_every_base_is_in_the_package():
+    tree = package("pkg", THREE_FILES)
+    miss = tree.member("pkg/generation/utils.py", "GenerationMixin", "generat")
+    assert miss.found is False
+    assert "generate" in miss.why  # the closest name
+    assert tree.member("pkg/generation/utils.py", "GenerationMixin", "__init__").found is True
+
+
+def test_dataclass_fields_are_found_and_a_bare_annotation_elsewhere_is_unknown():
+    tree = package("pkg", THREE_FILES)
+    logits = tree.member(LLAMA, "LlamaOutput", "logits")
+    assert (logits.found, logits.kind) == (True, "field")
+    hidden = tree.member(LLAMA, "Annotated", "hidden")
+    assert hidden.found is None
+    assert "annotates" in hidden.why
+
+
+def test_a_getattr_in_the_mro_makes_a_miss_unknown():
+    tree = package(
+        "pkg",
+        {
+            "pkg/__init__.py": "",
+            "pkg/peft_model.py": """
+                class PeftModel:
+                    def __getattr__(self, name):
+                        return getattr(self.base_model, name)
+
+
+                class PeftModelForCausalLM(PeftModel):
+                    pass
+            """,
+        },
+    )
+    answer = tree.member("pkg/peft_model.py", "PeftModelForCausalLM", "generate")
+    assert answer.found is None
+    assert "__getattr__" in answer.why
+
+
+def test_lookup_walks_dotted_paths_through_modules_and_classes():
+    tree = package("pkg", THREE_FILES)
+    answer = tree.lookup("pkg.models.llama.modeling_llama.LlamaForCausalLM.generate")
+    assert (answer.found, answer.kind, answer.path) == (True, "method", "pkg/generation/utils.py")
+    nested = tree.lookup("pkg.models.llama.modeling_llama.LlamaForCausalLM.Output")
+    assert (nested.found, nested.kind) == (True, "nested_class")
+    deeper = tree.lookup("pkg.models.llama.modeling_llama.LlamaForCausalLM.forward.__code__")
+    assert deeper.found is None  # what a function holds is not known statically
+
+
+def test_a_missing_base_makes_the_mro_empty_and_members_missing_with_the_reason():
+    tree = package(
+        "pkg",
+        {
+            "pkg/__init__.py": "",
+            "pkg/a.py": "from .b import Gone\n\n\nclass A(Gone):\n    pass\n",
+            "pkg/b.py": "class Here:\n    pass\n",
+        },
+    )
+    assert tree.mro("pkg/a.py", "A") == ()
+    answer = tree.member("pkg/a.py", "A", "x")
+    assert answer.found is False
+    assert "Gone" in answer.why
+
+
+def test_classes_inheriting_from_each_other_across_files_are_unknown_not_a_crash():
+    tree = package(
+        "pkg",
+        {
+            "pkg/__init__.py": "",
+            "pkg/a.py": "from .b import B\n\n\nclass A(B):\n    pass\n",
+            "pkg/b.py": "from .a import A\n\n\nclass B(A):\n    pass\n",
+        },
+    )
+    assert tree.member("pkg/a.py", "A", "x").found is None

@@ -1,0 +1,185 @@
+"""Names in a module: definitions, imports, re-export chains, star imports, cycles."""
+
+from __future__ import annotations
+
+from symbols_trees import package
+
+CHAIN = {
+    "pkg/__init__.py": """
+        from .api import Trainer
+        from .api import helper as public_helper
+        import pkg.utils.logging as logging
+        import os.path
+    """,
+    "pkg/api.py": "from pkg.core.trainer import Trainer\nfrom .core import helper\n",
+    "pkg/core/__init__.py": "from .trainer import *\nfrom .helpers import helper\n",
+    "pkg/core/trainer.py": """
+        import torch.nn as nn
+
+        __all__ = ["Trainer"]
+        __all__ += ["TrainerState"]
+
+
+        class Trainer:
+            def compute_loss(self, model, inputs):
+                return 0
+
+
+        class TrainerState:
+            pass
+
+
+        class NotExported:
+            pass
+
+
+        def _private():
+            pass
+    """,
+    "pkg/core/helpers.py": "def helper():\n    pass\n",
+    "pkg/utils/__init__.py": "",
+    "pkg/utils/logging.py": "def get_logger(name):\n    pass\n",
+}
+
+
+def test_module_file_is_the_module_or_the_package_init():
+    tree = package("pkg", CHAIN)
+    assert tree.module_file("pkg.core") == "pkg/core/__init__.py"
+    assert tree.module_file("pkg.core.trainer") == "pkg/core/trainer.py"
+    assert tree.module_file("pkg.nothing") is None
+    assert tree.module_file("other.core") is None
+
+
+def test_a_re_export_chain_is_followed_to_the_definition():
+    tree = package("pkg", CHAIN)
+    trainer = tree.lookup("pkg.Trainer")
+    assert (trainer.found, trainer.kind, trainer.path, trainer.qualname) == (
+        True,
+        "class",
+        "pkg/core/trainer.py",
+        "Trainer",
+    )
+    assert tree.lookup("pkg.Trainer.compute_loss").function.name == "compute_loss"
+    helper = tree.lookup("pkg.public_helper")
+    assert (helper.found, helper.kind, helper.path) == (True, "function", "pkg/core/helpers.py")
+    assert tree.lookup("pkg.helper").found is False  # bound only under its alias
+
+
+def test_import_a_b_as_c_binds_the_submodule_and_import_a_b_binds_a():
+    tree = package("pkg", CHAIN)
+    logging = tree.lookup("pkg.logging.get_logger")
+    assert (logging.found, logging.path) == (True, "pkg/utils/logging.py")
+    os_ = tree.lookup("pkg.os")
+    assert (os_.found, os_.kind, os_.why) == (True, "external", "os")
+
+
+def test_a_star_import_honours_a_literal_all_built_in_steps():
+    tree = package("pkg", CHAIN)
+    assert tree.lookup("pkg.core.Trainer").found is True
+    assert tree.lookup("pkg.core.TrainerState").found is True  # from __all__ += [...]
+    excluded = tree.lookup("pkg.core.NotExported")
+    assert excluded.found is False
+    assert "pkg.core does not bind 'NotExported'" in excluded.why
+
+
+def test_a_star_import_without_all_takes_public_names_only():
+    tree = package(
+        "pkg",
+        {
+            "pkg/__init__.py": "from .impl import *\n",
+            "pkg/impl.py": "def public():\n    pass\n\n\ndef _private():\n    pass\n",
+        },
+    )
+    assert tree.lookup("pkg.public").found is True
+    assert tree.lookup("pkg._private").found is False
+
+
+def test_an_external_binding_is_found_and_what_lies_beyond_it_is_unknown():
+    tree = package("pkg", CHAIN)
+    nn = tree.lookup("pkg.core.trainer.nn")
+    assert (nn.found, nn.kind, nn.why) == (True, "external", "torch.nn")
+    beyond = tree.lookup("pkg.core.trainer.nn.Module")
+    assert beyond.found is None
+    assert "external" in beyond.why
+
+
+def test_a_miss_names_the_closest_names():
+    tree = package("pkg", CHAIN)
+    miss = tree.lookup("pkg.core.trainer.Trainr")
+    assert miss.found is False
+    assert "closest: Trainer" in miss.why
+    assert miss.path == "pkg/core/trainer.py"
+    gone = tree.lookup("pkg.gone.Thing")
+    assert gone.found is False
+    assert gone.kind == "name"
+
+
+def test_an_import_cycle_is_unknown_not_a_recursion():
+    tree = package(
+        "pkg",
+        {
+            "pkg/__init__.py": "",
+            "pkg/a.py": "from .b import x\n",
+            "pkg/b.py": "from .a import x\n",
+        },
+    )
+    answer = tree.lookup("pkg.a.x")
+    assert answer.found is None
+    assert "cycle" in answer.why
+
+
+def test_from_dot_import_a_submodule_in_its_own_init_is_the_submodule():
+    tree = package(
+        "pkg",
+        {
+            "pkg/__init__.py": "from . import models\n",
+            "pkg/models/__init__.py": "from . import llama\n",
+            "pkg/models/llama/__init__.py": "",
+            "pkg/models/llama/modeling_llama.py": "class LlamaModel:\n    pass\n",
+        },
+    )
+    answer = tree.lookup("pkg.models.llama.modeling_llama.LlamaModel")
+    assert (answer.found, answer.kind) == (True, "class")
+
+
+def test_type_checking_only_bindings_are_unknown_and_try_imports_beat_their_fallback():
+    tree = package(
+        "pkg",
+        {
+            "pkg/__init__.py": "",
+            "pkg/impl.py": "class Real:\n    pass\n",
+            "pkg/mod.py": """
+                from typing import TYPE_CHECKING
+
+                if TYPE_CHECKING:
+                    from .impl import Real as OnlyTyped
+
+                try:
+                    from .impl import Real
+                except ImportError:
+                    Real = None
+            """,
+        },
+    )
+    typed = tree.lookup("pkg.mod.OnlyTyped")
+    assert typed.found is None
+    assert "TYPE_CHECKING" in typed.why
+    real = tree.lookup("pkg.mod.Real")
+    assert (real.found, real.kind, real.path) == (True, "class", "pkg/impl.py")
+
+
+def test_a_module_getattr_makes_a_miss_unknown():
+    tree = package(
+        "pkg",
+        {"pkg/__init__.py": "def __getattr__(name):\n    raise AttributeError(name)\n"},
+    )
+    answer = tree.lookup("pkg.Linear8bitLt")
+    assert answer.found is None
+    assert "__getattr__" in answer.why
+
+
+def test_paths_read_lists_every_path_asked_for():
+    tree = package("pkg", CHAIN)
+    tree.lookup("pkg.Trainer")
+    assert {"pkg/__init__.py", "pkg/api.py", "pkg/core/trainer.py"} <= tree.paths_read
+    assert "pkg/utils/logging.py" not in tree.paths_read  # never needed
