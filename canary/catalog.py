@@ -141,6 +141,9 @@ class CheckSpec:
     fix: str
     window: Window = Window()
     known_drift: Mapping[str, str] = field(default_factory=dict, hash=False)
+    # Classes of the files read whose static MRO is read too (the files their bases live
+    # in), so ``upstream.method(...)`` finds a method that moved to a base or a mixin.
+    inherits: tuple[str, ...] = ()
 
     @classmethod
     def declare(
@@ -151,6 +154,7 @@ class CheckSpec:
         since: str | None = None,
         until: str | None = None,
         known_drift: Mapping[str, str] | None = None,
+        inherits: str | Iterable[str] = (),
     ) -> CheckSpec:
         """A validated spec: a typo in the catalog is an error at collection, not a pass."""
         get_fix(fix)  # raises for a fix canary does not know
@@ -167,7 +171,8 @@ class CheckSpec:
                 raise ValueError(f"known_drift {release} is outside the check's window ({window})")
             if not why.strip():
                 raise ValueError(f"known_drift {release} needs a reason")
-        return cls(paths, fix, window, known)
+        classes = (inherits,) if isinstance(inherits, str) else tuple(inherits)
+        return cls(paths, fix, window, known, classes)
 
     @classmethod
     def of(cls, item: pytest.Item) -> CheckSpec | None:
@@ -185,15 +190,24 @@ def check(
     since: str | None = None,
     until: str | None = None,
     known_drift: Mapping[str, str] | None = None,
+    inherits: str | Iterable[str] = (),
 ) -> Callable[[CheckFunction], CheckFunction]:
     """Declare a catalog check: the upstream files it reads, the fix at risk, its window.
 
     ``known_drift`` maps a release inside the window to why this check fails there (a
     release that broke the fix and was repaired in the next one). Those cases are strict
     xfails: a drift there is expected, and a pass says the entry is stale.
+
+    ``inherits`` names classes of the files read whose bases are read too, wherever in the
+    package they live: ``upstream.method(path, cls, name)`` then follows the static MRO.
     """
     spec = CheckSpec.declare(
-        reads=reads, fix=fix, since=since, until=until, known_drift=known_drift
+        reads=reads,
+        fix=fix,
+        since=since,
+        until=until,
+        known_drift=known_drift,
+        inherits=inherits,
     )
 
     def decorate(function: CheckFunction) -> CheckFunction:
@@ -237,6 +251,7 @@ class Row:
     fix: str | None = None  # the table's fix unless the row names another
     known_drift: Mapping[str, str] | None = field(default=None, hash=False)
     doc: str | None = None  # the table body's docstring, formatted with values, unless given
+    inherits: tuple[str, ...] = ()
 
 
 def row(
@@ -248,6 +263,7 @@ def row(
     fix: str | None = None,
     known_drift: Mapping[str, str] | None = None,
     doc: str | None = None,
+    inherits: str | Iterable[str] = (),
     **values: Any,
 ) -> Row:
     """One row of a :func:`check.each <each>` table. ``values`` are handed to the check
@@ -258,7 +274,8 @@ def row(
             raise ValueError(f"row {test} needs reads= or a path= value")
         reads = values["path"]
     paths = (reads,) if isinstance(reads, str) else tuple(reads)
-    return Row(test, paths, dict(values), since, until, fix, known_drift, doc)
+    classes = (inherits,) if isinstance(inherits, str) else tuple(inherits)
+    return Row(test, paths, dict(values), since, until, fix, known_drift, doc, classes)
 
 
 @dataclass(frozen=True)
@@ -297,6 +314,7 @@ class CheckTable:
             since=r.since,
             until=r.until,
             known_drift=r.known_drift,
+            inherits=r.inherits,
         )
         return _declared_check(run, spec)
 

@@ -27,6 +27,7 @@ from canary.errors import CacheDamaged, Drift, InfrastructureError, OfflineMiss,
 from canary.indexstore import IndexStore, ParseJob
 from canary.sources import Source
 from canary.sources.version import declared_version, version_files
+from canary.symbols import PackageTree
 
 MAIN = "main"
 _CASES_WORTH_PROCESSES = 8
@@ -273,6 +274,51 @@ class Snapshot:
         self._declared(path)
         return self.modules[path] is not None
 
+    def method(self, path: str, cls: str, name: str) -> codeindex.Function:
+        """The method ``name`` that class ``cls`` of ``path`` resolves to through its static
+        MRO, as Python would find it: its own, or one it inherits from a base or mixin
+        anywhere in the package (the check declares ``inherits=`` for ``cls``, so those files
+        are read). Drift when no class of the package binds it, or binds it as no method."""
+        self._declared(path)
+        found = PackageTree(self.package, self._inherited).member(path, cls, name)
+        if found.found and found.function is not None:
+            return found.function
+        where = f"{found.qualname} in {found.path}" if found.found else found.why
+        if found.found:
+            why = f"{cls}.{name} resolves to a {found.kind.replace('_', ' ')}, {where}"
+        elif found.unknown:
+            why = f"{cls}.{name} is not bound by any class of {self.package}: {where}"
+        else:
+            why = f"{cls} has no method {name!r}: {where}"
+        raise Drift(
+            f"{why} ({self.case})",
+            subject=Subject(path, f"{cls}.{name}"),
+            kind=Drift.CHANGED if found.found else Drift.MISSING,
+        )
+
+    def mro(self, path: str, cls: str) -> tuple[codeindex.Class | str, ...]:
+        """Class ``cls`` of ``path`` and its bases in method resolution order: a
+        :class:`~canary.codeindex.Class` for each class of the package (wherever it lives;
+        the check declares ``inherits=`` for ``cls``), the dotted name for each base outside
+        it ("transformers.trainer.Trainer"). Drift when the order cannot be worked out."""
+        self._declared(path)
+        order = PackageTree(self.package, self._inherited).mro(path, cls)
+        if not order:
+            raise Drift(
+                f"the bases of {cls} in {path} cannot be followed in {self.case}",
+                subject=Subject(path, cls),
+                kind=Drift.MISSING,
+            )
+        return tuple(entry if isinstance(entry, str) else entry[1] for entry in order)
+
+    def _inherited(self, path: str) -> codeindex.Module | None:
+        if path not in self.modules:
+            raise KeyError(
+                f"{path!r} was not read for this check: the class whose MRO reaches it "
+                f"must be named in the check's inherits="
+            )
+        return self.modules[path]
+
     def first_existing(self, *paths: str) -> codeindex.Module:
         """The first of ``paths`` that exists (for code that moved between folders)."""
         for path in paths:
@@ -364,13 +410,44 @@ class Workspace:
                 if state.pending is None:
                     state.pending = pool.submit(self._load, state, sorted(paths))
 
-    def snapshot(self, case: Case, paths: Sequence[str]) -> Snapshot:
+    def snapshot(
+        self, case: Case, paths: Sequence[str], *, inherits: Sequence[str] = ()
+    ) -> Snapshot:
+        """What a check sees: the modules at ``paths`` and, for each class named in
+        ``inherits`` (defined in one of them), the files of the package its bases live in."""
         state = self._state(case)
         if state.pending is not None:
             _wait(state.pending)  # a failed prefetch is this case's setup error
         self._load(state, paths)
         version = self.version(case)
-        return Snapshot(case, version, {p: self._module(state, p) for p in paths})
+        modules = {p: self._module(state, p) for p in paths}
+        if inherits:
+            modules.update(self._bases(state, modules, inherits))
+        return Snapshot(case, version, modules)
+
+    def _bases(
+        self,
+        state: _CaseState,
+        declared: Mapping[str, codeindex.Module | None],
+        classes: Sequence[str],
+    ) -> dict[str, codeindex.Module | None]:
+        """Every file the static MRO of ``classes`` reads, beyond ``declared``: read here,
+        before the check runs, so a fetch or parse failure is the case's setup error."""
+
+        def load(path: str) -> codeindex.Module | None:
+            if path in declared:
+                return declared[path]
+            self._load(state, [path])
+            return self._module(state, path)
+
+        tree = PackageTree(state.tree.case.package, load)
+        for qualname in classes:
+            head = qualname.split(".")[0]
+            for path, module in declared.items():
+                if module is not None and head in module.classes:
+                    tree.mro(path, qualname)
+                    break
+        return {path: load(path) for path in sorted(tree.paths_read) if path not in declared}
 
     def close(self) -> None:
         if self._pool is not None:

@@ -126,7 +126,7 @@ class CanarySession:
             tags = self.run.tags.package(case.package)
             for mark in _expected_drift(case, version, tags, spec.known_drift):
                 request.applymarker(mark)
-        return workspace.snapshot(case, spec.reads)
+        return workspace.snapshot(case, spec.reads, inherits=spec.inherits)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(
@@ -180,7 +180,7 @@ class CanarySession:
 
 # A test that takes ``upstream`` without ``@check``: every release, no files declared
 # (the snapshot refuses any file it reads, saying a check must declare it).
-_UNCHECKED = CheckSpec(reads=(), fix="", window=Window(), known_drift={})
+_UNCHECKED = CheckSpec(reads=(), fix="", window=Window(), known_drift={}, inherits=())
 
 
 def _expected_drift(
