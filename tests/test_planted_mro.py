@@ -28,7 +28,7 @@ from canary.workspace import Case, FetchPolicy, Workspace
 SFT = "trl/trainer/sft_trainer.py"
 MIXINS = "trl/trainer/mixins.py"
 
-BASE_TRAINER = '''
+BASE_TRAINER = """
 import transformers
 from packaging.version import Version
 from transformers import Trainer
@@ -49,9 +49,9 @@ class _BaseTrainer(Trainer):
             if self.loss_is_scaled_for_ga:
                 self.compute_loss_func = "non-None value to disable scaling"
         self._send_telemetry()
-'''
+"""
 
-COMPUTE_LOSS = '''
+COMPUTE_LOSS = """
     def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
         mode = "train" if self.model.training else "eval"
 
@@ -72,9 +72,9 @@ COMPUTE_LOSS = '''
             num_tokens = outputs.label_mask.sum() if num_items_in_batch is None else num_items_in_batch
             loss = per_token_loss.sum() / torch.as_tensor(num_tokens).clamp(min=1)
         return (loss, outputs) if return_outputs else loss
-'''
+"""
 
-SFT_HEAD = '''
+SFT_HEAD = """
 import torch
 
 from .base_trainer import _BaseTrainer
@@ -86,7 +86,7 @@ class SFTTrainer(_BaseTrainer):
 
     def __init__(self, model, args=None, data_collator=None, train_dataset=None, **kwargs):
         super().__init__(model=model, args=args, data_collator=data_collator, train_dataset=train_dataset, **kwargs)
-'''
+"""
 
 
 @dataclass(frozen=True)
@@ -102,9 +102,10 @@ RELEASED = SFT_HEAD + COMPUTE_LOSS
 
 
 def _mixin_sft(import_line: str, bases: str) -> str:
-    return SFT_HEAD.replace("from .base_trainer import _BaseTrainer\n", f"from .base_trainer import _BaseTrainer\n{import_line}\n").replace(
-        "class SFTTrainer(_BaseTrainer):", f"class SFTTrainer({bases}):"
-    )
+    return SFT_HEAD.replace(
+        "from .base_trainer import _BaseTrainer\n",
+        f"from .base_trainer import _BaseTrainer\n{import_line}\n",
+    ).replace("class SFTTrainer(_BaseTrainer):", f"class SFTTrainer({bases}):")
 
 
 LOSS_MIXIN = "import torch\n\n\nclass _SFTLossMixin:\n" + COMPUTE_LOSS
@@ -177,7 +178,9 @@ def _run(catalog, tmp_path: Path, plant: Plant, sft: str) -> str | None:
     check = getattr(catalog, plant.check)
     spec = check.pytestmark[0].args[0]
     try:
-        upstream = workspace.snapshot(Case("trl", "1.16.0", "local"), spec.reads, inherits=spec.inherits)
+        upstream = workspace.snapshot(
+            Case("trl", "1.16.0", "local"), spec.reads, inherits=spec.inherits
+        )
         check(upstream=upstream)
     except CheckDrift as exc:
         return str(exc)

@@ -116,13 +116,25 @@ def test_sft_trainer_derives_from_trl_base_trainer(upstream):
     expect_base(upstream.module(BASE_TRAINER).cls(base), "Trainer")
 
 
-@check(reads=SFT_TRAINER, fix="accepts_loss_kwargs shadowing")
+@check(reads=SFT_TRAINER, fix="accepts_loss_kwargs shadowing", inherits="SFTTrainer")
 def test_sft_trainer_never_sets_model_accepts_loss_kwargs(upstream):
-    """SFTTrainer neither declares nor assigns model_accepts_loss_kwargs: Trainer's own
+    """SFTTrainer, and every class it puts before TRL's base trainer in its MRO (a mixin,
+    wherever it lives), neither declares nor assigns model_accepts_loss_kwargs: Trainer's own
     detection, which the shadow fix corrects, decides it."""
-    sft_trainer = upstream.module(SFT_TRAINER).cls("SFTTrainer")
-    expect_not_declared(sft_trainer, "model_accepts_loss_kwargs")
-    expect_never_assigns(sft_trainer, MODEL_ACCEPTS_LOSS_KWARGS)
+    for cls in _sft_trainer_and_its_mixins(upstream):
+        expect_not_declared(cls, "model_accepts_loss_kwargs")
+        expect_never_assigns(cls, MODEL_ACCEPTS_LOSS_KWARGS)
+
+
+def _sft_trainer_and_its_mixins(upstream: Snapshot) -> list[Class]:
+    """SFTTrainer's MRO up to TRL's base trainer (checked on its own) or the first class
+    outside trl (transformers' Trainer)."""
+    mine = []
+    for cls in upstream.mro(SFT_TRAINER, "SFTTrainer"):
+        if isinstance(cls, str) or cls.name in ("BaseTrainer", "_BaseTrainer"):
+            break
+        mine.append(cls)
+    return mine
 
 
 @check(
@@ -162,18 +174,23 @@ def test_base_trainer_disables_loss_kwargs_only_for_trainers_that_scale(upstream
         )
 
 
-@check(reads=SFT_TRAINER, fix="accepts_loss_kwargs shadowing", since="1.15.0")
+@check(
+    reads=SFT_TRAINER, fix="accepts_loss_kwargs shadowing", since="1.15.0", inherits="SFTTrainer"
+)
 def test_sft_trainer_leaves_loss_is_scaled_for_ga_unset(upstream):
-    """SFTTrainer does not declare loss_is_scaled_for_ga, so _BaseTrainer leaves
-    model_accepts_loss_kwargs to Trainer's detection."""
-    expect_not_declared(upstream.module(SFT_TRAINER).cls("SFTTrainer"), LOSS_IS_SCALED)
+    """Neither SFTTrainer nor a class it puts before _BaseTrainer in its MRO (a mixin)
+    declares loss_is_scaled_for_ga, so _BaseTrainer leaves model_accepts_loss_kwargs to
+    Trainer's detection."""
+    for cls in _sft_trainer_and_its_mixins(upstream):
+        expect_not_declared(cls, LOSS_IS_SCALED)
 
 
-@check(reads=SFT_TRAINER, fix="accepts_loss_kwargs shadowing")
+@check(reads=SFT_TRAINER, fix="accepts_loss_kwargs shadowing", inherits="SFTTrainer")
 def test_sft_compute_loss_hands_num_items_in_batch_to_trainer(upstream):
-    """SFTTrainer.compute_loss takes num_items_in_batch and passes it on to
-    Trainer.compute_loss, so a forward that honours it (what the shadow promises) gets it."""
-    compute_loss = upstream.module(SFT_TRAINER).cls("SFTTrainer").method("compute_loss")
+    """SFTTrainer.compute_loss (its own, or inherited from a mixin or base in trl) takes
+    num_items_in_batch and passes it on to Trainer.compute_loss, so a forward that honours
+    it (what the shadow promises) gets it."""
+    compute_loss = upstream.method(SFT_TRAINER, "SFTTrainer", "compute_loss")
     expect_parameters(compute_loss, "num_items_in_batch")
     expect_call(
         compute_loss,
