@@ -10,13 +10,33 @@ the code index, with no pytest in them; checks import them from :mod:`canary.cat
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable, Iterable, Mapping
 from typing import TypeVar
 
-from canary.codeindex import Assignment, Call, Class, ClassAttribute, Function, Module, Param
+from canary.codeindex import (
+    Assignment,
+    Call,
+    Class,
+    ClassAttribute,
+    Function,
+    Module,
+    Param,
+    Scope,
+    equivalent,
+    renaming,
+)
 from canary.errors import Drift, Subject
 
 T = TypeVar("T")
+
+
+class _Unset(enum.Enum):
+    UNSET = "UNSET"
+
+
+#: ``expect_parameters(default=...)`` not given: the default is not checked.
+UNSET = _Unset.UNSET
 
 
 def drift(subject: Function | Class | Module, message: str) -> Drift:
@@ -61,15 +81,80 @@ def expect_any_of(*alternatives: Callable[[], T]) -> T:
     )
 
 
-def expect_parameters(function: Function, *names: str) -> None:
-    """``function`` has each of ``names`` as a named parameter (not only via **kwargs)."""
-    missing = [name for name in names if not function.signature.has(name)]
+def expect_parameters(
+    function: Function,
+    *names: str,
+    positional: int | None = None,
+    keyword: bool | None = None,
+    default: object = UNSET,
+) -> tuple[Param, ...]:
+    """``function`` has each of ``names`` as a named parameter (not only via **kwargs), and
+    what a caller relies on about them, each read as the sentence it asserts:
+
+    * ``positional=i``: a call can pass them by position, the first at index ``i`` of the
+      signature as written (``self`` is index 0 of a method), the next at ``i + 1``...: a
+      parameter made keyword-only, or moved, breaks a positional call;
+    * ``keyword=True``: a call can pass each as ``name=`` (positional-or-keyword or
+      keyword-only); ``keyword=False``: only by position (positional-only);
+    * ``default=``: each defaults to that value: a string is the default's source text
+      (``"-100"``, ``"'mean'"``, compared normalised), any other value a literal (``-100``,
+      ``None``, ``True``). A parameter without a default fails.
+
+    Keyword-only parameters never count as positional. Returns the parameters, in the order
+    of ``names``."""
+    signature = function.signature
+    missing = [name for name in names if not signature.has(name)]
     if missing:
         raise drift(
             function,
             f"{function.qualname} has no parameter {', '.join(map(repr, missing))}; "
-            f"its signature is {function.signature}",
+            f"its signature is {signature}",
         )
+    params = tuple(signature.param(name) for name in names)
+    problems = []
+    for offset, param in enumerate(params):
+        if positional is not None:
+            problems.extend(_position_problem(signature.params, param, positional + offset))
+        if keyword is not None and param.keyword != keyword:
+            how = "positional-only" if keyword else "by keyword too"
+            problems.append(f"{param.name} is {_kind(param)} (a call passes it {how})")
+        if default is not UNSET:
+            problems.extend(_default_problem(param, default))
+    if problems:
+        raise drift(
+            function,
+            f"{function.qualname}: {'; '.join(problems)}; its signature is {signature}",
+        )
+    return params  # type: ignore[return-value]
+
+
+def _kind(param: Param) -> str:
+    return param.kind.replace("_", "-")
+
+
+def _position_problem(params: tuple[Param, ...], param: Param, index: int) -> list[str]:
+    if not param.positional:
+        return [
+            f"{param.name} is {_kind(param)} now, so a call passing it by position "
+            f"(argument {index}) breaks"
+        ]
+    actual = params.index(param)
+    if actual != index:
+        there = params[index].name if index < len(params) else "nothing"
+        return [
+            f"{param.name} is at position {actual}, not {index} (a positional call hands "
+            f"{there} what it meant for {param.name})"
+        ]
+    return []
+
+
+def _default_problem(param: Param, default: object) -> list[str]:
+    wanted = default if isinstance(default, str) else repr(default)
+    if param.default is None:
+        return [f"{param.name} has no default now (expected {wanted})"]
+    if not equivalent(wanted, param.default):
+        return [f"{param.name} defaults to {param.default}, not {wanted}"]
+    return []
 
 
 def expect_no_parameter(function: Function, *names: str) -> None:
@@ -85,12 +170,13 @@ def expect_no_parameter(function: Function, *names: str) -> None:
 
 
 def expect_leading_parameters(function: Function, *names: str) -> None:
-    """``function``'s signature starts with exactly ``names``, in that order (a caller that
-    passes them by position)."""
-    if function.signature.names[: len(names)] != names:
+    """``function``'s positional parameters start with exactly ``names``, in that order (a
+    caller that passes them by position; keyword-only parameters do not count)."""
+    if function.signature.positional[: len(names)] != names:
         raise drift(
             function,
-            f"{function.qualname}{function.signature} no longer starts ({', '.join(names)})",
+            f"{function.qualname}{function.signature} no longer starts ({', '.join(names)}) "
+            "among the parameters a call can pass by position",
         )
 
 
@@ -140,8 +226,9 @@ def expect_call(
     keywords: Mapping[str, str] | None = None,
 ) -> tuple[Call, ...]:
     """``function`` calls ``callee`` at least once, with ``args`` as its leading positional
-    arguments and ``keywords`` among its keyword arguments (normalised text; the key
-    ``"**"`` is a ``**mapping`` argument); returns those calls."""
+    arguments and ``keywords`` among its keyword arguments (normalised text, compared modulo
+    equivalent rewrites and one consistent renaming of locals per call; the key ``"**"`` is
+    a ``**mapping`` argument); returns those calls."""
     found = function.calls_to(callee)
     if not found:
         called = sorted({call.func for call in function.calls})
@@ -150,11 +237,8 @@ def expect_call(
         raise drift(function, message)
     leading = tuple(args)
     wanted = [(None if k == "**" else k, v) for k, v in (keywords or {}).items()]
-    matching = tuple(
-        c
-        for c in found
-        if c.args[: len(leading)] == leading and all(kw in c.keywords for kw in wanted)
-    )
+    scope = _scope(function)
+    matching = tuple(c for c in found if _call_matches(c, leading, wanted, scope))
     if not matching:
         shown = [*leading, *(f"**{v}" if k is None else f"{k}={v}" for k, v in wanted)]
         raise drift(
@@ -163,6 +247,49 @@ def expect_call(
             + "; ".join(f"line {c.line}: {c.source}" for c in found),
         )
     return matching
+
+
+def _scope(function: Function) -> Callable[[], Scope]:
+    # Asked only when text differs and a renamed local could explain it.
+    return lambda: function.scope
+
+
+def _same(
+    expected: str,
+    actual: str,
+    scope: Callable[[], Scope] | None,
+    mapping: dict[str, str],
+    *,
+    boolean: bool = False,
+) -> dict[str, str] | None:
+    """``renaming`` with a fast path for the common case, identical text."""
+    if expected == actual and not any(name in expected for name in mapping):
+        return mapping
+    return renaming(expected, actual, scope, boolean=boolean, given=mapping)
+
+
+def _call_matches(
+    call: Call,
+    leading: tuple[str, ...],
+    wanted: list[tuple[str | None, str]],
+    scope: Callable[[], Scope],
+) -> bool:
+    if len(call.args) < len(leading):
+        return False
+    mapping: dict[str, str] | None = {}
+    for expected, actual in zip(leading, call.args, strict=False):
+        mapping = _same(expected, actual, scope, mapping)
+        if mapping is None:
+            return False
+    for key, expected in wanted:
+        for name, actual in call.keywords:
+            found = _same(expected, actual, scope, mapping) if name == key else None
+            if found is not None:
+                mapping = found
+                break
+        else:
+            return False
+    return True
 
 
 def expect_defined(module: Module, name: str) -> None:
@@ -191,7 +318,9 @@ def expect_module_value(
     if not texts and not wanted:
         raise ValueError("expect_module_value needs values= or literals=")
     assignment = module.assignment(name)
-    if assignment.value in texts or (wanted and assignment.literal in wanted):
+    if any(equivalent(text, assignment.value) for text in texts) or (
+        wanted and assignment.literal in wanted
+    ):
         return assignment
     expected = " or ".join([*texts, *map(repr, wanted)])
     raise Drift(
@@ -304,9 +433,11 @@ def expect_not_mentioned(function: Function, *names: str) -> None:
 
 def expect_returns(function: Function, *values: str) -> str:
     """``function`` has a ``return`` of one of ``values`` (normalised text:
-    ``"(batch_samples, None)"``); returns the one found."""
+    ``"(batch_samples, None)"``, compared modulo equivalent rewrites); returns the one
+    found."""
+    scope = _scope(function)
     for value in values:
-        if value in function.returns:
+        if any(_same(value, r, scope, {}) is not None for r in function.returns):
             return value
     raise drift(
         function,
@@ -358,19 +489,21 @@ def expect_assignment_where(
     """``function`` assigns ``target`` under ``guard`` (one enclosing ``if`` test, normalised
     text) or, with ``unguarded``, under no ``if`` at all; when ``values`` are given, to one of
     them (normalised text); with ``augmented`` as that augmented assignment (``"*"`` for
-    ``*=``); with ``after``, after the function's first call to that callee. Returns the
-    first such assignment. The Drift lists every assignment to ``target`` with its guards,
+    ``*=``); with ``after``, after the function's first call to that callee. Guard, values
+    and (when values are given) the target are compared modulo equivalent rewrites, with one
+    consistent renaming of locals (:mod:`canary.codeindex.equivalence`). Returns the first
+    such assignment. The Drift lists every assignment to ``target`` with its guards,
     so a changed condition or value reads as what upstream decides instead."""
     wanted = tuple(values)
     first_line = expect_call(function, after)[0].line if after is not None else 0
+    scope = _scope(function)
     found = [
-        a
-        for a in function.assignments_to(target)
-        if (guard is None or guard in a.guards)
-        and not (unguarded and a.guards)
-        and (not wanted or a.value in wanted)
-        and (augmented is None or a.op == augmented)
-        and a.line > first_line
+        assignment
+        for assignment, mapping in _assignments_of(function, target, renamed=bool(wanted))
+        if not (unguarded and assignment.guards)
+        and (augmented is None or assignment.op == augmented)
+        and assignment.line > first_line
+        and _guard_and_value_match(assignment, guard, wanted, scope, mapping)
     ]
     if found:
         return found[0]
@@ -395,6 +528,60 @@ def expect_assignment_where(
         f"{function.qualname} no longer assigns {target} {' '.join(conditions)}; "
         f"its assignments to {target}: {listing or 'none'}",
     )
+
+
+def _assignments_of(
+    function: Function, target: str, *, renamed: bool
+) -> list[tuple[Assignment, dict[str, str]]]:
+    """The assignments to ``target`` with the renaming each needs: exact ones, else (with
+    ``renamed``, where a value pins down which assignment is meant) those to a local that
+    ``target`` names under another name."""
+    exact = function.assignments_to(target)
+    if exact or not renamed:
+        return [(a, {}) for a in exact]
+    scope = _scope(function)
+    found = []
+    for assignment in function.assignments:
+        for name in (*assignment.targets, *assignment.unpacked):
+            mapping = renaming(target, name, scope)
+            if mapping is not None:
+                found.append((assignment, mapping))
+                break
+    return found
+
+
+def _guard_and_value_match(
+    assignment: Assignment,
+    guard: str | None,
+    values: tuple[str, ...],
+    scope: Callable[[], Scope],
+    mapping: dict[str, str] | None,
+) -> bool:
+    if guard is not None:
+        mapping = _first_match(guard, assignment.guards, scope, mapping, boolean=True)
+    if mapping is not None and values:
+        mapping = _first_match(values, (assignment.value,), scope, mapping)
+    return mapping is not None
+
+
+def _first_match(
+    expected: Iterable[str],
+    actual: Iterable[str],
+    scope: Callable[[], Scope],
+    mapping: dict[str, str] | None,
+    *,
+    boolean: bool = False,
+) -> dict[str, str] | None:
+    """The renaming under which one of ``expected`` is one of ``actual``, else None."""
+    if mapping is None:
+        return None
+    options = (expected,) if isinstance(expected, str) else tuple(expected)
+    for wanted in options:
+        for text in actual:
+            found = _same(wanted, text, scope, mapping, boolean=boolean)
+            if found is not None:
+                return found
+    return None
 
 
 def expect_bound(module: Module, name: str, *, imported_from: str | None = None) -> str:

@@ -6,7 +6,7 @@ assignments and imports, and for every function the calls, assignments and retur
 body. The summary pickles compactly; the cache stores it by content hash and a warm run
 unpickles it instead of parsing.
 
-The layers import one way only, ``parse -> model -> body -> expressions``:
+The layers import one way only, ``parse -> model -> (body, equivalence) -> expressions``:
 
 * :mod:`~canary.codeindex.parse`: the visitor, from a file's text to a :class:`Module`;
 * :mod:`~canary.codeindex.model`: :class:`Module`, :class:`Class`, :class:`Function`,
@@ -14,6 +14,8 @@ The layers import one way only, ``parse -> model -> body -> expressions``:
 * :mod:`~canary.codeindex.body`: a function body's calls, assignments, guards and returns,
   built on first use from the function's own text (a parse indexes only what every check
   may ask of a file, which made parsing 2.4x faster and the pickled summaries 2.5x smaller);
+* :mod:`~canary.codeindex.equivalence`: when two normalised expressions do the same
+  (``and``/``or`` operands reordered, a local renamed), beside the body layer;
 * :mod:`~canary.codeindex.expressions`: the shared file text and normalised expressions.
 
 Two kinds of text are kept, on purpose: ``source`` fields (of :class:`Function`,
@@ -31,6 +33,7 @@ same file; :meth:`Module.relabeled` gives it the path and origin its messages sh
 from __future__ import annotations
 
 from canary.codeindex.body import Assignment, Body, Call
+from canary.codeindex.equivalence import MODULE_SCOPE, Scope, equivalent, renaming
 from canary.codeindex.expressions import NOT_LITERAL, PYTHON
 from canary.codeindex.model import (
     KEYWORD_ONLY,
@@ -53,6 +56,7 @@ __all__ = [
     "INDEX_FORMAT",
     "INDEX_KEY",
     "KEYWORD_ONLY",
+    "MODULE_SCOPE",
     "NOT_LITERAL",
     "POSITIONAL_ONLY",
     "POSITIONAL_OR_KEYWORD",
@@ -68,8 +72,11 @@ __all__ = [
     "Import",
     "Module",
     "Param",
+    "Scope",
     "Signature",
+    "equivalent",
     "parse_module",
+    "renaming",
 ]
 
 #: Bump whenever the shape or meaning of the summary changes; part of every cache key.

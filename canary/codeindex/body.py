@@ -25,6 +25,7 @@ from canary.codeindex.expressions import (
     bound_names,
     literal_of_text,
     literal_value,
+    parse_block,
 )
 
 
@@ -231,20 +232,6 @@ def _evaluated_outside(node: ast.AST) -> list[ast.AST]:
 
 
 def walk_function(text: SourceText, span: Span) -> Body:
-    """A function's body summary, from its own text: its block re-parsed on its own, line
-    numbers shifted back to the file's. Columns are unchanged (the lines are the file's),
-    so spans still index the whole file's text."""
-    block = text.segment(span)
-    first = span[0]
-    # An indented block (a method) only parses inside a compound statement. Form feeds
-    # reset the tokenizer's column, so the first character alone can mislead: try the
-    # other reading when the first one is refused.
-    indented = block.lstrip("\f")[:1] in (" ", "\t")
-    try:
-        tree = ast.parse("if 1:\n" + block if indented else block)
-    except IndentationError:
-        indented = not indented
-        tree = ast.parse("if 1:\n" + block if indented else block)
-    node = tree.body[0].body[0] if indented else tree.body[0]
-    walker = BodyWalker(text, line_offset=first - 1 if indented else first)
-    return walker.walk(node.body)
+    """A function's body summary, from its own text (see :func:`parse_block`)."""
+    node, line_offset = parse_block(text, span)
+    return BodyWalker(text, line_offset=line_offset).walk(node.body)

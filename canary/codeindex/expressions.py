@@ -182,6 +182,25 @@ def literal_of_text(text: str) -> object:
         return None
 
 
+def parse_block(text: SourceText, span: Span) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, int]:
+    """A function's own definition re-parsed from its block of the file, and the line
+    offset that maps the block's line numbers back to the file's. Columns are unchanged
+    (the lines are the file's), so spans still index the whole file's text."""
+    block = text.segment(span)
+    first = span[0]
+    # An indented block (a method) only parses inside a compound statement. Form feeds
+    # reset the tokenizer's column, so the first character alone can mislead: try the
+    # other reading when the first one is refused.
+    indented = block.lstrip("\f")[:1] in (" ", "\t")
+    try:
+        tree = ast.parse("if 1:\n" + block if indented else block)
+    except IndentationError:
+        indented = not indented
+        tree = ast.parse("if 1:\n" + block if indented else block)
+    node = tree.body[0].body[0] if indented else tree.body[0]
+    return node, first - 1 if indented else first
+
+
 def bound_names(target: ast.AST) -> Iterator[ast.AST]:
     """Leaf targets of a (possibly unpacking) assignment target."""
     if isinstance(target, (ast.Tuple, ast.List)):

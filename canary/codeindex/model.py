@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from canary.codeindex.body import Assignment, Body, Call, walk_function
+from canary.codeindex.equivalence import Scope, function_scope
 from canary.codeindex.expressions import SourceText, Span
 from canary.errors import Drift, Subject
 
@@ -39,6 +40,16 @@ class Param:
     kind: str
     default: str | None = None
     annotation: str | None = None
+
+    @property
+    def positional(self) -> bool:
+        """Can be passed by position (``f(x)``): positional-only or positional-or-keyword."""
+        return self.kind in (POSITIONAL_ONLY, POSITIONAL_OR_KEYWORD)
+
+    @property
+    def keyword(self) -> bool:
+        """Can be passed as ``name=``: positional-or-keyword or keyword-only."""
+        return self.kind in (POSITIONAL_OR_KEYWORD, KEYWORD_ONLY)
 
     def format(self, *, annotations: bool = False) -> str:
         star = {VAR_POSITIONAL: "*", VAR_KEYWORD: "**"}.get(self.kind, "")
@@ -70,6 +81,12 @@ class Signature:
             if p.name == name:
                 return p
         return None
+
+    @property
+    def positional(self) -> tuple[str, ...]:
+        """The names a call can fill by position, in order (``self`` included for a method);
+        keyword-only parameters and ``*args`` are not among them."""
+        return tuple(p.name for p in self.params if p.positional)
 
     @property
     def keyword_only(self) -> tuple[str, ...]:
@@ -149,6 +166,12 @@ class Function:
     def names(self) -> frozenset[str]:
         """Every Name id and Attribute attr in the body."""
         return self._walked().names
+
+    @property
+    def scope(self) -> Scope:
+        """The function's locals and known names, for comparing its expressions modulo a
+        renamed local (:mod:`canary.codeindex.equivalence`); parsed on first use."""
+        return function_scope(self._text, self._span)
 
     def _walked(self) -> Body:
         body = self._body

@@ -1,0 +1,408 @@
+"""Equivalent expressions: normalised text that differs where no caller can tell.
+
+Normalisation (:mod:`canary.codeindex.expressions`) removes layout; two rewrites remain that
+change the text but not what the code does for anyone outside the function:
+
+* **Operand order of** ``and``/``or`` when the operands are *pure and independent*. Pure:
+  names, constants, attribute and item reads, comparisons, ``not``, literal displays and the
+  builtins ``isinstance``/``hasattr``/``callable`` of such operands; no other call, no
+  arithmetic (it can raise), no ``:=``/``await``/``yield``/lambda/comprehension. Reading an
+  attribute, an item or comparing is assumed to have no side effect (properties and
+  ``__eq__`` that mutate are not code the fixes meet). Independent: two operands that read
+  the same object, or one reads an attribute or item of what the other reads, keep their
+  order, because the first may guard the second (``x is not None and x.y``,
+  ``k in d and d[k]``, ``hasattr(m, 'a') and m.a``). Where the value of the ``and``/``or``
+  is used (an assignment, an argument, a return) rather than only its truth (an ``if``
+  test, ``not``, a comprehension's ``if``), the operands commute only when each is a bool
+  (``is``/``in`` comparisons, ``not``, ``isinstance``...): ``0 and None`` is 0 but
+  ``None and 0`` is None. ``a and f()`` never equals ``f() and a``.
+* **Consistent renaming of a function's locals** (:class:`Scope`): a name the check expects
+  that the function no longer has at all may stand for one of the function's locals that
+  the expectation does not name, one to one. Parameters (callers pass them by name),
+  attributes, globals and ``global``/``nonlocal`` names are never renamed. Names bound
+  inside the expression (comprehension variables, lambda parameters) are renamed freely.
+
+:func:`renaming` returns the renaming under which two expressions are equivalent, so an
+expectation that compares several expressions of one statement (a target and its value)
+can hold the renaming consistent across them.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import functools
+import itertools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from canary.codeindex.expressions import SourceText, Span, bound_names, parse_block
+
+# At most this many names renamed at once: permutations grow fast, and a real rename
+# touches one or two names of one expression.
+_MOST_RENAMED = 4
+
+# A character that can continue but not start an identifier: a placeholder for a name bound
+# inside the expression can never clash with a real name.
+_BOUND = "\u00b7"
+
+_PURE_BUILTINS = frozenset({"isinstance", "hasattr", "callable"})
+_BOOL_COMPARISONS = (ast.Is, ast.IsNot, ast.In, ast.NotIn)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """The names of one function that renaming must respect.
+
+    ``locals``: bound in the function's own body (assignment, ``for``/``with``/``except``
+    targets, imports, nested ``def``/``class`` names, ``:=``), minus its parameters and its
+    ``global``/``nonlocal`` names: nothing outside the function can depend on them.
+    ``known``: every name the function binds or reads, parameters included: an expected
+    name among them means that very name, never a renamed one.
+    """
+
+    locals: frozenset[str] = frozenset()
+    known: frozenset[str] = frozenset()
+
+
+#: Module level: nothing is local, so nothing is renamed.
+MODULE_SCOPE = Scope()
+
+
+@functools.lru_cache(maxsize=64)
+def function_scope(text: SourceText, span: Span) -> Scope:
+    """The :class:`Scope` of the function defined at ``span`` of ``text``. Parsed on demand
+    and cached: only a comparison that fails as text asks for it."""
+    node, _ = parse_block(text, span)
+    args = node.args
+    params = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+    params.update(a.arg for a in (args.vararg, args.kwarg) if a is not None)
+    bound: set[str] = set()
+    declared: set[str] = set()
+    read: set[str] = set()
+    own_targets: set[int] = set()  # comprehension variables: the comprehension's own scope
+    stack: list[ast.AST] = list(node.body)
+    while stack:
+        current = stack.pop()
+        kind = type(current)
+        if kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
+            bound.add(current.name)
+            stack.extend(_evaluated_outside(current))
+            continue
+        if kind is ast.Lambda:
+            stack.extend(_evaluated_outside(current))
+            continue
+        if kind in (ast.Global, ast.Nonlocal):
+            declared.update(current.names)
+            continue
+        if kind is ast.Name:
+            read.add(current.id)
+            if not isinstance(current.ctx, ast.Load) and id(current) not in own_targets:
+                bound.add(current.id)
+            continue
+        if kind is ast.comprehension:
+            own_targets.update(id(n) for n in ast.walk(current.target) if isinstance(n, ast.Name))
+        elif kind is ast.ExceptHandler and current.name:
+            bound.add(current.name)
+        elif kind in (ast.Import, ast.ImportFrom):
+            bound.update(
+                alias.asname or alias.name.split(".")[0]
+                for alias in current.names
+                if alias.name != "*"
+            )
+        elif kind in (ast.MatchAs, ast.MatchStar) and current.name:
+            bound.add(current.name)
+        elif kind is ast.MatchMapping and current.rest:
+            bound.add(current.rest)
+        stack.extend(ast.iter_child_nodes(current))
+    return Scope(
+        locals=frozenset(bound - params - declared),
+        known=frozenset(bound | params | read | declared),
+    )
+
+
+def _evaluated_outside(node: ast.AST) -> list[ast.AST]:
+    # What a nested definition evaluates in the enclosing body: decorators, defaults, bases.
+    if isinstance(node, ast.ClassDef):
+        return [*node.decorator_list, *node.bases, *(k.value for k in node.keywords)]
+    defaults = [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]
+    if isinstance(node, ast.Lambda):
+        return defaults
+    return [*node.decorator_list, *defaults]
+
+
+def equivalent(
+    expected: str,
+    actual: str,
+    scope: Callable[[], Scope] | None = None,
+    *,
+    boolean: bool = False,
+) -> bool:
+    """Whether normalised ``actual`` does what ``expected`` does (see the module doc).
+    ``scope`` gives the function's :class:`Scope` (asked only when renaming could help;
+    None: module level); ``boolean`` when only the truth of the value is used."""
+    return renaming(expected, actual, scope, boolean=boolean) is not None
+
+
+def renaming(
+    expected: str,
+    actual: str,
+    scope: Callable[[], Scope] | None = None,
+    *,
+    boolean: bool = False,
+    given: Mapping[str, str] | None = None,
+) -> dict[str, str] | None:
+    """The renaming of ``expected``'s names to ``actual``'s locals (``{}`` for none) under
+    which the two expressions are equivalent, extending ``given``; None when there is none.
+    Text that does not parse as an expression is compared as text."""
+    given = dict(given or {})
+    if expected == actual and not given:
+        return {}
+    left, right = _alpha(expected), _alpha(actual)
+    if left is None or right is None:
+        return given if expected == actual else None
+    right_key = _key(actual, boolean)
+    if not given and _key(expected, boolean) == right_key:
+        return {}
+    left_free, right_free = _free_names(left), _free_names(right)
+    if not set(left_free) - given.keys() - set(right_free):
+        # Every name the expectation uses is there: only ``given`` can make a difference.
+        candidates: list[dict[str, str]] = [given] if given else []
+    else:
+        found = (scope or (lambda: MODULE_SCOPE))()
+        open_left = [n for n in left_free if n not in given and n not in found.known]
+        taken = set(left_free) | set(given.values())
+        open_right = [n for n in right_free if n in found.locals and n not in taken]
+        if len(open_left) != len(open_right) or len(open_left) > _MOST_RENAMED:
+            return None
+        candidates = [
+            {**given, **dict(zip(open_left, chosen, strict=True))}
+            for chosen in itertools.permutations(open_right)
+        ]
+    for mapping in candidates:
+        if _dump(_normalised(_renamed(left, mapping), boolean)) == right_key:
+            return mapping
+    return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _key(text: str, boolean: bool) -> str | None:
+    tree = _alpha(text)
+    return None if tree is None else _dump(_normalised(_copy(tree), boolean))
+
+
+@functools.lru_cache(maxsize=4096)
+def _alpha(text: str) -> ast.expr | None:
+    """The expression with the names it binds itself replaced by placeholders numbered in
+    binding order; None when ``text`` is not an expression. Shared: copy before changing."""
+    try:
+        tree = ast.parse(text, mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    _rename_bound(tree, {}, itertools.count())
+    return tree
+
+
+def _rename_bound(node: ast.AST, names: dict[str, str], counter: itertools.count) -> None:
+    if isinstance(node, ast.Name):
+        node.id = names.get(node.id, node.id)
+    elif isinstance(node, _COMPREHENSIONS):
+        _rename_comprehension(node, names, counter)
+    elif isinstance(node, ast.Lambda):
+        _rename_lambda(node, names, counter)
+    else:
+        for child in ast.iter_child_nodes(node):
+            _rename_bound(child, names, counter)
+
+
+def _rename_comprehension(
+    node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp,
+    names: dict[str, str],
+    counter: itertools.count,
+) -> None:
+    inner = dict(names)
+    for i, generator in enumerate(node.generators):
+        # The first iterable is evaluated outside the comprehension.
+        _rename_bound(generator.iter, names if i == 0 else inner, counter)
+        for leaf in bound_names(generator.target):
+            if isinstance(leaf, ast.Name):
+                inner[leaf.id] = f"{_BOUND}{next(counter)}"
+        _rename_bound(generator.target, inner, counter)
+        for condition in generator.ifs:
+            _rename_bound(condition, inner, counter)
+    parts = (node.key, node.value) if isinstance(node, ast.DictComp) else (node.elt,)
+    for part in parts:
+        _rename_bound(part, inner, counter)
+
+
+def _rename_lambda(node: ast.Lambda, names: dict[str, str], counter: itertools.count) -> None:
+    arguments = node.args
+    for default in (*arguments.defaults, *(d for d in arguments.kw_defaults if d)):
+        _rename_bound(default, names, counter)
+    inner = dict(names)
+    every = (*arguments.posonlyargs, *arguments.args, arguments.vararg, *arguments.kwonlyargs)
+    for arg in (*every, arguments.kwarg):
+        if arg is not None:
+            inner[arg.arg] = arg.arg = f"{_BOUND}{next(counter)}"
+    _rename_bound(node.body, inner, counter)
+
+
+def _free_names(tree: ast.AST) -> list[str]:
+    """Names read from outside the expression, in order of first appearance."""
+    names = (n.id for n in ast.walk(tree) if isinstance(n, ast.Name))
+    return list(dict.fromkeys(n for n in names if not n.startswith(_BOUND)))
+
+
+def _renamed(tree: ast.expr, mapping: Mapping[str, str]) -> ast.expr:
+    renamed = _copy(tree)
+    for node in ast.walk(renamed):
+        if isinstance(node, ast.Name) and node.id in mapping:
+            node.id = mapping[node.id]
+    return renamed
+
+
+def _copy(tree: ast.expr) -> ast.expr:
+    # Not a re-parse of the unparsed text: the placeholders are not identifiers.
+    return copy.deepcopy(tree)
+
+
+def _dump(tree: ast.AST) -> str:
+    return ast.dump(tree, annotate_fields=False)
+
+
+def _normalised(node: ast.AST, boolean: bool) -> ast.AST:
+    """``node`` with every ``and``/``or`` flattened and its operands in canonical order
+    where the order cannot matter (changed in place; returned for convenience)."""
+    if isinstance(node, ast.BoolOp):
+        operands: list[ast.expr] = []
+        for value in node.values:
+            _normalised(value, boolean)
+            # (a and b) and c is a and b and c: same evaluation, same result.
+            same = isinstance(value, ast.BoolOp) and type(value.op) is type(node.op)
+            operands.extend(value.values if same else [value])
+        if boolean or all(_is_bool(v) for v in operands):
+            operands = _canonical_order(operands)
+        node.values = operands
+        return node
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        _normalised(node.operand, True)
+        return node
+    if isinstance(node, ast.IfExp):
+        _normalised(node.test, True)
+        _normalised(node.body, boolean)
+        _normalised(node.orelse, boolean)
+        return node
+    if isinstance(node, ast.comprehension):
+        _normalised(node.target, False)
+        _normalised(node.iter, False)
+        for condition in node.ifs:
+            _normalised(condition, True)
+        return node
+    for child in ast.iter_child_nodes(node):
+        _normalised(child, False)
+    return node
+
+
+def _canonical_order(operands: list[ast.expr]) -> list[ast.expr]:
+    """The least order by text among those that keep every dependent pair in place: the
+    same for every reordering of independent operands, so comparing it compares them."""
+    keys = [_dump(o) for o in operands]
+    facts = [_reads(o) if _pure(o) else None for o in operands]
+    placed: list[int] = []
+    left = list(range(len(operands)))
+    while left:
+        ready = [i for i in left if not any(j < i and _depend(facts[j], facts[i]) for j in left)]
+        chosen = min(ready, key=lambda i: (keys[i], i))
+        placed.append(chosen)
+        left.remove(chosen)
+    return [operands[i] for i in placed]
+
+
+def _depend(first: set[tuple[str, ...]] | None, second: set[tuple[str, ...]] | None) -> bool:
+    if first is None or second is None:
+        return True
+    return any(a[: len(b)] == b or b[: len(a)] == a for a in first for b in second)
+
+
+def _pure(node: ast.AST) -> bool:
+    """No side effect and no exception of its own (see the module doc)."""
+    if isinstance(node, ast.UnaryOp) and not isinstance(node.op, ast.Not):
+        # -100 is a unary minus on a constant; -x calls x.__neg__.
+        return isinstance(node.op, (ast.USub, ast.UAdd)) and isinstance(node.operand, ast.Constant)
+    if isinstance(node, ast.Call):
+        return (
+            isinstance(node.func, ast.Name)
+            and node.func.id in _PURE_BUILTINS
+            and not node.keywords
+            and all(_pure(a) for a in node.args)
+        )
+    return isinstance(node, _PURE_NODES) and all(_pure(c) for c in ast.iter_child_nodes(node))
+
+
+# Pure when everything inside them is: reads, comparisons, ``not``, displays. Operators,
+# contexts and comparison operators are leaves of the tree with nothing to evaluate.
+_PURE_NODES = (
+    ast.Name,
+    ast.Constant,
+    ast.Attribute,
+    ast.Subscript,
+    ast.Slice,
+    ast.Compare,
+    ast.UnaryOp,
+    ast.BoolOp,
+    ast.Tuple,
+    ast.List,
+    ast.Set,
+    ast.expr_context,
+    ast.boolop,
+    ast.cmpop,
+    ast.unaryop,
+)
+
+
+def _is_bool(node: ast.AST) -> bool:
+    """Always evaluates to True or False (so which operand an ``and`` returns is no matter)."""
+    if isinstance(node, ast.Compare):
+        return all(isinstance(op, _BOOL_COMPARISONS) for op in node.ops)
+    if isinstance(node, ast.UnaryOp):
+        return isinstance(node.op, ast.Not)
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, bool)
+    if isinstance(node, ast.BoolOp):
+        return all(_is_bool(v) for v in node.values)
+    if isinstance(node, ast.Call):
+        return isinstance(node.func, ast.Name) and node.func.id in _PURE_BUILTINS
+    return False
+
+
+def _chain(node: ast.AST) -> tuple[str, ...] | None:
+    """``a.b[k]`` as ``("a", ".b", "[k]")``; None for anything not rooted at a name."""
+    if isinstance(node, ast.Name):
+        return (node.id,)
+    if isinstance(node, ast.Attribute):
+        head = _chain(node.value)
+        return None if head is None else (*head, f".{node.attr}")
+    if isinstance(node, ast.Subscript):
+        head = _chain(node.value)
+        return None if head is None else (*head, f"[{ast.unparse(node.slice)}]")
+    return None
+
+
+def _reads(node: ast.AST) -> set[tuple[str, ...]]:
+    """The objects a pure operand reads, as the longest chains it reads them through."""
+    found: set[tuple[str, ...]] = set()
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        chain = _chain(current)
+        if chain is not None:
+            found.add(chain)
+            # An item's key is read too: d[k] reads k.
+            stack.extend(n.slice for n in ast.walk(current) if isinstance(n, ast.Subscript))
+            continue
+        if isinstance(current, ast.Call):
+            stack.extend(current.args)  # the callee is a pure builtin, not an object read
+            continue
+        stack.extend(ast.iter_child_nodes(current))
+    return found
