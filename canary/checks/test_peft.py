@@ -177,10 +177,11 @@ def test_build_peft_weight_mapping(upstream):
 
 @check(reads=INTEGRATIONS, fix="PEFT dequantize_module_weight")
 def test_dequantize_module_weight(upstream):
-    """peft/utils/integrations.py defines dequantize_module_weight(module)."""
+    """peft/utils/integrations.py defines dequantize_module_weight(module), which the patch
+    calls with the module by position."""
     integrations = upstream.module(INTEGRATIONS)
     expect_defined(integrations, "dequantize_module_weight")
-    expect_parameters(integrations.function("dequantize_module_weight"), "module")
+    expect_parameters(integrations.function("dequantize_module_weight"), "module", positional=0)
 
 
 @check(reads=PEFT_TYPES, fix="vLLM LoRA request")
@@ -201,11 +202,13 @@ def test_modules_to_save_wrapper_paths(upstream):
 
 @check(reads=PEFT_MODEL, fix="PEFT adapter loading")
 def test_peft_model_from_pretrained(upstream):
-    """PeftModel.from_pretrained is a classmethod taking (model, model_id, adapter_name,
-    is_trainable)."""
+    """PeftModel.from_pretrained is a classmethod taking (model, model_id) by position and
+    adapter_name= and is_trainable= by keyword, as the patch calls it."""
     from_pretrained = upstream.module(PEFT_MODEL).cls("PeftModel").method("from_pretrained")
     expect_decorated(from_pretrained, "classmethod")
-    expect_parameters(from_pretrained, "model", "model_id", "adapter_name", "is_trainable")
+    # Index 0 is cls: the call from_pretrained(model, model_id) fills 1 and 2.
+    expect_parameters(from_pretrained, "model", "model_id", positional=1)
+    expect_parameters(from_pretrained, "adapter_name", "is_trainable", keyword=True)
 
 
 @check(reads=PEFT_INIT, fix="peft version gate")

@@ -24,7 +24,6 @@ from canary.catalog import (
     expect_defined,
     expect_hasattr,
     expect_keyword_accepted,
-    expect_leading_parameters,
     expect_mentions,
     expect_module_value,
     expect_no_parameter,
@@ -214,10 +213,11 @@ def test_pretrained_model_base_model_is_a_property(upstream):
 
 @check(reads=TRAINER, fix="accepts_loss_kwargs shadowing", since="4.46.0")
 def test_compute_loss_takes_num_items_in_batch(upstream):
-    """Trainer.compute_loss takes num_items_in_batch, so a loss that honours it is not divided
-    again by the Trainer (the shadowed accepts_loss_kwargs promises exactly that)."""
+    """Trainer.compute_loss takes num_items_in_batch by keyword (training_step and TRL's
+    SFTTrainer pass num_items_in_batch=...), so a loss that honours it is not divided again
+    by the Trainer (the shadowed accepts_loss_kwargs promises exactly that)."""
     trainer = upstream.module(TRAINER).cls("Trainer")
-    expect_parameters(trainer.method("compute_loss"), "num_items_in_batch")
+    expect_parameters(trainer.method("compute_loss"), "num_items_in_batch", keyword=True)
 
 
 def _passes_num_items(upstream, kwargs_name):
@@ -435,10 +435,12 @@ def test_num_items_counts_shift_labels_or_shifted_labels(upstream):
 
 @check(reads=LOSS_UTILS, fix=CHUNKED)
 def test_fixed_cross_entropy_sums_then_divides_by_num_items(upstream):
-    """fixed_cross_entropy(source, target, num_items_in_batch, ignore_index) sums when given
-    num_items_in_batch and divides by it: the reduction the chunked loss reproduces."""
+    """fixed_cross_entropy(source, target, num_items_in_batch, ignore_index=-100) sums when
+    given num_items_in_batch and divides by it: the reduction the chunked loss reproduces,
+    skipping the same -100 labels it skips by default."""
     fixed = upstream.module(LOSS_UTILS).function("fixed_cross_entropy")
-    expect_parameters(fixed, "num_items_in_batch", "ignore_index")
+    expect_parameters(fixed, "num_items_in_batch")
+    expect_parameters(fixed, "ignore_index", default=-100)
     expect_assignment_where(
         fixed, "reduction", values=["'sum' if num_items_in_batch is not None else 'mean'"]
     )
@@ -447,10 +449,14 @@ def test_fixed_cross_entropy_sums_then_divides_by_num_items(upstream):
 
 @check(reads=LOSS_UTILS, fix=CHUNKED, since="4.46.0")
 def test_for_causal_lm_loss_parameters(upstream):
-    """ForCausalLMLoss takes num_items_in_batch and ignore_index: the chunked loss mirrors
-    its contract (sum over valid tokens divided by num_items_in_batch)."""
+    """ForCausalLMLoss takes num_items_in_batch by keyword (the models hand it over in
+    **kwargs, and the fix's rule 3 looks the name up in the loss's signature) and
+    ignore_index defaulting to -100: the chunked loss mirrors its contract (sum over the
+    labels != -100 divided by num_items_in_batch) and never passes ignore_index, so
+    upstream's default must be its own."""
     loss = upstream.module(LOSS_UTILS).function("ForCausalLMLoss")
-    expect_parameters(loss, "num_items_in_batch", "ignore_index")
+    expect_parameters(loss, "num_items_in_batch", keyword=True)
+    expect_parameters(loss, "ignore_index", default=-100)
 
 
 @check(reads=LOSS_UTILS, fix=CHUNKED)
@@ -587,27 +593,26 @@ def test_bitsandbytes_replacement_builds_linear4bit(upstream):
 @check(reads=QUANTIZERS_UTILS, fix="quantizers should_convert_module", since="5.0.0")
 def test_should_convert_module_signature(upstream):
     """From 5.0 quantizers/quantizers_utils.py defines should_convert_module(full_name,
-    patterns=None), called by the patch with both by position."""
+    patterns=None), called by the patch with both by position (a keyword-only patterns
+    breaks that call)."""
     function = upstream.module(QUANTIZERS_UTILS).function("should_convert_module")
-    expect_leading_parameters(function, "full_name", "patterns")
+    expect_parameters(function, "full_name", "patterns", positional=0)
 
 
 @check(reads=FP8, fix="FP8Linear construction", since="4.49.0", until="5.4.0")
 def test_fp8_linear_takes_bias(upstream):
     """4.49-5.3: FP8Linear.__init__ takes the bias flag as bias=."""
-    expect_parameters(
-        upstream.module(FP8).cls("FP8Linear").method("__init__"),
-        "in_features",
-        "out_features",
-        "bias",
-    )
+    init = upstream.module(FP8).cls("FP8Linear").method("__init__")
+    expect_parameters(init, "in_features", "out_features")
+    expect_parameters(init, "bias", keyword=True)
 
 
 @check(reads=FP8, fix="FP8Linear construction", since="5.4.0")
 def test_fp8_linear_takes_has_bias(upstream):
     """From 5.4 FP8Linear.__init__ takes the bias flag as has_bias= (bias= is gone)."""
     init = upstream.module(FP8).cls("FP8Linear").method("__init__")
-    expect_parameters(init, "in_features", "out_features", "has_bias")
+    expect_parameters(init, "in_features", "out_features")
+    expect_parameters(init, "has_bias", keyword=True)
     expect_no_parameter(init, "bias")
 
 
@@ -664,13 +669,16 @@ def test_pretrained_config_is_an_alias(upstream):
 @check(reads=TOKENIZATION_BASE, fix="apply_chat_template call")
 def test_apply_chat_template_keywords(upstream):
     """PreTrainedTokenizerBase.apply_chat_template takes conversation, chat_template,
-    add_generation_prompt and tokenize."""
+    add_generation_prompt and tokenize, each as name= (how the patch passes them), and
+    return_dict=."""
     method = (
         upstream.module(TOKENIZATION_BASE)
         .cls("PreTrainedTokenizerBase")
         .method("apply_chat_template")
     )
-    expect_parameters(method, "conversation", "chat_template", "add_generation_prompt", "tokenize")
+    expect_parameters(
+        method, "conversation", "chat_template", "add_generation_prompt", "tokenize", keyword=True
+    )
     expect_keyword_accepted(method, "return_dict")
 
 

@@ -35,7 +35,7 @@ from canary.catalog import (
     expect_parameters,
     row,
 )
-from canary.codeindex import VAR_KEYWORD, Class, Function
+from canary.codeindex import VAR_KEYWORD, Class, Function, holds_under
 from canary.workspace import Snapshot
 
 pytestmark = pytest.mark.upstream("trl")
@@ -161,9 +161,8 @@ def test_base_trainer_disables_loss_kwargs_only_for_trainers_that_scale(upstream
     expect_class_attribute(base, LOSS_IS_SCALED, None)
     init = base.method("__init__")
     after = expect_assigned_after(init, MODEL_ACCEPTS_LOSS_KWARGS, "super().__init__")
-    # Unique: the guard may be one part of a longer condition, so it is looked for inside
-    # each guard's text.
-    gated = [a for a in after if any(f"self.{LOSS_IS_SCALED} is not None" in g for g in a.guards)]
+    # Unique: the guard may be one part of a longer condition (one operand of its `and`).
+    gated = [a for a in after if holds_under(f"self.{LOSS_IS_SCALED} is not None", a.guards)]
     if not gated:
         guards = "; ".join(" and ".join(a.guards) or "no guard" for a in after)
         raise drift(
@@ -188,10 +187,10 @@ def test_sft_trainer_leaves_loss_is_scaled_for_ga_unset(upstream):
 @check(reads=SFT_TRAINER, fix="accepts_loss_kwargs shadowing", inherits="SFTTrainer")
 def test_sft_compute_loss_hands_num_items_in_batch_to_trainer(upstream):
     """SFTTrainer.compute_loss (its own, or inherited from a mixin or base in trl) takes
-    num_items_in_batch and passes it on to Trainer.compute_loss, so a forward that honours
-    it (what the shadow promises) gets it."""
+    num_items_in_batch by keyword (how Trainer.training_step passes it) and passes it on to
+    Trainer.compute_loss, so a forward that honours it (what the shadow promises) gets it."""
     compute_loss = upstream.method(SFT_TRAINER, "SFTTrainer", "compute_loss")
-    expect_parameters(compute_loss, "num_items_in_batch")
+    expect_parameters(compute_loss, "num_items_in_batch", keyword=True)
     expect_call(
         compute_loss,
         "super().compute_loss",
@@ -320,10 +319,10 @@ def test_sft_trainer_patches_chunked_nll_on_peft_base_model(upstream):
     patch_chunked_loss does."""
     init = upstream.module(SFT_TRAINER).cls("SFTTrainer").method("__init__")
     (patch, *_) = expect_call(init, "_patch_chunked_ce_lm_head")
-    # Unique and textual: the loss_type test may be one part of a longer guard, and the
-    # patched model one expression among others.
+    # Unique: the loss_type test may be one part of a longer guard (one operand of its
+    # `and`), and the patched model one expression among others.
     wanted = "args.loss_type == 'chunked_nll'"
-    if not any(wanted in guard for guard in patch.guards):
+    if not holds_under(wanted, patch.guards):
         raise drift(
             init,
             f"{patch.func} (line {patch.line}) is no longer under `if {wanted}`; its guards: "
@@ -439,7 +438,7 @@ def test_chunked_nll_is_a_deprecated_alias_of_nll(upstream):
     aliases = [
         a
         for a in expect_assignment(post_init, "self.loss_type")
-        if a.literal == "nll" and any("self.loss_type == 'chunked_nll'" in g for g in a.guards)
+        if a.literal == "nll" and holds_under("self.loss_type == 'chunked_nll'", a.guards)
     ]
     if not aliases:
         raise drift(
@@ -501,10 +500,11 @@ def test_version_from_package_metadata(upstream):
 
 @check(reads=DATA_UTILS, fix="trl dataset format detection")
 def test_is_conversational(upstream):
-    """trl/data_utils.py defines is_conversational(example)."""
+    """trl/data_utils.py defines is_conversational(example), which the patch calls with the
+    example by position."""
     data_utils = upstream.module(DATA_UTILS)
     expect_defined(data_utils, "is_conversational")
-    expect_parameters(data_utils.function("is_conversational"), "example")
+    expect_parameters(data_utils.function("is_conversational"), "example", positional=0)
 
 
 @check(reads=DATA_UTILS, fix="chat template propagation")

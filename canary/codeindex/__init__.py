@@ -33,7 +33,13 @@ same file; :meth:`Module.relabeled` gives it the path and origin its messages sh
 from __future__ import annotations
 
 from canary.codeindex.body import Assignment, Body, Call
-from canary.codeindex.equivalence import MODULE_SCOPE, Scope, equivalent, renaming
+from canary.codeindex.equivalence import (
+    MODULE_SCOPE,
+    Scope,
+    equivalent,
+    holds_under,
+    renaming,
+)
 from canary.codeindex.expressions import NOT_LITERAL, PYTHON
 from canary.codeindex.model import (
     KEYWORD_ONLY,
@@ -75,6 +81,7 @@ __all__ = [
     "Scope",
     "Signature",
     "equivalent",
+    "holds_under",
     "parse_module",
     "renaming",
 ]

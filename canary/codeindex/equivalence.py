@@ -33,7 +33,7 @@ import ast
 import copy
 import functools
 import itertools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from canary.codeindex.expressions import SourceText, Span, bound_names, parse_block
@@ -184,6 +184,33 @@ def renaming(
         if _dump(_normalised(_renamed(left, mapping), boolean)) == right_key:
             return mapping
     return None
+
+
+def holds_under(condition: str, guards: Iterable[str]) -> bool:
+    """Whether ``condition`` is true wherever code under ``guards`` (the enclosing ``if``
+    tests, as :class:`~canary.codeindex.Call` and ``Assignment`` keep them) runs: it is one
+    of the guards, or one operand of a guard's top-level ``and``, modulo equivalence. The
+    ``else`` side of ``if condition`` (guard ``not (condition)``) does not count."""
+    return any(
+        equivalent(condition, part, boolean=True) for guard in guards for part in _conjuncts(guard)
+    )
+
+
+@functools.lru_cache(maxsize=1024)
+def _conjuncts(guard: str) -> tuple[str, ...]:
+    try:
+        tree = ast.parse(guard, mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return (guard,)
+    parts: list[ast.expr] = []
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+            stack.extend(reversed(node.values))
+        else:
+            parts.append(node)
+    return (guard, *(ast.unparse(p) for p in parts))
 
 
 @functools.lru_cache(maxsize=4096)
