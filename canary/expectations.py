@@ -116,8 +116,11 @@ def expect_parameters(
         if positional is not None:
             problems.extend(_position_problem(signature.params, param, positional + offset))
         if keyword is not None and param.keyword != keyword:
-            how = "positional-only" if keyword else "by keyword too"
-            problems.append(f"{param.name} is {_kind(param)} (a call passes it {how})")
+            problems.append(
+                f"{param.name} is {_kind(param)}, so a call passing {param.name}=... breaks"
+                if keyword
+                else f"{param.name} is {_kind(param)}, not positional-only"
+            )
         if default is not UNSET:
             problems.extend(_default_problem(param, default))
     if problems:
@@ -369,7 +372,8 @@ def expect_hasattr(
     function: Function, attribute: str, *, only_on: str | None = None
 ) -> tuple[str, ...]:
     """``function`` calls ``hasattr(<object>, "<attribute>")``; returns the objects it asks.
-    With ``only_on``, it asks exactly once, on that object (``"unwrapped_model"``)."""
+    With ``only_on``, it asks exactly once, on that object (``"unwrapped_model"``, or the
+    local it was renamed to)."""
     calls = [c for c in function.calls_to("hasattr") if _names_attribute(c, attribute)]
     if not calls:
         asked = sorted({f"hasattr({', '.join(c.args)})" for c in function.calls_to("hasattr")})
@@ -380,7 +384,10 @@ def expect_hasattr(
             f"its hasattr targets are: {listing}",
         )
     objects = tuple(str(c.arg(0)) for c in calls)
-    if only_on is not None and objects != (only_on,):
+    # The object asked is usually a local (unwrapped_model): a renamed one is the same ask.
+    if only_on is not None and not (
+        len(objects) == 1 and _same(only_on, objects[0], _scope(function), {}) is not None
+    ):
         raise drift(
             function,
             f"{function.qualname} asks hasattr(..., {attribute!r}) on {', '.join(objects)}, "
