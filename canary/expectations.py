@@ -35,8 +35,8 @@ class _Unset(enum.Enum):
     UNSET = "UNSET"
 
 
-#: ``expect_parameters(default=...)`` not given: the default is not checked.
-UNSET = _Unset.UNSET
+# ``expect_parameters(default=...)`` not given (None is a default a check may ask for).
+_UNSET = _Unset.UNSET
 
 
 def drift(subject: Function | Class | Module, message: str) -> Drift:
@@ -86,7 +86,7 @@ def expect_parameters(
     *names: str,
     positional: int | None = None,
     keyword: bool | None = None,
-    default: object = UNSET,
+    default: object = _UNSET,
 ) -> tuple[Param, ...]:
     """``function`` has each of ``names`` as a named parameter (not only via **kwargs), and
     what a caller relies on about them, each read as the sentence it asserts:
@@ -110,7 +110,7 @@ def expect_parameters(
             f"{function.qualname} has no parameter {', '.join(map(repr, missing))}; "
             f"its signature is {signature}",
         )
-    params = tuple(signature.param(name) for name in names)
+    params = tuple(p for name in names if (p := signature.param(name)) is not None)
     problems = []
     for offset, param in enumerate(params):
         if positional is not None:
@@ -121,14 +121,14 @@ def expect_parameters(
                 if keyword
                 else f"{param.name} is {_kind(param)}, not positional-only"
             )
-        if default is not UNSET:
+        if default is not _UNSET:
             problems.extend(_default_problem(param, default))
     if problems:
         raise drift(
             function,
             f"{function.qualname}: {'; '.join(problems)}; its signature is {signature}",
         )
-    return params  # type: ignore[return-value]
+    return params
 
 
 def _kind(param: Param) -> str:
@@ -565,15 +565,15 @@ def _guard_and_value_match(
     mapping: dict[str, str] | None,
 ) -> bool:
     if guard is not None:
-        mapping = _first_match(guard, assignment.guards, scope, mapping, boolean=True)
+        mapping = _first_match((guard,), assignment.guards, scope, mapping, boolean=True)
     if mapping is not None and values:
         mapping = _first_match(values, (assignment.value,), scope, mapping)
     return mapping is not None
 
 
 def _first_match(
-    expected: Iterable[str],
-    actual: Iterable[str],
+    expected: tuple[str, ...],
+    actual: tuple[str, ...],
     scope: Callable[[], Scope],
     mapping: dict[str, str] | None,
     *,
@@ -582,8 +582,7 @@ def _first_match(
     """The renaming under which one of ``expected`` is one of ``actual``, else None."""
     if mapping is None:
         return None
-    options = (expected,) if isinstance(expected, str) else tuple(expected)
-    for wanted in options:
+    for wanted in expected:
         for text in actual:
             found = _same(wanted, text, scope, mapping, boolean=boolean)
             if found is not None:
