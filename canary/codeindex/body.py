@@ -47,6 +47,12 @@ class Call:
         """The exact text of the whole call."""
         return self._text.segment(self._span)
 
+    @property
+    def position(self) -> tuple[int, int]:
+        """(line, column) where the call starts: how :class:`~canary.codeindex.flow.Flow`
+        names the point of the function it asks about."""
+        return (self.line, self._span[1])
+
     def arg(self, index: int) -> str | None:
         return self.args[index] if -len(self.args) <= index < len(self.args) else None
 
@@ -89,6 +95,9 @@ class Body:
     assignments: tuple[Assignment, ...]
     returns: tuple[str, ...]  # normalised value of each ``return <expr>``; bare returns skipped
     names: frozenset[str]  # every Name id and Attribute attr
+    # The function's data flow (canary.codeindex.flow.Flow), built on first use only: few
+    # checks ask. Typed loosely because the flow layer builds on this one.
+    _flow: object = field(default=None, repr=False, compare=False)
 
 
 class BodyWalker(Normaliser):

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from canary.codeindex.body import Assignment, Body, Call, walk_function
 from canary.codeindex.equivalence import Scope, function_scope
 from canary.codeindex.expressions import SourceText, Span
+from canary.codeindex.flow import Flow, flow_of_function
 from canary.errors import Drift, Subject
 
 # Drift messages list at most this many candidate names, closest first.
@@ -172,6 +173,15 @@ class Function:
         """The function's locals and known names, for comparing its expressions modulo a
         renamed local (:mod:`canary.codeindex.equivalence`); parsed on first use."""
         return function_scope(self._text, self._span)
+
+    @property
+    def flow(self) -> Flow:
+        """Where each local value comes from and what reaches each call and return
+        (:mod:`canary.codeindex.flow`), built on first use."""
+        body = self._walked()
+        if body._flow is None:
+            object.__setattr__(body, "_flow", flow_of_function(self._text, self._span))
+        return body._flow  # type: ignore[return-value]
 
     def _walked(self) -> Body:
         body = self._body
