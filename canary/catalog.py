@@ -46,6 +46,9 @@ from canary.expectations import (  # the vocabulary, so a check imports from one
     expect_class_attribute,
     expect_decorated,
     expect_defined,
+    expect_flows_into,
+    expect_guarded,
+    expect_guards,
     expect_hasattr,
     expect_keyword_accepted,
     expect_leading_parameters,
@@ -58,7 +61,10 @@ from canary.expectations import (  # the vocabulary, so a check imports from one
     expect_not_mentioned,
     expect_parameter_kind,
     expect_parameters,
+    expect_reaches,
     expect_returns,
+    expect_returns_by_branch,
+    expect_updated_once,
 )
 from canary.fixes import Fix, get_fix
 
@@ -82,6 +88,9 @@ __all__ = [
     "expect_class_attribute",
     "expect_decorated",
     "expect_defined",
+    "expect_flows_into",
+    "expect_guarded",
+    "expect_guards",
     "expect_hasattr",
     "expect_keyword_accepted",
     "expect_leading_parameters",
@@ -94,7 +103,10 @@ __all__ = [
     "expect_not_mentioned",
     "expect_parameter_kind",
     "expect_parameters",
+    "expect_reaches",
     "expect_returns",
+    "expect_returns_by_branch",
+    "expect_updated_once",
     "row",
     "table_items",
 ]

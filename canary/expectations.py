@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from typing import TypeVar
 
 from canary.codeindex import (
+    POSITIONAL_ONLY,
+    POSITIONAL_OR_KEYWORD,
     Assignment,
     Call,
     Class,
@@ -26,6 +29,7 @@ from canary.codeindex import (
     equivalent,
     renaming,
 )
+from canary.codeindex.flow import PARAMETER, Binding, mentions_of, reads_of, requires
 from canary.errors import Drift, Subject
 
 T = TypeVar("T")
@@ -438,11 +442,24 @@ def expect_not_mentioned(function: Function, *names: str) -> None:
         )
 
 
-def expect_returns(function: Function, *values: str) -> str:
+def expect_returns(function: Function, *values: str, when: str | None = None) -> str:
     """``function`` has a ``return`` of one of ``values`` (normalised text:
-    ``"(batch_samples, None)"``, compared modulo equivalent rewrites); returns the one
-    found."""
+    ``"(batch_samples, None)"``, compared modulo equivalent rewrites); with ``when``, on
+    every path that requires that condition (see :func:`expect_returns_by_branch`). Returns
+    the value found."""
     scope = _scope(function)
+    if when is not None:
+        under = [r for r in function.flow.returns if r.requires(when)]
+        matched = [
+            next(
+                (v for v in values if r.value and _same(v, r.value, scope, {}) is not None),
+                None,
+            )
+            for r in under
+        ]
+        if matched and None not in matched:
+            return str(matched[0])
+        raise _branches_drift(function, " or ".join(values), when)
     for value in values:
         if any(_same(value, r, scope, {}) is not None for r in function.returns):
             return value
@@ -453,25 +470,80 @@ def expect_returns(function: Function, *values: str) -> str:
     )
 
 
-def expect_never_assigns(cls: Class, target: str) -> None:
+def expect_never_assigns(cls: Class, target: str, *, helpers: Module | None = None) -> None:
     """No method of ``cls`` assigns ``target`` (``"self.model_accepts_loss_kwargs"``): the
-    class leaves that value to the code it inherits."""
+    class leaves that value to the code it inherits. With ``helpers`` (the class's module),
+    nor does a module-level helper a method calls, on the object the method hands it."""
     found = [
         (method, assignment)
         for method in cls.methods.values()
-        for assignment in method.assignments_to(target)
+        for assignment in assignments_via_helpers(method, target, helpers)
     ]
     if found:
         where = ", ".join(f"{m.qualname} (line {a.line}: = {a.value})" for m, a in found)
         raise drift(cls, f"{cls.qualname} now assigns {target} in {cls.where}: {where}")
 
 
-def expect_assigned_after(function: Function, target: str, callee: str) -> tuple[Assignment, ...]:
+def assignments_via_helpers(
+    function: Function, target: str, helpers: Module | None
+) -> tuple[Assignment, ...]:
+    """``function``'s assignments to ``target`` and, with ``helpers`` (its module), those
+    made one call deep by the module-level functions of that module it calls, in source
+    order: ``_disable(self)`` whose body sets ``trainer.flag = False`` assigns
+    ``self.flag`` at the call's line, under the call's guards and its own. A helper's
+    parameter stands for the argument the call passes it; deeper calls are not followed."""
+    own = function.assignments_to(target)
+    if helpers is None:
+        return own
+    followed: list[Assignment] = []
+    for call in function.calls:
+        helper = helpers.functions.get(call.func)
+        if helper is None or helper is function:
+            continue
+        bound = _bound_arguments(helper, call)
+        for assignment in helper.assignments:
+            for assigned in assignment.targets:
+                head, dot, rest = assigned.partition(".")
+                if head in bound and dot and f"{bound[head]}.{rest}" == target:
+                    followed.append(
+                        replace(
+                            assignment,
+                            targets=(target,),
+                            unpacked=(),
+                            line=call.line,
+                            guards=(*call.guards, *assignment.guards),
+                        )
+                    )
+    return tuple(sorted((*own, *followed), key=lambda a: a.line))
+
+
+def _bound_arguments(helper: Function, call: Call) -> dict[str, str]:
+    """Which argument text each named parameter of ``helper`` gets from ``call``."""
+    positional = [
+        p.name
+        for p in helper.signature.params
+        if p.kind in (POSITIONAL_ONLY, POSITIONAL_OR_KEYWORD)
+    ]
+    bound = {
+        name: arg
+        for name, arg in zip(positional, call.args, strict=False)
+        if not arg.startswith("*")
+    }
+    bound.update({k: v for k, v in call.keywords if k is not None and helper.signature.has(k)})
+    return bound
+
+
+def expect_assigned_after(
+    function: Function, target: str, callee: str, *, helpers: Module | None = None
+) -> tuple[Assignment, ...]:
     """``function`` assigns ``target`` after its first call to ``callee``, so the value is
     not overwritten by that call (an attribute set before ``super().__init__`` is lost);
-    returns the assignments that follow the call."""
+    returns the assignments that follow the call. With ``helpers`` (the function's
+    module), assignments made by the module-level helpers it calls count too."""
     (first, *_) = expect_call(function, callee)
-    assignments = expect_assignment(function, target)
+    assignments = assignments_via_helpers(function, target, helpers) or expect_assignment(
+        function, target
+    )
     after = tuple(a for a in assignments if a.line > first.line)
     if not after:
         lines = ", ".join(str(a.line) for a in assignments)
@@ -492,22 +564,35 @@ def expect_assignment_where(
     values: Iterable[str] = (),
     augmented: str | None = None,
     after: str | None = None,
+    when: str | None = None,
+    helpers: Module | None = None,
 ) -> Assignment:
     """``function`` assigns ``target`` under ``guard`` (one enclosing ``if`` test, normalised
     text) or, with ``unguarded``, under no ``if`` at all; when ``values`` are given, to one of
     them (normalised text); with ``augmented`` as that augmented assignment (``"*"`` for
-    ``*=``); with ``after``, after the function's first call to that callee. Guard, values
-    and (when values are given) the target are compared modulo equivalent rewrites, with one
-    consistent renaming of locals (:mod:`canary.codeindex.equivalence`). Returns the first
-    such assignment. The Drift lists every assignment to ``target`` with its guards,
-    so a changed condition or value reads as what upstream decides instead."""
+    ``*=``); with ``after``, after the function's first call to that callee; with ``when``,
+    under a guard that is that condition or has it as a part of an ``and`` (a negated or
+    ``or``-ed one does not count); with ``helpers`` (the function's module), assignments
+    made by the module-level helpers it calls count too (:func:`assignments_via_helpers`).
+    Guard, values and (when values are given) the target are compared modulo equivalent
+    rewrites, with one consistent renaming of locals (:mod:`canary.codeindex.equivalence`).
+    Returns the first such assignment. The Drift lists every assignment to ``target`` with
+    its guards, so a changed condition or value reads as what upstream decides instead."""
     wanted = tuple(values)
     first_line = expect_call(function, after)[0].line if after is not None else 0
     scope = _scope(function)
+    own = _assignments_of(function, target, renamed=bool(wanted))
+    followed = [
+        (a, {})
+        for a in assignments_via_helpers(function, target, helpers)
+        if a not in function.assignments
+    ]
+    candidates = sorted([*own, *followed], key=lambda pair: pair[0].line)
     found = [
         assignment
-        for assignment, mapping in _assignments_of(function, target, renamed=bool(wanted))
+        for assignment, mapping in candidates
         if not (unguarded and assignment.guards)
+        and (when is None or requires(assignment.guards, when))
         and (augmented is None or assignment.op == augmented)
         and assignment.line > first_line
         and _guard_and_value_match(assignment, guard, wanted, scope, mapping)
@@ -519,6 +604,8 @@ def expect_assignment_where(
         conditions.append(f"with {augmented}=")
     if guard is not None:
         conditions.append(f"under `if {guard}`")
+    if when is not None:
+        conditions.append(f"only when `{when}`")
     if unguarded:
         conditions.append("unconditionally")
     if after is not None:
@@ -528,7 +615,7 @@ def expect_assignment_where(
     listing = "; ".join(
         f"line {a.line}: {target} {a.op or ''}= {a.value}"
         + (f" under {' and '.join(f'`{g}`' for g in a.guards)}" if a.guards else "")
-        for a in function.assignments_to(target)
+        for a, _ in candidates or [(a, {}) for a in function.assignments_to(target)]
     )
     raise drift(
         function,
@@ -631,3 +718,263 @@ def expect_not_bound(module: Module, name: str) -> None:
             subject=_subject_of(module, name),
             kind=Drift.CHANGED,
         )
+
+
+# -- data flow and returns by branch (canary.codeindex.flow) -------------------------------
+
+
+def _decided(function: Function, name: str) -> None:
+    """Fail closed: a check about where a value comes from proves nothing where the
+    function's own text cannot say it."""
+    flow = function.flow
+    if flow.opaque:
+        why = "it calls locals(), vars(), exec or eval"
+    elif name in flow.undecided:
+        why = f"it declares {name} global or nonlocal"
+    else:
+        return
+    raise drift(
+        function,
+        f"{function.qualname}: cannot tell where {name} comes from ({why}); read it and "
+        "restate this check",
+    )
+
+
+def _listing(bindings: Iterable[Binding]) -> str:
+    return "; ".join(b.describe() for b in bindings) or "none"
+
+
+def expect_reaches(
+    function: Function,
+    name: str,
+    callee: str,
+    *,
+    keyword: str | None = None,
+    origins: Iterable[str] = (),
+) -> tuple[Call, ...]:
+    """Every call of ``function`` to ``callee`` is handed the value of ``name`` (in its
+    ``keyword=`` argument when given, else in any argument), and on no path to such a call
+    is that value replaced: every binding that replaces it there is the parameter ``name``
+    or has one of ``origins`` (normalised values). ``x = x.to(device)`` keeps it; ``x =
+    None`` on any path to the call is drift. Returns those calls."""
+    _decided(function, name)
+    calls = expect_call(function, callee)
+    flow = function.flow
+    for call in calls:
+        given = (
+            [call.keyword(keyword)]
+            if keyword is not None
+            else [*call.args, *(value for _, value in call.keywords)]
+        )
+        if not any(value is not None and name in reads_of(value) for value in given):
+            where = f"{keyword}=" if keyword is not None else "its arguments"
+            raise drift(
+                function,
+                f"{function.qualname} calls {call.source} (line {call.line}) without {name} "
+                f"in {where}",
+            )
+        allowed = set(origins)
+        history = flow.history(name, call.position)
+        replacing = [b for b in history if not b.derives]
+        foreign = [b for b in replacing if b.kind != PARAMETER and b.value not in allowed]
+        if foreign or not replacing:
+            raise drift(
+                function,
+                f"{function.qualname}: the {name} that reaches {callee} (line {call.line}) "
+                f"{'may be replaced' if foreign else 'comes from nowhere it binds'} on the "
+                f"way: {_listing(foreign or history)}; its value there is made by: "
+                f"{_listing(history)}",
+            )
+    return calls
+
+
+def expect_flows_into(
+    function: Function,
+    target: str,
+    callee: str | None,
+    *,
+    guard: str | None = None,
+    values: Iterable[str] = (),
+    carrying: str | None = None,
+) -> Binding:
+    """``function`` binds ``target`` (normalised: ``"kwargs['num_items_in_batch']"``; under
+    ``guard`` and to one of ``values`` when given) and that binding is part of what it
+    calls ``callee`` with (``None``: of what it returns): it reaches a call through the
+    locals the call's arguments read (``inputs = {**inputs, **kwargs}``), and nothing
+    replaces it after it on a path there. With
+    ``carrying``, its value reads that name, which arrives unreplaced (as in
+    :func:`expect_reaches`). Returns the binding."""
+    wanted = tuple(values)
+    flow = function.flow
+    found = [
+        b
+        for b in flow.bindings
+        if b.target == target
+        and (guard is None or guard in b.guards)
+        and (not wanted or b.value in wanted)
+    ]
+    if not found:
+        root = target.split("[", maxsplit=1)[0].split(".", maxsplit=1)[0]
+        raise drift(
+            function,
+            f"{function.qualname} no longer binds {target}"
+            + (f" under `if {guard}`" if guard is not None else "")
+            + (" to " + " or ".join(f"`{v}`" for v in wanted) if wanted else "")
+            + f"; its bindings of {root}: {_listing(flow.of(root))}",
+        )
+    binding = found[0]
+    _decided(function, binding.name)
+    if callee is None:
+        points = [(r, reads_of(r.value or ""), f"return {r.value}") for r in flow.returns]
+        into = "what the function returns"
+    else:
+        calls = expect_call(function, callee)
+        points = [(c.position, _call_reads(c), c.source) for c in calls]
+        into = callee
+    reached = False
+    for at, reads, shown in points:
+        sources = {b for read in reads for b in flow.sources(read, at) if b.name == binding.name}
+        if not any(b is binding for b in sources):
+            continue
+        # Replaced after it on a path: a later binding of the same name that it reaches
+        # and that does not keep its value.
+        later = [
+            b
+            for b in sources
+            if not b.derives and any(r is binding for r in flow.reaching(b.name, b))
+        ]
+        if later:
+            raise drift(
+                function,
+                f"{function.qualname}: {binding.describe()} may be replaced before it "
+                f"reaches `{shown}` by: {_listing(later)}",
+            )
+        reached = True
+    if not reached:
+        raise drift(
+            function,
+            f"{function.qualname}: {binding.describe()} never reaches {into}: "
+            + ("; ".join(shown for _, _, shown in points) or "nothing"),
+        )
+    if carrying is not None:
+        _decided(function, carrying)
+        if carrying not in binding.reads:
+            raise drift(
+                function, f"{function.qualname}: {binding.describe()} no longer reads {carrying}"
+            )
+        replacing = [b for b in flow.history(carrying, binding) if not b.derives]
+        foreign = [b for b in replacing if b.kind != PARAMETER]
+        if foreign or not replacing:
+            raise drift(
+                function,
+                f"{function.qualname}: the {carrying} that {binding.describe()} hands on may "
+                f"be replaced before it: {_listing(foreign or replacing)}",
+            )
+    return binding
+
+
+def _call_reads(call: Call) -> frozenset[str]:
+    return frozenset().union(
+        *(reads_of(a) for a in call.args), *(reads_of(v) for _, v in call.keywords)
+    )
+
+
+def expect_updated_once(
+    function: Function,
+    name: str,
+    callee: str,
+    *,
+    mentioning: Iterable[str],
+    values: Iterable[str],
+    guard: str | None = None,
+) -> Binding:
+    """On the way to every call of ``function`` to ``callee``, the value of ``name`` is
+    changed by exactly one binding that mentions one of ``mentioning`` (names or attributes:
+    ``"gradient_accumulation_steps"``), and that one makes one of ``values`` (normalised;
+    ``loss /= n`` makes ``loss / n``, like ``loss = loss / n``) under ``guard`` when given.
+    A second such change on another path (the loss divided twice), or the one change under
+    another guard, is drift. Returns the binding."""
+    _decided(function, name)
+    words = frozenset(mentioning)
+    wanted = tuple(values)
+    flow = function.flow
+    found: Binding | None = None
+    for call in expect_call(function, callee):
+        history = flow.history(name, call.position)
+        changes = [b for b in history if b.value is not None and mentions_of(b.value) & words]
+        shown = f"its changes on the way to {callee} (line {call.line}): {_listing(changes)}"
+        if len(changes) != 1:
+            many = "more than once" if changes else "never"
+            raise drift(
+                function,
+                f"{function.qualname} changes {name} by {' or '.join(sorted(words))} {many}; "
+                + shown,
+            )
+        (change,) = changes
+        if change.expression not in wanted or (guard is not None and guard not in change.guards):
+            expected = " or ".join(f"`{name} = {v}`" for v in wanted)
+            under = f" under `if {guard}`" if guard is not None else ""
+            raise drift(function, f"{function.qualname} no longer sets {expected}{under}; " + shown)
+        found = change
+    assert found is not None  # expect_call returned at least one call
+    return found
+
+
+def expect_guarded(function: Function, found: Call | Assignment | Binding, condition: str) -> None:
+    """``found`` (a call or assignment of ``function``) runs only under ``condition``
+    (normalised): one of its ``if`` guards is it, or has it as a part of an ``and``. A
+    negated or ``or``-ed condition does not count."""
+    if not requires(found.guards, condition):
+        what = found.source if isinstance(found, Call) else f"{'/'.join(_targets(found))}"
+        raise drift(
+            function,
+            f"{function.qualname}: {what} (line {found.line}) no longer runs only under "
+            f"`{condition}`; its guards: {'; '.join(f'`{g}`' for g in found.guards) or 'none'}",
+        )
+
+
+def expect_guards(
+    function: Function, found: Call | Assignment | Binding, *allowed: tuple[str, ...]
+) -> tuple[str, ...]:
+    """``found`` (a call or assignment of ``function``) runs under exactly one of the
+    ``allowed`` lists of ``if`` guards (normalised, outermost first): a new ``if`` around
+    it, a dropped one, or a changed test is drift. Returns its guards."""
+    if found.guards in allowed:
+        return found.guards
+    what = found.source if isinstance(found, Call) else "/".join(_targets(found))
+    expected = " or ".join(
+        " and ".join(f"`{g}`" for g in guards) if guards else "no guard" for guards in allowed
+    )
+    raise drift(
+        function,
+        f"{function.qualname}: {what} (line {found.line}) now runs under "
+        f"{' and '.join(f'`{g}`' for g in found.guards) or 'no guard'}, not {expected}",
+    )
+
+
+def _targets(found: Assignment | Binding) -> tuple[str, ...]:
+    return found.targets if isinstance(found, Assignment) else (found.target,)
+
+
+def expect_returns_by_branch(function: Function, branches: Mapping[str, str]) -> None:
+    """For each ``condition: value`` of ``branches`` (normalised text), ``function`` returns
+    ``value`` on a path that requires ``condition`` (its ``if`` tests and the negations of
+    earlier exits, see :attr:`canary.codeindex.flow.Return.conditions`), and returns
+    nothing else on any path that requires it: swapped branches are drift."""
+    returns = function.flow.returns
+    for condition, value in branches.items():
+        under = [r for r in returns if r.requires(condition)]
+        if not under or any(r.value != value for r in under):
+            raise _branches_drift(function, value, condition)
+
+
+def _branches_drift(function: Function, value: str, condition: str) -> Drift:
+    listing = "; ".join(
+        f"line {r.line}: {r.value} when {' and '.join(f'`{c}`' for c in r.conditions) or 'always'}"
+        for r in function.flow.returns
+    )
+    return drift(
+        function,
+        f"{function.qualname} no longer returns {value} exactly when `{condition}`; it "
+        f"returns: {listing or 'nothing'}",
+    )

@@ -82,6 +82,16 @@ class Binding:
         ``loss /= n``, ``kwargs[k] = v``): the old value lives on in it."""
         return self.kind in (AUGMENTED, MUTATION) or self.name in self.reads
 
+    @property
+    def expression(self) -> str | None:
+        """The new value as one expression: ``loss /= n`` reads ``loss / n``, as ``loss =
+        loss / n`` does, so either spelling compares equal."""
+        operator = _OPERATOR_NODES.get(self.op or "")
+        if self.kind != AUGMENTED or self.value is None or operator is None:
+            return self.value
+        value = ast.parse(self.value, mode="eval").body
+        return ast.unparse(ast.BinOp(left=ast.Name(id=self.target), op=operator(), right=value))
+
     def describe(self) -> str:
         """How messages show it: ``line 12: loss = loss / n under `not (x)```."""
         if self.kind == PARAMETER:
@@ -122,13 +132,16 @@ class _Site:
     state: dict[str, frozenset[int]] = field(repr=False)
 
 
+Point = tuple[int, int] | Return | Binding  # a call's or use's position, a return, a binding
+
+
 @dataclass(frozen=True, slots=True)
 class Flow:
     """A function's data flow: its bindings and what reaches each call, use and return.
 
-    ``at`` arguments name a point of the function by its start position, as the body
-    summary's :class:`~canary.codeindex.body.Call` has it (``call.position``) or a
-    :class:`Return`.
+    ``at`` arguments name a point of the function: a call's or use's start position, as
+    the body summary's :class:`~canary.codeindex.body.Call` has it (``call.position``), a
+    :class:`Return`, or a :class:`Binding` (just before its statement runs).
     """
 
     bindings: tuple[Binding, ...]  # source order (parameters first)
@@ -151,23 +164,23 @@ class Flow:
         """Whether this function alone says where ``name``'s value comes from."""
         return not self.opaque and name not in self.undecided
 
-    def reaching(self, name: str, at: tuple[int, int] | Return) -> tuple[Binding, ...]:
+    def reaching(self, name: str, at: Point) -> tuple[Binding, ...]:
         """The bindings of ``name`` that may hold when the point ``at`` runs, in source
         order; none for a name the function never binds (a global, a builtin)."""
         return self._bindings(self._site(at).state.get(name, frozenset()))
 
-    def conditions(self, at: tuple[int, int] | Return) -> tuple[str, ...]:
+    def conditions(self, at: Point) -> tuple[str, ...]:
         """The path to ``at``: its ``if`` guards and the negated tests of earlier exits."""
         return self._site(at).conditions
 
-    def history(self, name: str, at: tuple[int, int] | Return) -> tuple[Binding, ...]:
+    def history(self, name: str, at: Point) -> tuple[Binding, ...]:
         """The bindings that build the value of ``name`` reaching ``at``: those reaching it
         and, for each one made from the previous value (:attr:`Binding.derives`), those
         reaching that one, and so on; in source order. ``loss`` at ``backward(loss)`` is
         ``loss = compute_loss(...)`` and every ``loss = loss / n`` on a path to it."""
         return self._closure(self._site(at).state, lambda b: (name,) if b.derives else (), name)
 
-    def sources(self, name: str, at: tuple[int, int] | Return) -> tuple[Binding, ...]:
+    def sources(self, name: str, at: Point) -> tuple[Binding, ...]:
         """Every binding the value of ``name`` at ``at`` is made from, following every
         local it reads (``inputs = {**inputs, **kwargs}`` brings in ``kwargs``' bindings)."""
         return self._closure(self._site(at).state, lambda b: tuple(b.reads), name)
@@ -189,7 +202,12 @@ class Flow:
     def _bindings(self, indexes: Iterable[int]) -> tuple[Binding, ...]:
         return tuple(self.bindings[i] for i in sorted(indexes))
 
-    def _site(self, at: tuple[int, int] | Return) -> _Site:
+    def _site(self, at: tuple[int, int] | Return | Binding) -> _Site:
+        if isinstance(at, Binding):  # just before that binding's statement
+            for index, binding in enumerate(self.bindings):
+                if binding is at:
+                    return _Site(at.line, (), self._before[index])
+            raise ValueError(f"{at.describe()} is not a binding of this function")
         key = (at.line, -1) if isinstance(at, Return) else at
         try:
             return self._sites[key]
@@ -523,6 +541,8 @@ _OPERATORS = {
     ast.Pow: "**",
 }
 
+_OPERATOR_NODES = {text: node for node, text in _OPERATORS.items()}
+
 
 def _merge(*states: State) -> State:
     live = [s for s in states if s is not None]
@@ -610,6 +630,31 @@ def _own_nodes(node: ast.AST) -> Iterator[ast.AST]:
             )
             continue
         stack.extend(reversed(list(ast.iter_child_nodes(current))))
+
+
+def reads_of(expression: str) -> frozenset[str]:
+    """The names a normalised expression reads (``{**inputs, **kwargs}`` -> inputs,
+    kwargs), its comprehensions' own variables left out."""
+    try:
+        return _reads(ast.parse(expression, mode="eval").body)
+    except SyntaxError:
+        return frozenset()
+
+
+def mentions_of(expression: str) -> frozenset[str]:
+    """Every name and attribute a normalised expression mentions (``loss / self.args.n``
+    -> loss, self, args, n)."""
+    try:
+        tree = ast.parse(expression, mode="eval")
+    except SyntaxError:
+        return frozenset()
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            found.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            found.add(node.attr)
+    return frozenset(found)
 
 
 def _reads(node: ast.AST) -> frozenset[str]:
