@@ -22,6 +22,8 @@ from canary.catalog import (
     expect_class_attribute,
     expect_decorated,
     expect_defined,
+    expect_flows_into,
+    expect_guards,
     expect_hasattr,
     expect_keyword_accepted,
     expect_mentions,
@@ -30,7 +32,8 @@ from canary.catalog import (
     expect_not_declared,
     expect_not_mentioned,
     expect_parameters,
-    expect_returns,
+    expect_returns_by_branch,
+    expect_updated_once,
     row,
 )
 from canary.fixes.grad_accum_clamp import DOUBLE_DIVISION_WINDOW, in_double_division_window
@@ -73,6 +76,18 @@ VAR_KEYWORD_FALLBACK = (
 )
 STEPS = "self.args.gradient_accumulation_steps"
 CURRENT_STEPS = "self.current_gradient_accumulation_steps"
+# What makes a change of the loss an accumulation scaling (names or attributes it mentions).
+ACCUMULATION = ("gradient_accumulation_steps", "current_gradient_accumulation_steps")
+BACKWARD = "self.accelerator.backward"
+
+
+def _scales_loss_once(step, *, values, guard=None):
+    """The loss training_step hands accelerator.backward is scaled for accumulation by
+    exactly one statement on every path to it: ``values`` under ``guard``. A second scaling
+    on another branch, or the one under another condition, is drift."""
+    return expect_updated_once(
+        step, "loss", BACKWARD, mentioning=ACCUMULATION, values=values, guard=guard
+    )
 
 
 def _trainer(upstream):
@@ -221,27 +236,31 @@ def test_compute_loss_takes_num_items_in_batch(upstream):
 
 
 def _passes_num_items(upstream, kwargs_name):
-    expect_assignment_where(
+    # The count must reach the model call (through inputs = {**inputs, **kwargs}) as the
+    # parameter compute_loss was given, with nothing replacing either on the way.
+    expect_flows_into(
         _trainer(upstream).method("compute_loss"),
         f"{kwargs_name}['num_items_in_batch']",
+        "model",
         guard=ACCEPTS,
         values=["num_items_in_batch"],
+        carrying="num_items_in_batch",
     )
 
 
 @check(reads=TRAINER, fix=CHUNKED, until="4.54.0")
 def test_compute_loss_passes_num_items_in_loss_kwargs(upstream):
-    """Until 4.53 compute_loss puts num_items_in_batch into loss_kwargs for the model's forward
-    only if self.model_accepts_loss_kwargs: the shadowed True is what hands the chunked
-    forward the count it divides by."""
+    """Until 4.53 compute_loss puts its num_items_in_batch into loss_kwargs only if
+    self.model_accepts_loss_kwargs, and those reach the model(...) call unreplaced: the
+    shadowed True is what hands the chunked forward the count it divides by."""
     _passes_num_items(upstream, "loss_kwargs")
 
 
 @check(reads=TRAINER, fix=CHUNKED, since="4.54.0")
 def test_compute_loss_passes_num_items_in_kwargs(upstream):
-    """From 4.54 compute_loss puts num_items_in_batch into kwargs for the model's forward only
-    if self.model_accepts_loss_kwargs: the shadowed True is what hands the chunked forward
-    the count it divides by."""
+    """From 4.54 compute_loss puts its num_items_in_batch into kwargs only if
+    self.model_accepts_loss_kwargs, and those reach the model(...) call unreplaced: the
+    shadowed True is what hands the chunked forward the count it divides by."""
     _passes_num_items(upstream, "kwargs")
 
 
@@ -257,26 +276,31 @@ def test_training_step_takes_num_items_in_batch(upstream):
 
 @check(reads=TRAINER, fix=SHADOW, since="4.48.0", until="4.48.1")
 def test_training_step_divides_when_no_items_were_counted(upstream):
-    """4.48.0: training_step divides the loss by the accumulation steps when
-    num_items_in_batch is None, and get_batch_samples returns no count when
-    self.model_accepts_loss_kwargs is False: the shadowed value still decides the division."""
+    """4.48.0: the loss training_step hands accelerator.backward is divided by the
+    accumulation steps once, when num_items_in_batch is None, and get_batch_samples returns
+    (batch_samples, None) exactly when not self.model_accepts_loss_kwargs (the count
+    otherwise): the shadowed value still decides the division."""
     trainer = _trainer(upstream)
-    expect_assignment_where(
+    _scales_loss_once(
         trainer.method("training_step"),
-        "loss",
-        guard="num_items_in_batch is None",
         values=[f"loss / {STEPS}"],
+        guard="num_items_in_batch is None",
     )
-    samples = trainer.method("get_batch_samples")
-    expect_mentions(samples, "model_accepts_loss_kwargs")
-    expect_returns(samples, "(batch_samples, None)")
+    expect_returns_by_branch(
+        trainer.method("get_batch_samples"),
+        {
+            "not self.model_accepts_loss_kwargs": "(batch_samples, None)",
+            "self.model_accepts_loss_kwargs": "(batch_samples, num_items_in_batch)",
+        },
+    )
 
 
 @check(reads=TRAINER, fix=SHADOW, since="4.48.1", until="5.19.0")
 def test_training_step_divides_unless_model_accepts_loss_kwargs(upstream):
-    """4.48.1-5.18: training_step divides the loss by the accumulation steps exactly when not
-    self.model_accepts_loss_kwargs (from 4.53 also when num_items_in_batch is None) and no
-    compute_loss_func is set: the shadowed value decides whether the loss is divided."""
+    """4.48.1-5.18: the loss training_step hands accelerator.backward is divided by the
+    accumulation steps once, exactly when not self.model_accepts_loss_kwargs (from 4.53 also
+    when num_items_in_batch is None) and no compute_loss_func is set, and on no other path:
+    the shadowed value decides whether the loss is divided."""
     guards = (
         "not self.model_accepts_loss_kwargs and self.compute_loss_func is None",
         "(not self.model_accepts_loss_kwargs or num_items_in_batch is None) "
@@ -286,7 +310,7 @@ def test_training_step_divides_unless_model_accepts_loss_kwargs(upstream):
     divisions = [f"loss / {STEPS}", f"loss / {CURRENT_STEPS}"]
     expect_any_of(
         *(
-            lambda guard=guard: expect_assignment_where(step, "loss", guard=guard, values=divisions)
+            lambda guard=guard: _scales_loss_once(step, values=divisions, guard=guard)
             for guard in guards
         )
     )
@@ -294,7 +318,8 @@ def test_training_step_divides_unless_model_accepts_loss_kwargs(upstream):
 
 @check(reads=TRAINER, fix=SHADOW, since="5.19.0")
 def test_training_step_division_follows_loss_is_scaled_for_ga(upstream):
-    """From 5.19 training_step divides unless loss_is_scaled_for_ga, which is the class
+    """From 5.19 training_step divides the loss it hands accelerator.backward once, unless
+    loss_is_scaled_for_ga, which is the class
     attribute Trainer.loss_is_scaled_for_ga when set, else model_accepts_loss_kwargs and a
     counted batch (or a compute_loss_func): the shadow decides only while the attribute stays
     None, its default."""
@@ -310,9 +335,7 @@ def test_training_step_division_follows_loss_is_scaled_for_ga(upstream):
             "or self.compute_loss_func is not None"
         ],
     )
-    expect_assignment_where(
-        step, "loss", guard="not loss_is_scaled_for_ga", values=[f"loss / {CURRENT_STEPS}"]
-    )
+    _scales_loss_once(step, values=[f"loss / {CURRENT_STEPS}"], guard="not loss_is_scaled_for_ga")
 
 
 # -- gradient accumulation clamp: Accelerate's GradientAccumulationPlugin ---------------
@@ -359,13 +382,14 @@ def test_accelerate_plugin_matches_double_division_window(upstream):
 @check(reads=TRAINER, fix=CLAMP, until="4.46.2")
 def test_training_step_undoes_accelerate_division(upstream):
     """4.46.1 hands GradientAccumulationPlugin the accumulation steps too, but training_step
-    multiplies the loss by them before accelerator.backward divides: no double division, and
+    multiplies the loss by them (once, on every path) before accelerator.backward divides:
+    no double division, and
     the clamp (whose live check looks for current_gradient_accumulation_steps) stays off."""
     create = _trainer(upstream).method("create_accelerator_and_postprocess")
     expect_call(create, "GradientAccumulationPlugin")
     expect_assignment_where(create, "grad_acc_kwargs['num_steps']", values=[STEPS])
     step = _trainer(upstream).method("training_step")
-    expect_assignment_where(step, "loss", augmented="*", values=[STEPS])
+    _scales_loss_once(step, values=[f"loss * {STEPS}"])
     expect_not_mentioned(step, "current_gradient_accumulation_steps")  # the clamp would fire
 
 
@@ -380,14 +404,32 @@ def _counting_function(upstream):
     return trainer.method("get_batch_samples")
 
 
+# The tests the count runs under: whether the batch has labels (until 4.50), then a flag
+# made of that test and whether anything reads the count (from 4.51). Any other ``if``
+# around it leaves the chunked forward without the count it divides by.
+COUNT_GUARDS = (
+    ("len(batch_samples) > 0 and 'labels' in batch_samples[0]",),
+    ("count_num_items_in_batch",),
+)
+
+
+def _counts(upstream, values):
+    """The count is one of ``values``, under the expected tests only, and is what the
+    counting function returns (nothing replaces it on the way)."""
+    counting = _counting_function(upstream)
+    count = expect_flows_into(counting, "num_items_in_batch", None, values=values)
+    expect_guards(counting, count, *COUNT_GUARDS)
+    return counting
+
+
 @check(reads=TRAINER, fix=CHUNKED, until="4.46.2")
 def test_num_items_counts_shifted_labels(upstream):
     """4.46.1 counts num_items_in_batch over labels[..., 1:] (the positions a causal LM
-    scores), which a loss dividing by that count matches exactly."""
-    expect_assignment_where(
-        _counting_function(upstream),
-        "num_items_in_batch",
-        values=[
+    scores) whenever the batch has labels, and returns that count: a loss dividing by it
+    matches exactly."""
+    _counts(
+        upstream,
+        [
             "sum([data_batch['labels'][..., 1:].ne(-100).sum().item() "
             "for data_batch in batch_samples])"
         ],
@@ -397,12 +439,12 @@ def test_num_items_counts_shifted_labels(upstream):
 @check(reads=TRAINER, fix=CHUNKED, since="4.46.2", until="5.10.1")
 def test_num_items_counts_unshifted_labels(upstream):
     """4.46.2-5.9: num_items_in_batch counts every label != -100 of the unshifted labels
-    (one more per sequence than are scored); the chunked loss divides by that same count,
-    like ForCausalLMLoss, so it equals upstream's loss."""
-    expect_assignment_where(
-        _counting_function(upstream),
-        "num_items_in_batch",
-        values=[
+    (one more per sequence than are scored) whenever it is counted at all, and that count
+    is returned; the chunked loss divides by that same count, like ForCausalLMLoss, so it
+    equals upstream's loss."""
+    _counts(
+        upstream,
+        [
             "sum([batch['labels'].ne(-100).sum() for batch in batch_samples])",
             "sum((batch['labels'].ne(-100).sum() for batch in batch_samples))",
         ],
@@ -414,19 +456,15 @@ def test_num_items_counts_shift_labels_or_shifted_labels(upstream):
     """From 5.10.1 num_items_in_batch counts batch['shift_labels'] when present, else
     labels[..., 1:] when the loss shifts: the chunked forward scores shift_labels when given,
     so it divides by a count of the same labels."""
-    counting = _counting_function(upstream)
-    expect_assignment_where(
+    counting = _counts(upstream, ["sum((labels.ne(-100).sum() for labels in labels_for_count))"])
+    expect_flows_into(
         counting,
         "labels_for_count",
+        None,
         values=[
             "[batch['shift_labels'] if 'shift_labels' in batch else batch['labels'][..., 1:] "
             "if self._loss_shifts_labels else batch['labels'] for batch in batch_samples]"
         ],
-    )
-    expect_assignment_where(
-        counting,
-        "num_items_in_batch",
-        values=["sum((labels.ne(-100).sum() for labels in labels_for_count))"],
     )
 
 
