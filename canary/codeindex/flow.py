@@ -31,6 +31,7 @@ import ast
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from canary.codeindex.equivalence import holds_under
 from canary.codeindex.expressions import Normaliser, SourceText, Span, bound_names, parse_block
 
 # Binding kinds.
@@ -582,9 +583,12 @@ def conjuncts(condition: str) -> tuple[str, ...]:
 
 
 def requires(conditions: Iterable[str], condition: str) -> bool:
-    """Whether ``conditions`` (all of which hold) include ``condition``, whole or as a part
-    of an ``and``."""
-    return any(condition in conjuncts(c) for c in conditions)
+    """Whether ``conditions`` (all of which hold) include ``condition``: each part of its
+    top-level ``and`` holds under them (:func:`~canary.codeindex.equivalence.holds_under`:
+    one of them, or an operand of one's ``and``, modulo equivalence). A negated or
+    ``or``-ed condition does not count."""
+    held = tuple(conditions)
+    return all(holds_under(part, held) for part in conjuncts(condition))
 
 
 def _is_store(node: ast.AST) -> bool:
