@@ -11,6 +11,7 @@ import pytest
 from canary.catalog import (
     check,
     drift,
+    expect_any_of,
     expect_assignment,
     expect_base,
     expect_bound,
@@ -21,6 +22,7 @@ from canary.catalog import (
     expect_module_value,
     expect_parameter_kind,
     expect_parameters,
+    expect_returns_by_branch,
 )
 from canary.codeindex import KEYWORD_ONLY
 
@@ -52,16 +54,25 @@ def test_peft_model_get_base_model(upstream):
 @check(reads=PEFT_MODEL, fix="chunked NLL loss")
 def test_get_base_model_returns_the_transformers_model(upstream):
     """PeftModel.get_base_model returns self.base_model.model (the transformers model under
-    the tuner) for adapters, and self.base_model for prompt learning, whose virtual tokens
-    PeftModel.forward adds before calling it."""
+    the tuner) when the active adapter is not prompt learning, and self.base_model when it
+    is (and, until 0.18, for POLY), whose virtual tokens PeftModel.forward adds before
+    calling it."""
     get_base_model = upstream.module(PEFT_MODEL).cls("PeftModel").method("get_base_model")
-    # Unique and textual: both parts sit in one conditional return expression.
-    returned = " | ".join(get_base_model.returns)
-    for part in ("self.base_model.model", "is_prompt_learning"):
-        if part not in returned:
-            raise drift(
-                get_base_model, f"PeftModel.get_base_model returns {returned}, without {part}"
+    # Until 0.18 POLY adapters are answered like prompt learning; either way round the
+    # branches must not be swapped.
+    expect_any_of(
+        *(
+            lambda prompt=prompt: expect_returns_by_branch(
+                get_base_model,
+                {prompt: "self.base_model", f"not ({prompt})": "self.base_model.model"},
             )
+            for prompt in (_PROMPT_LEARNING, f"{_PROMPT_LEARNING} or {_POLY}")
+        )
+    )
+
+
+_PROMPT_LEARNING = "self.active_peft_config.is_prompt_learning"
+_POLY = "self.peft_type == PeftType.POLY"
 
 
 @check(reads=PEFT_MODEL, fix="accepts_loss_kwargs shadowing")

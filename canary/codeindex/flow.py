@@ -113,7 +113,8 @@ class Binding:
 
 @dataclass(frozen=True, slots=True)
 class Return:
-    """One ``return`` and the path to it."""
+    """One ``return`` and the path to it; a conditional expression returned (``a if t
+    else b``) is one Return per branch, its test part of each one's path."""
 
     value: str | None  # normalised; None for a bare ``return``
     line: int
@@ -240,7 +241,7 @@ class FlowWalker(Normaliser):
         self.ids: dict[tuple[int, str], int] = {}  # (node, name) -> binding, stable per pass
         self.before: dict[int, dict[str, frozenset[int]]] = {}
         self.sites: dict[tuple[int, int], _Site] = {}
-        self.returns: dict[int, Return] = {}
+        self.returns: dict[tuple[int, int], Return] = {}
         self.uses: dict[str, set[tuple[int, int]]] = {}
         self.undecided: set[str] = set()
         self.opaque = False
@@ -401,11 +402,25 @@ class FlowWalker(Normaliser):
             if part is not None:
                 self.expression(part, state)
         if isinstance(stmt, ast.Return):
-            value = self.unparse(stmt.value) if stmt.value is not None else None
             line = stmt.lineno + self.line_offset
-            self.returns[line] = Return(value, line, self.guards, self.path)
             self.sites[(line, -1)] = _Site(line, self.path, state)
+            for guards, conditions, value in self.branches(stmt.value):
+                self.returns[(line, len(self.returns))] = Return(
+                    value, line, (*self.guards, *guards), (*self.path, *conditions)
+                )
         return None
+
+    def branches(self, value: ast.expr | None):
+        """A returned value per branch: ``a if t else b`` is ``a`` under ``t`` and ``b``
+        under its negation (nested ones too), guarded as Call.guards renders it."""
+        if not isinstance(value, ast.IfExp):
+            yield (), (), (self.unparse(value) if value is not None else None)
+            return
+        test = self.unparse(value.test)
+        for guards, conditions, text in self.branches(value.body):
+            yield (test, *guards), (test, *conditions), text
+        for guards, conditions, text in self.branches(value.orelse):
+            yield (f"not ({test})", *guards), (_negation(value.test), *conditions), text
 
     def jump(self, stmt: ast.Break | ast.Continue, state: dict) -> State:
         if self.loops:
