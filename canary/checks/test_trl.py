@@ -459,8 +459,9 @@ def test_sft_trainer_asks_for_the_fused_lm_head(upstream):
         message = f"SFTTrainer adds the fused LM head to {add.arg(0)}, not the PEFT base model"
         raise drift(init, message)
     compute_loss = sft_trainer.method("compute_loss")
-    # Unique: the callee is whatever the model is called through, so any call will do.
-    if not any(c.keyword("fused_lm_head") for c in compute_loss.calls):
+    # Unique: the callee is whatever the model is called through, so any call will do; the
+    # flag must be True, not merely passed.
+    if not any(c.keyword("fused_lm_head") == "True" for c in compute_loss.calls):
         message = "SFTTrainer.compute_loss no longer calls the model with fused_lm_head=True"
         raise drift(compute_loss, message)
 
