@@ -480,7 +480,12 @@ def expect_never_assigns(cls: Class, target: str, *, helpers: Module | None = No
         for assignment in assignments_via_helpers(method, target, helpers)
     ]
     if found:
-        where = ", ".join(f"{m.qualname} (line {a.line}: = {a.value})" for m, a in found)
+        where = ", ".join(
+            f"{m.qualname} (line {a.line}: = {a.value}"
+            + ("" if a in m.assignments else ", in a module-level helper it calls there")
+            + ")"
+            for m, a in found
+        )
         raise drift(cls, f"{cls.qualname} now assigns {target} in {cls.where}: {where}")
 
 
