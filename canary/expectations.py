@@ -846,7 +846,9 @@ def expect_flows_into(
         later = [
             b
             for b in sources
-            if not b.derives and any(r is binding for r in flow.reaching(b.name, b))
+            if not b.derives
+            and b is not binding  # itself again, on a loop's next pass
+            and any(r is binding for r in flow.reaching(b.name, b))
         ]
         if later:
             raise drift(
