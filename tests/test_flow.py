@@ -202,7 +202,7 @@ def test_expect_flows_into_follows_the_binding_to_the_call_and_the_return(traine
     expect_flows_into(trainer.method("step"), "loss", None, values=["loss.mean()"])
     with pytest.raises(
         Drift,
-        match=r"n = n - 1 may be replaced before it reaches `self.call\(n=n\)` by: line 46: n = None",
+        match=r"n = n - 1 may be replaced before it reaches `self.call\(n=n\)` by: line 46",
     ):
         expect_flows_into(trainer.method("reset"), "n", "self.call", values=["n - 1"])
 
