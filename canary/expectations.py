@@ -798,16 +798,18 @@ def expect_flows_into(
     target: str,
     callee: str | None,
     *,
+    args: Iterable[str] = (),
     guard: str | None = None,
     values: Iterable[str] = (),
     carrying: str | None = None,
 ) -> Binding:
     """``function`` binds ``target`` (normalised: ``"kwargs['num_items_in_batch']"``; under
     ``guard`` and to one of ``values`` when given) and that binding is part of what it
-    calls ``callee`` with (``None``: of what it returns): it reaches a call through the
-    locals the call's arguments read (``inputs = {**inputs, **kwargs}``), and nothing
-    replaces it after it on a path there. With
-    ``carrying``, its value reads that name, which arrives unreplaced (as in
+    calls ``callee`` with (its calls with leading ``args`` when given, as
+    :func:`expect_call` matches them; ``None``: of what it returns): it reaches a call
+    through the locals the call's arguments read (``inputs = {**inputs, **kwargs}``), and
+    nothing replaces it after it on a path there. With ``carrying``, its value reads that
+    name, which arrives unreplaced (as in
     :func:`expect_reaches`). Returns the binding."""
     wanted = tuple(values)
     flow = function.flow
@@ -833,7 +835,7 @@ def expect_flows_into(
         points = [(r, reads_of(r.value or ""), f"return {r.value}") for r in flow.returns]
         into = "what the function returns"
     else:
-        calls = expect_call(function, callee)
+        calls = expect_call(function, callee, args=args)
         points = [(c.position, _call_reads(c), c.source) for c in calls]
         into = callee
     reached = False

@@ -32,6 +32,8 @@ from canary.catalog import (
     expect_not_declared,
     expect_not_mentioned,
     expect_parameters,
+    expect_reaches,
+    expect_returns,
     expect_returns_by_branch,
     expect_updated_once,
     row,
@@ -160,11 +162,13 @@ def test_init_asks_the_unwrapped_model(upstream):
 @check(reads=TRAINER, fix=SHADOW, since="4.53.0", until="5.2.0")
 def test_init_unwraps_peft_inline(upstream):
     """4.53-5.1: Trainer.__init__ replaces unwrapped_model by unwrapped_model.get_base_model()
-    when _is_peft_model(unwrapped_model), before asking it for accepts_loss_kwargs: the level
-    the fix's _trainer_unwrap mirrors."""
-    expect_assignment_where(
+    when _is_peft_model(unwrapped_model), and that is the object it then asks for
+    accepts_loss_kwargs: the level the fix's _trainer_unwrap mirrors."""
+    expect_flows_into(
         _init(upstream),
         "unwrapped_model",
+        "hasattr",
+        args=["unwrapped_model", "'accepts_loss_kwargs'"],
         guard="_is_peft_model(unwrapped_model)",
         values=["unwrapped_model.get_base_model()"],
     )
@@ -172,16 +176,24 @@ def test_init_unwraps_peft_inline(upstream):
 
 @check(reads=[TRAINER, TRAINER_UTILS], fix=SHADOW, since="5.2.0")
 def test_init_unwraps_peft_with_the_helper(upstream):
-    """From 5.2 Trainer.__init__ takes unwrapped_model = unwrap_peft_model(accelerator-unwrapped
-    model), and trainer_utils.unwrap_peft_model returns model.get_base_model(): the level the
-    fix's _trainer_unwrap mirrors."""
-    expect_assignment_where(
+    """From 5.2 Trainer.__init__ asks unwrapped_model = unwrap_peft_model(accelerator-unwrapped
+    model) for accepts_loss_kwargs, and trainer_utils.unwrap_peft_model returns the model
+    itself when it is not a PEFT model and model.get_base_model() when it is one that has
+    get_base_model: the level the fix's _trainer_unwrap mirrors."""
+    expect_flows_into(
         _init(upstream),
         "unwrapped_model",
+        "hasattr",
+        args=["unwrapped_model", "'accepts_loss_kwargs'"],
         values=["unwrap_peft_model(self.accelerator.unwrap_model(model))"],
     )
     helper = upstream.module(TRAINER_UTILS).function("unwrap_peft_model")
-    expect_call(helper, "model.get_base_model")
+    expect_returns(helper, "model", when="not _is_peft_model(model)")
+    expect_returns(
+        helper,
+        "model.get_base_model()",
+        when="_is_peft_model(model) and hasattr(model, 'get_base_model')",
+    )
 
 
 @check(reads=TRAINER, fix=SHADOW, since="4.47.0")
@@ -575,21 +587,19 @@ def declares_no_loss_kwargs(upstream, path, declare, silent=()):
 @check(reads=GEMMA3, fix=SHADOW, since="5.17.0")
 def test_gemma3_for_conditional_generation_uses_the_loss_function(upstream):
     """From 5.17 Gemma3ForConditionalGeneration declares no accepts_loss_kwargs and computes
-    its loss with self.loss_function(..., **<forward's kwargs>), which honours num_items_in_batch,
+    its loss with self.loss_function(..., **<forward's kwargs>) (unreplaced on the way), which
+    honours num_items_in_batch,
     while Gemma3Model still declares False: the fix's rule 3 leaves Trainer's True here."""
     outer = upstream.module(GEMMA3).cls("Gemma3ForConditionalGeneration")
     expect_not_declared(outer, "accepts_loss_kwargs")
     forward = outer.method("forward")
-    (call, *_) = expect_call(forward, "self.loss_function")
     # The loss must get forward's own **kwargs (lm_kwargs in 5.17, kwargs from 5.18), the
-    # mapping Trainer's num_items_in_batch arrives in.
-    # Unique: the keyword's value is whatever forward names its **kwargs.
-    if forward.signature.var_keyword is None or call.keyword(None) != forward.signature.var_keyword:
-        raise drift(
-            forward,
-            f"{forward.qualname}{forward.signature} calls {call.source} without forwarding "
-            "its **kwargs, so num_items_in_batch does not reach the loss",
-        )
+    # mapping Trainer's num_items_in_batch arrives in, unreplaced on the way.
+    var_keyword = forward.signature.var_keyword
+    if var_keyword is None:
+        raise drift(forward, f"{forward.qualname}{forward.signature} takes no **kwargs")
+    expect_call(forward, "self.loss_function", keywords={"**": var_keyword})
+    expect_reaches(forward, var_keyword, "self.loss_function")
 
 
 # -- downstream patches ----------------------------------------------------------------
