@@ -226,6 +226,41 @@ _COUNTING = (
     + "\n"
 )
 
+# transformers 5.2.0, Trainer.__init__'s model introspection (trainer.py:495) and
+# trainer_utils.unwrap_peft_model (trainer_utils.py:74).
+INIT_5_2_0 = """
+class Trainer:
+    def __init__(self, model=None, args=None):
+        self.model = model
+
+        # ---- 6. Model introspection -------------------------------------------------
+        unwrapped_model = unwrap_peft_model(self.accelerator.unwrap_model(model))
+
+        if hasattr(unwrapped_model, "accepts_loss_kwargs"):
+            self.model_accepts_loss_kwargs = unwrapped_model.accepts_loss_kwargs
+        else:
+            forward_params = inspect.signature(unwrapped_model.forward).parameters
+            self.model_accepts_loss_kwargs = any(
+                k.kind == inspect.Parameter.VAR_KEYWORD for k in forward_params.values()
+            )
+"""
+UNWRAP_5_2_0 = '''
+def unwrap_peft_model(model):
+    """
+    Extract the base model from a PEFT-wrapped model.
+    """
+    if not _is_peft_model(model):
+        return model
+    if hasattr(model, "get_base_model"):
+        return model.get_base_model()
+    elif hasattr(model, "base_model") and hasattr(model.base_model, "model"):
+        # PeftMixedModel do not provide a `get_base_model` method
+        return model.base_model.model
+    else:
+        raise AttributeError("Cannot extract base model safely from this PEFT wrapper.")
+'''
+TRAINER_UTILS = "transformers/trainer_utils.py"
+
 HELPER = "def _scale_loss_for_accumulation(trainer):\n    trainer.model_accepts_loss_kwargs = False\n\n\n"
 
 
@@ -239,6 +274,8 @@ class Plant:
     source: str
     edits: tuple[tuple[str, str], ...]
     breaks: str | None  # a fragment of the drift the check must report; None: harmless
+    others: tuple[tuple[str, str], ...] = ()  # other files the check reads, as released
+    returns: bool = False  # issue 11's class 3 (which branch returns what), else class 2
 
 
 PLANTS = (
@@ -364,6 +401,7 @@ PLANTS = (
         (("        if not self.model_accepts_loss_kwargs:\n",
           "        if self.model_accepts_loss_kwargs:\n"),),
         "no longer returns (batch_samples, None) exactly when `not self.model_accepts_loss_kwargs`",
+        returns=True,
     ),
     Plant(
         "get_batch_samples written the other way round",
@@ -373,6 +411,46 @@ PLANTS = (
           + textwrap.indent(_COUNTING.split("\n\n", 1)[1], "    ")
           + "        return batch_samples, None\n"),),
         None,
+        returns=True,
+    ),
+    Plant(
+        "unwrap_peft_model's early return inverted",
+        "test_init_unwraps_peft_with_the_helper",
+        "transformers", "5.2.0", TRAINER_UTILS, UNWRAP_5_2_0,
+        (("    if not _is_peft_model(model):\n", "    if _is_peft_model(model):\n"),),
+        "no longer returns model exactly when `not _is_peft_model(model)`",
+        ((TRAINER, INIT_5_2_0),),
+        returns=True,
+    ),
+    Plant(
+        "unwrap_peft_model with the PEFT case first",
+        "test_init_unwraps_peft_with_the_helper",
+        "transformers", "5.2.0", TRAINER_UTILS, UNWRAP_5_2_0,
+        (
+            ("    if not _is_peft_model(model):\n        return model\n    if hasattr",
+             "    if _is_peft_model(model):\n        if hasattr"),
+            ("        return model.get_base_model()\n    elif", "            return model.get_base_model()\n        elif"),
+            ("        # PeftMixedModel do not provide a `get_base_model` method\n        return model.base_model.model\n    else:\n        raise",
+             "            return model.base_model.model\n        else:\n            raise"),
+            ("safely from this PEFT wrapper.\")\n", "safely from this PEFT wrapper.\")\n    return model\n"),
+        ),
+        None,
+        ((TRAINER, INIT_5_2_0),),
+        returns=True,
+    ),
+    Plant(
+        "the PEFT unwrap asked after accepts_loss_kwargs was read",
+        "test_init_unwraps_peft_with_the_helper",
+        "transformers", "5.2.0", TRAINER, INIT_5_2_0,
+        (
+            ("        unwrapped_model = unwrap_peft_model(self.accelerator.unwrap_model(model))\n\n",
+             "        unwrapped_model = self.accelerator.unwrap_model(model)\n\n"),
+            ("            )\n", "            )\n"
+             "        unwrapped_model = unwrap_peft_model(self.accelerator.unwrap_model(model))\n"),
+        ),
+        "unwrapped_model = unwrap_peft_model(self.accelerator.unwrap_model(model)) never "
+        "reaches hasattr",
+        ((TRAINER_UTILS, UNWRAP_5_2_0),),
     ),
     Plant(
         "get_base_model's branches swapped",
@@ -382,6 +460,7 @@ PLANTS = (
           "self.base_model.model", "return self.base_model.model if "
           "self.active_peft_config.is_prompt_learning else self.base_model"),),
         "self.base_model.model when `self.active_peft_config.is_prompt_learning`",
+        returns=True,
     ),
     Plant(
         "get_base_model as if/return statements",
@@ -391,6 +470,7 @@ PLANTS = (
           "self.base_model.model", "        if self.active_peft_config.is_prompt_learning:\n"
           "            return self.base_model\n        return self.base_model.model"),),
         None,
+        returns=True,
     ),
 )  # fmt: skip
 
@@ -426,7 +506,10 @@ def _run(catalog, plant: Plant, source: str) -> str | None:
     snapshot = Snapshot(
         case=Case(plant.package, plant.version, "local"),
         version=Version(plant.version),
-        modules={plant.path: parse_module(source, path=plant.path, origin=origin)},
+        modules={
+            path: parse_module(text, path=path, origin=origin)
+            for path, text in ((plant.path, source), *plant.others)
+        },
     )
     try:
         _check(catalog, plant.check)(upstream=snapshot)
@@ -461,9 +544,5 @@ def test_a_planted_change_fails_its_check_only_when_it_breaks_the_fix(catalog, p
 
 
 def test_each_class_has_a_breaking_and_a_harmless_plant():
-    kinds = {(p.check, p.breaks is None) for p in PLANTS}
-    returns = {"test_training_step_divides_when_no_items_were_counted",
-               "test_get_base_model_returns_the_transformers_model"}  # fmt: skip
-    for in_class_3 in (False, True):
-        harmless = {h for c, h in kinds if (c in returns) == in_class_3}
-        assert harmless == {False, True}
+    for returns in (False, True):
+        assert {p.breaks is None for p in PLANTS if p.returns is returns} == {False, True}
