@@ -123,8 +123,7 @@ def test_sft_trainer_never_sets_model_accepts_loss_kwargs(upstream):
     """SFTTrainer, and every class it puts before TRL's base trainer in its MRO (a mixin,
     wherever it lives), neither declares nor assigns model_accepts_loss_kwargs, in its
     methods or through a module-level helper of sft_trainer.py they call: Trainer's own
-    detection, which the
-    shadow fix corrects, decides it."""
+    detection, which the shadow fix corrects, decides it."""
     module = upstream.module(SFT_TRAINER)
     for cls in _sft_trainer_and_its_mixins(upstream):
         expect_not_declared(cls, "model_accepts_loss_kwargs")
