@@ -273,6 +273,13 @@ class FlowWalker(Normaliser):
         }
         if hasattr(ast, "TryStar"):
             self.handlers[ast.TryStar] = self.attempt
+        self.texts: dict[int, str] = {}  # node -> normalised text: loops walk twice
+
+    def unparse(self, node: ast.AST) -> str:
+        text = self.texts.get(id(node))
+        if text is None:
+            text = self.texts[id(node)] = super().unparse(node)
+        return text
 
     def walk(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> Flow:
         state: dict[str, frozenset[int]] = {}
@@ -626,29 +633,36 @@ _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
 def _own_nodes(node: ast.AST) -> Iterator[ast.AST]:
-    """``node`` and what it evaluates in this scope, parents first; a lambda's body and a
-    comprehension's own variables are left out."""
-    stack = [node]
+    """``node`` and what it evaluates in this scope, parents first: a lambda's body is left
+    out, and so is every name a comprehension binds for itself (``batch`` in ``[b.x for b
+    in batch]`` reads the outer ``batch``; ``b`` is not a local of the function)."""
+    stack: list[tuple[ast.AST, frozenset[str]]] = [(node, frozenset())]
     while stack:
-        current = stack.pop()
-        if isinstance(current, ast.Lambda):
-            stack.extend(reversed(_evaluated_outside(current)))
+        current, local = stack.pop()
+        kind = type(current)
+        if kind is ast.Name:
+            if current.id not in local:
+                yield current
+            continue
+        if kind is ast.Lambda:
+            stack.extend((n, local) for n in reversed(_evaluated_outside(current)))
             continue
         yield current
-        if isinstance(current, _COMPREHENSIONS):
-            local = {
+        if kind in _COMPREHENSIONS:
+            local = local | {
                 leaf.id
                 for generator in current.generators
                 for leaf in bound_names(generator.target)
-                if isinstance(leaf, ast.Name)
+                if type(leaf) is ast.Name
             }
-            stack.extend(
-                n
-                for n in reversed(list(ast.iter_child_nodes(current)))
-                if not (isinstance(n, ast.Name) and n.id in local)
-            )
-            continue
-        stack.extend(reversed(list(ast.iter_child_nodes(current))))
+        children = []
+        for name in current._fields:
+            value = getattr(current, name, None)
+            if type(value) is list:
+                children.extend(v for v in value if isinstance(v, ast.AST))
+            elif isinstance(value, ast.AST) and not isinstance(value, ast.expr_context):
+                children.append(value)
+        stack.extend((child, local) for child in reversed(children))
 
 
 def reads_of(expression: str) -> frozenset[str]:
@@ -677,17 +691,11 @@ def mentions_of(expression: str) -> frozenset[str]:
 
 
 def _reads(node: ast.AST) -> frozenset[str]:
-    local: set[str] = set()
-    read: set[str] = set()
-    for child in _own_nodes(node):
-        if isinstance(child, _COMPREHENSIONS):
-            for generator in child.generators:
-                local.update(
-                    leaf.id for leaf in bound_names(generator.target) if isinstance(leaf, ast.Name)
-                )
-        elif isinstance(child, ast.Name) and isinstance(child.ctx, ast.Load):
-            read.add(child.id)
-    return frozenset(read - local)
+    return frozenset(
+        child.id
+        for child in _own_nodes(node)
+        if type(child) is ast.Name and type(child.ctx) is ast.Load
+    )
 
 
 def _evaluated_outside(node: ast.AST) -> list[ast.AST]:
