@@ -485,16 +485,22 @@ def test_num_items_counts_shift_labels_or_shifted_labels(upstream):
 
 @check(reads=LOSS_UTILS, fix=CHUNKED)
 def test_fixed_cross_entropy_sums_then_divides_by_num_items(upstream):
-    """fixed_cross_entropy(source, target, num_items_in_batch, ignore_index=-100) sums when
-    given num_items_in_batch and divides by it: the reduction the chunked loss reproduces,
-    skipping the same -100 labels it skips by default."""
+    """fixed_cross_entropy(source, target, num_items_in_batch, ignore_index=-100) hands
+    cross_entropy reduction 'sum' when given num_items_in_batch, and returns that sum
+    divided by it: the reduction the chunked loss reproduces, skipping the same -100 labels
+    it skips by default."""
     fixed = upstream.module(LOSS_UTILS).function("fixed_cross_entropy")
     expect_parameters(fixed, "num_items_in_batch")
     expect_parameters(fixed, "ignore_index", default=-100)
-    expect_assignment_where(
-        fixed, "reduction", values=["'sum' if num_items_in_batch is not None else 'mean'"]
+    expect_flows_into(
+        fixed,
+        "reduction",
+        "nn.functional.cross_entropy",
+        values=["'sum' if num_items_in_batch is not None else 'mean'"],
     )
-    expect_assignment_where(fixed, "loss", values=["loss / num_items_in_batch"])
+    expect_flows_into(
+        fixed, "loss", None, guard="reduction == 'sum'", values=["loss / num_items_in_batch"]
+    )
 
 
 @check(reads=LOSS_UTILS, fix=CHUNKED, since="4.46.0")
@@ -511,20 +517,31 @@ def test_for_causal_lm_loss_parameters(upstream):
 
 @check(reads=LOSS_UTILS, fix=CHUNKED)
 def test_for_causal_lm_loss_scores_the_next_token(upstream):
-    """ForCausalLMLoss scores labels[..., 1:] against the logits of the positions before them:
-    the alignment the chunked loss copies (position i predicts labels[i + 1])."""
+    """ForCausalLMLoss hands fixed_cross_entropy labels[..., 1:] to score against the logits
+    of the positions before them: the alignment the chunked loss copies (position i predicts
+    labels[i + 1])."""
     loss = upstream.module(LOSS_UTILS).function("ForCausalLMLoss")
-    expect_assignment_where(loss, "shift_labels", values=["labels[..., 1:].contiguous()"])
+    expect_flows_into(
+        loss, "shift_labels", "fixed_cross_entropy", values=["labels[..., 1:].contiguous()"]
+    )
 
 
 @check(reads=LOSS_UTILS, fix=CHUNKED, since="4.50.0")
 def test_for_causal_lm_loss_takes_shift_labels(upstream):
     """From 4.50 ForCausalLMLoss takes already-aligned shift_labels and shifts labels itself
-    only when shift_labels is None: the chunked forward takes shift_labels the same way."""
+    only when shift_labels is None, handing fixed_cross_entropy whichever it has: the
+    chunked forward takes shift_labels the same way."""
     loss = upstream.module(LOSS_UTILS).function("ForCausalLMLoss")
     expect_parameters(loss, "shift_labels")
-    expect_assignment_where(
-        loss, "shift_labels", guard="shift_labels is None", values=["labels[..., 1:].contiguous()"]
+    expect_flows_into(
+        loss,
+        "shift_labels",
+        "fixed_cross_entropy",
+        guard="shift_labels is None",
+        values=["labels[..., 1:].contiguous()"],
+    )
+    expect_reaches(
+        loss, "shift_labels", "fixed_cross_entropy", origins=["labels[..., 1:].contiguous()"]
     )
 
 
