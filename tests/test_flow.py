@@ -162,6 +162,19 @@ def test_returns_carry_their_path_and_a_conditional_return_is_one_per_branch(tra
     ]
 
 
+def test_a_comprehension_variable_is_not_a_local_of_the_function():
+    module = parse_module(
+        "def f(batch, batches):\n"
+        "    total = sum(batch.n for batch in batches)\n"
+        "    return total, batch\n",
+        path="m.py",
+    )
+    flow = module.function("f").flow
+    (total,) = flow.of("total")
+    assert total.reads == {"sum", "batches"}
+    assert [line for line, _ in flow.uses("batch")] == [3]  # the comprehension's is its own
+
+
 def test_conditions_split_on_and_only():
     assert conjuncts("a and (b and c)") == ("a", "b", "c")
     assert conjuncts("not (a and b)") == ("not (a and b)",)
