@@ -1,4 +1,4 @@
-"""A stdlib-``ast`` summary of one upstream Python file, in four one-way layers.
+"""A stdlib-``ast`` summary of one upstream Python file, in five one-way layers.
 
 :func:`parse_module` reads a file's text (never importing it) and returns a :class:`Module`:
 its classes, functions, methods, signatures, decorators, class attributes, module-level
@@ -6,11 +6,14 @@ assignments and imports, and for every function the calls, assignments and retur
 body. The summary pickles compactly; the cache stores it by content hash and a warm run
 unpickles it instead of parsing.
 
-The layers import one way only, ``parse -> model -> (body, equivalence) -> expressions``:
+The layers import one way only, ``parse -> model -> flow -> (body, equivalence) ->
+expressions``:
 
 * :mod:`~canary.codeindex.parse`: the visitor, from a file's text to a :class:`Module`;
 * :mod:`~canary.codeindex.model`: :class:`Module`, :class:`Class`, :class:`Function`,
   :class:`Signature` and the lookups that raise :class:`~canary.errors.Drift`;
+* :mod:`~canary.codeindex.flow`: a function's data flow, on first use too: each local's
+  bindings, what reaches each call and return, and the path conditions of its returns;
 * :mod:`~canary.codeindex.body`: a function body's calls, assignments, guards and returns,
   built on first use from the function's own text (a parse indexes only what every check
   may ask of a file, which made parsing 2.4x faster and the pickled summaries 2.5x smaller);
@@ -41,6 +44,7 @@ from canary.codeindex.equivalence import (
     renaming,
 )
 from canary.codeindex.expressions import NOT_LITERAL, PYTHON
+from canary.codeindex.flow import Binding, Flow, Return
 from canary.codeindex.model import (
     KEYWORD_ONLY,
     POSITIONAL_ONLY,
@@ -69,15 +73,18 @@ __all__ = [
     "VAR_KEYWORD",
     "VAR_POSITIONAL",
     "Assignment",
+    "Binding",
     "Body",
     "Call",
     "Class",
     "ClassAttribute",
     "Effect",
+    "Flow",
     "Function",
     "Import",
     "Module",
     "Param",
+    "Return",
     "Scope",
     "Signature",
     "equivalent",
