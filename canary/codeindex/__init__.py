@@ -1,4 +1,4 @@
-"""A stdlib-``ast`` summary of one upstream Python file, in five one-way layers.
+"""A stdlib-``ast`` summary of one upstream Python file, in one-way layers.
 
 :func:`parse_module` reads a file's text (never importing it) and returns a :class:`Module`:
 its classes, functions, methods, signatures, decorators, class attributes, module-level
