@@ -816,9 +816,7 @@ def expect_flows_into(
     found = [
         b
         for b in flow.bindings
-        if b.target == target
-        and (guard is None or guard in b.guards)
-        and (not wanted or b.value in wanted)
+        if b.target == target and _binding_matches(b, guard, wanted, _scope(function))
     ]
     if not found:
         root = target.split("[", maxsplit=1)[0].split(".", maxsplit=1)[0]
@@ -882,6 +880,19 @@ def expect_flows_into(
     return binding
 
 
+def _binding_matches(
+    binding: Binding, guard: str | None, values: tuple[str, ...], scope: Callable[[], Scope]
+) -> bool:
+    """``binding`` is under ``guard`` and makes one of ``values`` (either may be absent),
+    compared modulo equivalent rewrites with one consistent renaming of locals."""
+    mapping: dict[str, str] | None = {}
+    if guard is not None:
+        mapping = _first_match((guard,), binding.guards, scope, mapping, boolean=True)
+    if mapping is not None and values:
+        mapping = _first_match(values, (binding.expression or "",), scope, mapping)
+    return mapping is not None
+
+
 def _call_reads(call: Call) -> frozenset[str]:
     return frozenset().union(
         *(reads_of(a) for a in call.args), *(reads_of(v) for _, v in call.keywords)
@@ -920,7 +931,7 @@ def expect_updated_once(
                 + shown,
             )
         (change,) = changes
-        if change.expression not in wanted or (guard is not None and guard not in change.guards):
+        if not _binding_matches(change, guard, wanted, _scope(function)):
             expected = " or ".join(f"`{name} = {v}`" for v in wanted)
             under = f" under `if {guard}`" if guard is not None else ""
             raise drift(function, f"{function.qualname} no longer sets {expected}{under}; " + shown)
@@ -948,7 +959,11 @@ def expect_guards(
     """``found`` (a call or assignment of ``function``) runs under exactly one of the
     ``allowed`` lists of ``if`` guards (normalised, outermost first): a new ``if`` around
     it, a dropped one, or a changed test is drift. Returns its guards."""
-    if found.guards in allowed:
+    if any(
+        len(found.guards) == len(guards)
+        and all(equivalent(g, h, boolean=True) for g, h in zip(guards, found.guards, strict=True))
+        for guards in allowed
+    ):
         return found.guards
     what = found.source if isinstance(found, Call) else "/".join(_targets(found))
     expected = " or ".join(
@@ -973,7 +988,10 @@ def expect_returns_by_branch(function: Function, branches: Mapping[str, str]) ->
     returns = function.flow.returns
     for condition, value in branches.items():
         under = [r for r in returns if r.requires(condition)]
-        if not under or any(r.value != value for r in under):
+        scope = _scope(function)
+        if not under or any(
+            r.value is None or _same(value, r.value, scope, {}) is None for r in under
+        ):
             raise _branches_drift(function, value, condition)
 
 
