@@ -175,6 +175,27 @@ def test_a_comprehension_variable_is_not_a_local_of_the_function():
     assert [line for line, _ in flow.uses("batch")] == [3]  # the comprehension's is its own
 
 
+def test_a_final_block_sees_every_way_in_and_a_loop_return_is_one_return():
+    module = parse_module(
+        "def f(x, items):\n"
+        "    try:\n"
+        "        x = None\n"
+        "        x = g(x)\n"
+        "    finally:\n"
+        "        log(x)\n"
+        "    for item in items:\n"
+        "        if item:\n"
+        "            return item\n"
+        "    return x\n",
+        path="m.py",
+    )
+    f = module.function("f")
+    (log,) = f.calls_to("log")
+    assert [b.value for b in f.flow.reaching("x", log.position)] == [None, "None", "g(x)"]
+    assert [b.value for b in f.flow.reaching("x", f.flow.returns[-1])] == ["g(x)"]
+    assert [r.value for r in f.flow.returns] == ["item", "x"]
+
+
 def test_conditions_split_on_and_only():
     assert conjuncts("a and (b and c)") == ("a", "b", "c")
     assert conjuncts("not (a and b)") == ("not (a and b)",)

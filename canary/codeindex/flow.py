@@ -241,7 +241,7 @@ class FlowWalker(Normaliser):
         self.ids: dict[tuple[int, str], int] = {}  # (node, name) -> binding, stable per pass
         self.before: dict[int, dict[str, frozenset[int]]] = {}
         self.sites: dict[tuple[int, int], _Site] = {}
-        self.returns: dict[tuple[int, int], Return] = {}
+        self.returns: dict[tuple[int, int, int], Return] = {}
         self.uses: dict[str, set[tuple[int, int]]] = {}
         self.undecided: set[str] = set()
         self.opaque = False
@@ -381,9 +381,11 @@ class FlowWalker(Normaliser):
         after = _merge(*ends)
         if not stmt.finalbody:
             return after
-        # The final block runs on every way out; its own bindings hold on the normal one.
-        final = self.block(stmt.finalbody, _merge(after, during))
-        return None if after is None else final
+        # The final block runs on every way out: walked once with every state that can
+        # enter it (what its calls and uses see), then with the normal way's alone (what
+        # holds after the statement; the other ways leave by re-raising).
+        self.block(stmt.finalbody, _merge(after, during))
+        return None if after is None else self.block(stmt.finalbody, after)
 
     def context(self, stmt: ast.With | ast.AsyncWith, state: dict) -> State:
         for item in stmt.items:
@@ -410,12 +412,21 @@ class FlowWalker(Normaliser):
                 self.expression(part, state)
         if isinstance(stmt, ast.Return):
             line = stmt.lineno + self.line_offset
-            self.sites[(line, -1)] = _Site(line, self.path, state)
-            for guards, conditions, value in self.branches(stmt.value):
-                self.returns[(line, len(self.returns))] = Return(
+            self.record((line, -1), state)
+            # Keyed by statement and branch: a loop's second pass walks the same returns.
+            for index, (guards, conditions, value) in enumerate(self.branches(stmt.value)):
+                self.returns[(line, stmt.col_offset, index)] = Return(
                     value, line, (*self.guards, *guards), (*self.path, *conditions)
                 )
         return None
+
+    def record(self, position: tuple[int, int], state: dict) -> None:
+        """What reaches the point at ``position``: everything that does on any walk of it
+        (a loop's passes, a final block's)."""
+        site = self.sites.get(position)
+        if site is not None:
+            state = _merge(site.state, state)
+        self.sites[position] = _Site(position[0], self.path, state)
 
     def branches(self, value: ast.expr | None):
         """A returned value per branch: ``a if t else b`` is ``a`` under ``t`` and ``b``
@@ -484,10 +495,10 @@ class FlowWalker(Normaliser):
             if kind is ast.Name and isinstance(child.ctx, ast.Load):
                 position = (child.lineno + self.line_offset, child.col_offset)
                 self.uses.setdefault(child.id, set()).add(position)
-                self.sites[position] = _Site(position[0], self.path, state)
+                self.record(position, state)
             elif kind is ast.Call:
                 position = (child.lineno + self.line_offset, child.col_offset)
-                self.sites[position] = _Site(position[0], self.path, state)
+                self.record(position, state)
                 func = child.func
                 if isinstance(func, ast.Name) and func.id in _OPAQUE_CALLS:
                     self.opaque = True
