@@ -6,9 +6,9 @@ Each case is a snippet of the real released function (transformers 5.3.0 and 4.4
 0.24.0 and 1.10.0, peft 0.19.0 and 0.21.2, docstrings and unrelated statements trimmed),
 checked as released and with one realistic change planted: a breaking change must fail the
 check that protects the fix, naming the fix and what changed; a harmless one must stay
-green. The same plants were made in the unpacked wheels and run with ``--canary-local``
-(see the report of the branch that added them); before the data-flow vocabulary the
-catalog missed every breaking plant here and raised drift on two harmless ones.
+green. Most were also planted in the unpacked wheels and run with ``--canary-local``:
+there the catalog before the data-flow vocabulary missed all nine breaking plants and
+raised drift on two of the six harmless ones.
 """
 
 from __future__ import annotations
