@@ -2,7 +2,7 @@
 """Planted upstream changes, issue 11's classes 2 ("the expected line exists" is not "the fix
 still works") and 3 (which branch returns what), run through the real catalog checks.
 
-Each case is a snippet of the real released function (transformers 5.3.0 and 4.48.0, trl
+Each case is a snippet of the real released function (transformers 5.3.0, 5.2.0, 4.48.0, trl
 0.24.0 and 1.10.0, peft 0.19.0 and 0.21.2, docstrings and unrelated statements trimmed),
 checked as released and with one realistic change planted: a breaking change must fail the
 check that protects the fix, naming the fix and what changed; a harmless one must stay
