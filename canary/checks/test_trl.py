@@ -122,14 +122,12 @@ def test_sft_trainer_derives_from_trl_base_trainer(upstream):
 def test_sft_trainer_never_sets_model_accepts_loss_kwargs(upstream):
     """SFTTrainer, and every class it puts before TRL's base trainer in its MRO (a mixin,
     wherever it lives), neither declares nor assigns model_accepts_loss_kwargs, in its
-    methods or through a module-level helper of sft_trainer.py they call: Trainer's own
+    methods or through a module-level helper of its own file they call: Trainer's own
     detection, which the shadow fix corrects, decides it."""
-    module = upstream.module(SFT_TRAINER)
     for cls in _sft_trainer_and_its_mixins(upstream):
         expect_not_declared(cls, "model_accepts_loss_kwargs")
-        # Helpers are followed in sft_trainer.py; a mixin's own file is read for its class.
-        helpers = module if cls.path == SFT_TRAINER else None
-        expect_never_assigns(cls, MODEL_ACCEPTS_LOSS_KWARGS, helpers=helpers)
+        # A class's helpers live in its own file, which its MRO had read.
+        expect_never_assigns(cls, MODEL_ACCEPTS_LOSS_KWARGS, helpers=upstream.module(cls.path))
 
 
 def _sft_trainer_and_its_mixins(upstream: Snapshot) -> list[Class]:
