@@ -100,7 +100,7 @@ def test_an_external_binding_is_found_and_what_lies_beyond_it_is_unknown():
     assert (nn.found, nn.kind, nn.why) == (True, "external", "torch.nn")
     beyond = tree.lookup("pkg.core.trainer.nn.Module")
     assert beyond.found is None
-    assert "external" in beyond.why
+    assert beyond.why == "pkg.core.trainer.nn is torch.nn, outside pkg"
 
 
 def test_a_miss_names_the_closest_names():
@@ -176,6 +176,16 @@ def test_a_module_getattr_makes_a_miss_unknown():
     answer = tree.lookup("pkg.Linear8bitLt")
     assert answer.found is None
     assert "__getattr__" in answer.why
+
+
+def test_a_module_writing_its_globals_makes_a_miss_unknown():
+    tree = package(
+        "pkg",
+        {"pkg/__init__.py": "for _n in NAMES:\n    globals()[_n] = make(_n)\n"},
+    )
+    answer = tree.lookup("pkg.Made")
+    assert answer.found is None
+    assert "globals()[_n] = make(_n)" in answer.why
 
 
 def test_paths_read_lists_every_path_asked_for():

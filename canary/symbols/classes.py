@@ -262,7 +262,10 @@ def _instance_attribute(entry: _Entry, name: str) -> Lookup | None:
     assert cls is not None
     for method in cls.methods.values():
         receiver = _receiver(method)
-        if receiver and method.mentions(name) and method.assignments_to(f"{receiver}.{name}"):
+        # The text first: walking a body is a parse, and most methods never name it.
+        if not receiver or name not in method.source:
+            continue
+        if method.assignments_to(f"{receiver}.{name}"):
             return Lookup(
                 True,
                 INSTANCE_ATTRIBUTE,

@@ -14,9 +14,9 @@ Decisions where the source alone is ambiguous:
 * A name bound only under ``if TYPE_CHECKING:`` does not exist at run time; in a regular
   module it is *unknown* (a reference to it is odd, not provably broken). In a lazy
   module the lazy structure is the truth and those imports are ignored.
-* A module with a module-level ``__getattr__``, a star import from outside the package,
-  an import cycle or a lazy structure with steps we do not evaluate: a name not found
-  otherwise is *unknown*, never missing.
+* A module with a module-level ``__getattr__``, one that writes ``globals()``, a star
+  import from outside the package, an import cycle or a lazy structure with steps we do
+  not evaluate: a name not found otherwise is *unknown*, never missing.
 * Outside the package (``import torch``): the binding is found, kind ``external``, and
   ``why`` names it ("torch.nn"); what lies beyond it is not this package's to say.
 """
@@ -24,7 +24,7 @@ Decisions where the source alone is ambiguous:
 from __future__ import annotations
 
 from canary.codeindex import Import, Module
-from canary.symbols.effects import declared_all
+from canary.symbols.effects import declared_all, effect_text
 from canary.symbols.lazy import LazyModule, lazy_module, suffix_fallbacks
 from canary.symbols.lookup import (
     ASSIGNMENT,
@@ -41,6 +41,8 @@ from canary.symbols.lookup import (
 from canary.symbols.modules import ModuleFiles, absolute, dotted_of
 
 _TYPE_CHECKING = frozenset({"TYPE_CHECKING", "typing.TYPE_CHECKING"})
+# ``globals()[name] = ...``, ``globals().update(...)``, ``vars()``: names we cannot list.
+_NAMESPACE_WRITERS = frozenset({"globals", "vars", "locals"})
 
 
 class Resolver:
@@ -143,19 +145,7 @@ class Resolver:
         submodule = self._submodule(module, dotted, name) or self.alias(f"{dotted}.{name}")
         if submodule is not None:
             return submodule
-        if starred is not None:
-            return starred
-        if "__getattr__" in module.functions:
-            return unknown(
-                NAME,
-                module.path,
-                name,
-                f"{dotted} has a module __getattr__, which may serve {name!r}",
-            )
-        bound = [*module.classes, *module.functions, *module.assignments, *module.imports]
-        return missing(
-            NAME, module.path, name, f"{dotted} does not bind {name!r}{closest(name, bound)}"
-        )
+        return starred or _unbound(module, dotted, name)
 
     def _explicit(self, module: Module, dotted: str, name: str) -> Lookup | None:
         if name in module.classes:
@@ -334,6 +324,23 @@ class Resolver:
             getattr_ = factory.cls.methods.get("__getattr__") if factory and factory.cls else None
             self._suffixes[module.path] = suffix_fallbacks(getattr_.source) if getattr_ else ()
         return self._suffixes[module.path]
+
+
+def _unbound(module: Module, dotted: str, name: str) -> Lookup:
+    """A name a regular module does not bind: unknown where the module may still serve it
+    (it writes its namespace dynamically, or has a module ``__getattr__``), else missing."""
+    dynamic = next((e for e in module.effects if e.root in _NAMESPACE_WRITERS), None)
+    if dynamic is not None:
+        where = f"{effect_text(dynamic)}, line {dynamic.line}"
+        return unknown(
+            NAME, module.path, name, f"{dotted} writes its namespace dynamically ({where})"
+        )
+    if "__getattr__" in module.functions:
+        why = f"{dotted} has a module __getattr__, which may serve {name!r}"
+        return unknown(NAME, module.path, name, why)
+    bound = [*module.classes, *module.functions, *module.assignments, *module.imports]
+    why = f"{dotted} does not bind {name!r}{closest(name, bound)}"
+    return missing(NAME, module.path, name, why)
 
 
 def _typing_only(imported: Import) -> bool:
