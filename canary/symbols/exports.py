@@ -24,6 +24,7 @@ Decisions where the source alone is ambiguous:
 from __future__ import annotations
 
 from canary.codeindex import Import, Module
+from canary.symbols.dynamic import Served, served
 from canary.symbols.effects import declared_all, effect_text
 from canary.symbols.lazy import LazyModule, lazy_module, suffix_fallbacks
 from canary.symbols.lookup import (
@@ -33,6 +34,7 @@ from canary.symbols.lookup import (
     FUNCTION,
     MODULE,
     NAME,
+    SERVED,
     Lookup,
     closest,
     missing,
@@ -145,7 +147,38 @@ class Resolver:
         submodule = self._submodule(module, dotted, name) or self.alias(f"{dotted}.{name}")
         if submodule is not None:
             return submodule
-        return starred or _unbound(module, dotted, name)
+        if starred is not None:
+            return starred
+        getattr_ = module.functions.get("__getattr__")
+        if getattr_ is not None:
+            return self._served_by_getattr(module, dotted, name, served(getattr_))
+        return _unbound(module, dotted, name)
+
+    def _served_by_getattr(self, module: Module, dotted: str, name: str, by: Served) -> Lookup:
+        why = f"served by {dotted}.__getattr__"
+        if name in by.names:
+            imported = by.names[name]
+            answer = self.follow(module, imported) if imported is not None else None
+            if answer is None or answer.found is False:
+                return Lookup(True, SERVED, module.path, name, why)
+            return Lookup(
+                answer.found,
+                answer.kind,
+                answer.path,
+                answer.qualname,
+                why,
+                answer.function,
+                answer.cls,
+            )
+        if by.closed and not any(e.root in _NAMESPACE_WRITERS for e in module.effects):
+            listed = ", ".join(sorted(by.names)) or "nothing"
+            return missing(
+                NAME,
+                module.path,
+                name,
+                f"{dotted} does not bind {name!r}, and its __getattr__ serves only {listed}",
+            )
+        return _unbound(module, dotted, name)
 
     def _explicit(self, module: Module, dotted: str, name: str) -> Lookup | None:
         if name in module.classes:
