@@ -456,6 +456,9 @@ def test_5_0_tokenization_aliases_and_the_tokenizer_fast_fallback():
     assert (fast.found, fast.qualname) == (True, "LlamaTokenizer")
     assert "served as LlamaTokenizer" in fast.why
     assert tree.lookup("transformers.image_processing_utils_fast").found is False  # 5.4+
+    # 5.0's alias forwards names as they are: no renamed Fast classes.
+    old = "transformers.tokenization_utils_fast.TokenizersBackendFast"
+    assert tree.lookup(old).found is False
 
 
 def test_5_4_module_aliases_and_the_fast_image_processor_modules():
@@ -471,6 +474,13 @@ def test_5_4_module_aliases_and_the_fast_image_processor_modules():
     ).found
     served = tree.lookup("transformers.LlavaImageProcessorFast")
     assert (served.found, served.qualname) == (True, "LlavaImageProcessor")
+    renamed = "transformers.models.llava.image_processing_llava_fast.LlavaImageProcessorFast"
+    through = tree.lookup(renamed)
+    assert (through.found, through.qualname) == (True, "LlavaImageProcessor")
+    assert "by the legacy module" in through.why
+    # Only the alias serves the old name: the module itself does not.
+    real = "transformers.models.llava.image_processing_llava.LlavaImageProcessorFast"
+    assert tree.lookup(real).found is False
 
 
 def test_5_21_the_alias_table_joins_the_structure_and_the_finder_serves_fast_modules():

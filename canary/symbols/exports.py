@@ -135,6 +135,26 @@ class Resolver:
         answer = self.module(real)
         return Lookup(answer.found, MODULE, answer.path, "", f"legacy alias of {real}")
 
+    def through_alias(self, alias: str, name: str) -> Lookup | None:
+        """``name`` on the legacy module ``alias`` where only the alias serves it: from 5.4
+        on, transformers' alias modules serve a renamed ``XImageProcessorFast`` as
+        ``XImageProcessor`` (5.4-5.20 a ``__getattr__`` per alias, 5.21+ the finder's)."""
+        root = self.files.module(self.files.import_name)
+        lazy = self._lazy_of(root) if root is not None else None
+        target = self.alias(alias)
+        if not (lazy and lazy.fast_image_modules and target and target.path):
+            return None
+        if not name.endswith("ImageProcessorFast"):
+            return None
+        renamed = name.removesuffix("Fast")
+        answer = self.attribute(dotted_of(target.path), renamed)
+        if answer.found is not True:
+            return None
+        why = f"served as {renamed} by the legacy module {alias}"
+        return Lookup(
+            True, answer.kind, answer.path, answer.qualname, why, answer.function, answer.cls
+        )
+
     # -- regular modules
 
     def _bound(self, module: Module, dotted: str, name: str) -> Lookup:

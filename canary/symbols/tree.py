@@ -75,7 +75,10 @@ class PackageTree:
 
     def _step(self, found: Lookup, part: str, where: str) -> Lookup:
         if found.kind == MODULE and found.path is not None:
-            return self._resolver.attribute(dotted_of(found.path), part)
+            answer = self._resolver.attribute(dotted_of(found.path), part)
+            if answer.found is False and where != dotted_of(found.path):
+                return self._resolver.through_alias(where, part) or answer
+            return answer
         if found.kind in (CLASS, NESTED_CLASS) and found.cls is not None and found.path:
             return self._classes.member(found.path, found.cls, part)
         if found.kind == EXTERNAL:
