@@ -322,14 +322,17 @@ class Resolver:
                         answer.function,
                         answer.cls,
                     )
+        if lazy.unevaluated:
+            steps = "; ".join(lazy.unevaluated)
+            why = f"{dotted} is a lazy module built by steps not evaluated: {steps}"
+            return unknown(NAME, module.path, name, why)
         if not complete:
-            steps = "; ".join(lazy.unevaluated) or "a folder its __init__ does not list"
-            return unknown(
-                NAME,
-                module.path,
-                name,
-                f"{dotted} is a lazy module built by steps not evaluated: {steps}",
+            folders = ", ".join(f or "its own" for f in lazy.folders)
+            why = (
+                f"{dotted} serves every __all__ of its folder ({folders}), which only a "
+                f"listing can prove {name!r} absent from (the __init__ mirrors can be stale)"
             )
+            return unknown(NAME, module.path, name, why)
         return missing(
             NAME,
             module.path,
@@ -339,9 +342,13 @@ class Resolver:
 
     def _in_folder(self, package: str, name: str, seen: set[str]) -> tuple[str | None, bool]:
         """The module of ``package``'s folder (recursively) whose ``__all__`` has ``name``,
-        as define_import_structure would find it, and whether the folder could be listed.
-        The folder is listed by its ``__init__``'s relative imports (the TYPE_CHECKING
-        mirror), tried in order of likeness to ``name``: LlamaModel is in models/llama."""
+        as define_import_structure would find it, and whether that answer is complete.
+
+        The folder is listed by the caller's lister, else by its ``__init__``'s imports
+        (the TYPE_CHECKING mirror). The mirror finds what it lists, but cannot prove a
+        miss: it can be stale (transformers 5.5.3's models/__init__ omits lighton_ocr and
+        the pp_ocrv5 recognisers that define_import_structure serves). Children are tried
+        in order of likeness to ``name``: LlamaModel is in models/llama."""
         if package in seen:
             return None, True
         seen.add(package)
@@ -349,23 +356,25 @@ class Resolver:
         if init is None:
             return None, False
         children = self.files.folder(package)
+        complete = children is not None
         if children is None:
-            # The mirror is generated from the folder and kept in sync by transformers'
-            # CI; an __init__ that lists nothing lists an empty folder.
             children = _listed(init, package, self.files)
-        listed = True
         for child in sorted(children, key=lambda c: _unlike(name, c)):
             path = self.files.module_file(child)
             if path is None:
-                continue  # a stale line of the mirror: only files define names
+                continue  # a stale line of the mirror, or a folder that is no package
             if path.endswith("/__init__.py"):
-                found, complete = self._in_folder(child, name, seen)
-                listed = listed and complete
+                found, whole = self._in_folder(child, name, seen)
+                complete = complete and whole
                 if found is not None:
-                    return found, listed
-            elif name in (self._exported(child) or ()):
-                return child, listed
-        return None, listed
+                    return found, complete
+                continue
+            exported = self._exported(child)
+            if exported is None and _has_all(self.files.module(child)):
+                complete = False  # an __all__ built in steps we do not evaluate
+            elif name in (exported or ()):
+                return child, complete
+        return None, complete
 
     def _fallbacks(
         self, module: Module, dotted: str, lazy: LazyModule
@@ -394,6 +403,12 @@ def _unbound(module: Module, dotted: str, name: str) -> Lookup:
     bound = [*module.classes, *module.functions, *module.assignments, *module.imports]
     why = f"{dotted} does not bind {name!r}{closest(name, bound)}"
     return missing(NAME, module.path, name, why)
+
+
+def _has_all(module: Module | None) -> bool:
+    return module is not None and (
+        "__all__" in module.assignments or any(e.root == "__all__" for e in module.effects)
+    )
 
 
 def _typing_only(imported: Import) -> bool:
