@@ -8,8 +8,9 @@ from canary.codeindex import Module, parse_module
 from canary.symbols import PackageTree
 
 
-def package(name: str, files: dict[str, str], **options) -> PackageTree:
-    """A PackageTree over ``files`` (path -> source, dedented); every load is counted."""
+def package(name: str, files: dict[str, str], *, listed: bool = False) -> PackageTree:
+    """A PackageTree over ``files`` (path -> source, dedented); ``listed``: with a lister
+    of its folders, as a caller that can list the tree gives."""
     sources = {path: textwrap.dedent(text) for path, text in files.items()}
 
     def load(path: str) -> Module | None:
@@ -17,4 +18,9 @@ def package(name: str, files: dict[str, str], **options) -> PackageTree:
             return None
         return parse_module(sources[path], path=path, origin="test")
 
-    return PackageTree(name, load, **options)
+    def listdir(folder: str) -> list[str] | None:
+        prefix = folder + "/"
+        entries = {p[len(prefix) :].split("/")[0] for p in sources if p.startswith(prefix)}
+        return sorted(entries) or None
+
+    return PackageTree(name, load, listdir=listdir if listed else None)

@@ -101,6 +101,11 @@ def test_no_import_cycle_in_canary():
         ("canary.codeindex", "canary.catalog"),  # the index knows nothing of checks
         ("canary.workspace", "canary.plugin"),
         ("canary.run", "canary.plugin"),
+        # where a name lives is read from code indexes a caller loads: nothing above them
+        ("canary.symbols", "canary.sources"),
+        ("canary.symbols", "canary.workspace"),
+        ("canary.symbols", "canary.catalog"),
+        ("canary.symbols", "canary.surface"),
     ],
 )
 def test_lower_layers_never_reach_up(layer, never):

@@ -161,6 +161,41 @@ def test_dataclass_fields_are_found_and_a_bare_annotation_elsewhere_is_unknown()
     assert "annotates" in hidden.why
 
 
+def test_names_imported_in_a_class_body_are_members():
+    # transformers' Trainer imports log_metrics and friends inside its class body, and
+    # TrainingArguments imports a version flag there under ``if is_torch_available():``.
+    tree = package(
+        "pkg",
+        {
+            "pkg/__init__.py": "",
+            "pkg/trainer_pt_utils.py": "def log_metrics(self, split, metrics):\n    pass\n",
+            "pkg/trainer.py": """
+                class Trainer:
+                    from .trainer_pt_utils import log_metrics
+
+                    if is_torch_available():
+                        from torch import float16 as default_dtype
+            """,
+        },
+    )
+    metrics = tree.member("pkg/trainer.py", "Trainer", "log_metrics")
+    assert (metrics.found, metrics.kind, metrics.path) == (
+        True,
+        "method",
+        "pkg/trainer_pt_utils.py",
+    )
+    assert metrics.function.name == "log_metrics"
+    dtype = tree.member("pkg/trainer.py", "Trainer", "default_dtype")
+    assert (dtype.found, dtype.kind) == (True, "class_attribute")
+
+
+def test_dunder_names_no_class_binds_are_unknown_not_missing():
+    tree = package("pkg", THREE_FILES)
+    fields = tree.member(LLAMA, "LlamaOutput", "__dataclass_fields__")
+    assert fields.found is None
+    assert tree.member(LLAMA, "LlamaOutput", "__init__").found is True  # object's
+
+
 def test_a_getattr_in_the_mro_makes_a_miss_unknown():
     tree = package(
         "pkg",

@@ -100,7 +100,7 @@ def test_an_external_binding_is_found_and_what_lies_beyond_it_is_unknown():
     assert (nn.found, nn.kind, nn.why) == (True, "external", "torch.nn")
     beyond = tree.lookup("pkg.core.trainer.nn.Module")
     assert beyond.found is None
-    assert "external" in beyond.why
+    assert beyond.why == "pkg.core.trainer.nn is torch.nn, outside pkg"
 
 
 def test_a_miss_names_the_closest_names():
@@ -168,14 +168,70 @@ def test_type_checking_only_bindings_are_unknown_and_try_imports_beat_their_fall
     assert (real.found, real.kind, real.path) == (True, "class", "pkg/impl.py")
 
 
+PEFT_LORA = {
+    "peft/__init__.py": "",
+    "peft/tuners/__init__.py": "",
+    "peft/tuners/lora/__init__.py": """
+        from peft.import_utils import is_bnb_4bit_available, is_bnb_available
+
+        from .model import LoraModel
+
+
+        def __getattr__(name):
+            if (name == "Linear8bitLt") and is_bnb_available():
+                from .bnb import Linear8bitLt
+
+                return Linear8bitLt
+
+            if (name == "Linear4bit") and is_bnb_4bit_available():
+                from .bnb import Linear4bit
+
+                return Linear4bit
+
+            if name in ("EetqLoraLinear", "HqqLoraLinear"):
+                return None
+
+            raise AttributeError(f"module {__name__} has no attribute {name}")
+    """,
+    "peft/tuners/lora/model.py": "class LoraModel:\n    pass\n",
+    "peft/tuners/lora/bnb.py": "class Linear8bitLt:\n    pass\n\n\nclass Linear4bit:\n    pass\n",
+}
+
+
+def test_names_a_module_getattr_compares_to_are_served_and_followed_to_their_import():
+    tree = package("peft", PEFT_LORA)
+    linear = tree.lookup("peft.tuners.lora.Linear8bitLt")
+    assert (linear.found, linear.kind, linear.path) == (True, "class", "peft/tuners/lora/bnb.py")
+    assert linear.why == "served by peft.tuners.lora.__getattr__"
+    eetq = tree.lookup("peft.tuners.lora.HqqLoraLinear")
+    assert (eetq.found, eetq.kind) == (True, "served")
+
+
+def test_a_getattr_that_serves_only_its_literals_makes_other_names_missing():
+    tree = package("peft", PEFT_LORA)
+    gone = tree.lookup("peft.tuners.lora.Linear8bit")
+    assert gone.found is False
+    assert "serves only EetqLoraLinear, HqqLoraLinear, Linear4bit, Linear8bitLt" in gone.why
+
+
 def test_a_module_getattr_makes_a_miss_unknown():
     tree = package(
         "pkg",
-        {"pkg/__init__.py": "def __getattr__(name):\n    raise AttributeError(name)\n"},
+        {"pkg/__init__.py": "def __getattr__(name):\n    return getattr(_backend(), name)\n"},
     )
     answer = tree.lookup("pkg.Linear8bitLt")
     assert answer.found is None
     assert "__getattr__" in answer.why
+
+
+def test_a_module_writing_its_globals_makes_a_miss_unknown():
+    tree = package(
+        "pkg",
+        {"pkg/__init__.py": "for _n in NAMES:\n    globals()[_n] = make(_n)\n"},
+    )
+    answer = tree.lookup("pkg.Made")
+    assert answer.found is None
+    assert "globals()[_n] = make(_n)" in answer.why
 
 
 def test_paths_read_lists_every_path_asked_for():

@@ -78,5 +78,12 @@ def test_a_step_that_is_not_literal_is_reported_not_guessed():
     assert built.unevaluated == ("__all__ += names()",)
 
 
+def test_imports_in_a_class_body_are_the_class_s_own():
+    source = "class Trainer:\n    from .utils import log_metrics as log\n"
+    module = parse_module(source, path="pkg/trainer.py")
+    assert module.classes["Trainer"].imports["log"].statement == "from .utils import log_metrics"
+    assert "log" not in module.imports
+
+
 def test_the_index_format_was_bumped_for_the_new_fields():
-    assert INDEX_FORMAT >= 4
+    assert INDEX_FORMAT >= 5

@@ -348,7 +348,7 @@ def transformers_4_46():
     )
 
 
-def transformers_4_57(**options):
+def transformers_4_57(*, listed: bool = False):
     return package(
         "transformers",
         {
@@ -359,11 +359,11 @@ def transformers_4_57(**options):
             "transformers/models/__init__.py": MODELS,
             "transformers/models/llama/__init__.py": LLAMA_4_57,
         },
-        **options,
+        listed=listed,
     )
 
 
-def transformers_5(tail: str):
+def transformers_5(tail: str, *, listed: bool = True):
     head = TOP_4_57_HEAD.replace('"4.57.6"', '"5.0.0"')
     return package(
         "transformers",
@@ -376,6 +376,7 @@ def transformers_5(tail: str):
             "transformers/models/__init__.py": MODELS.replace("from .xlstm", "from .llava"),
             "transformers/models/llama/__init__.py": LLAMA_4_57,
         },
+        listed=listed,
     )
 
 
@@ -419,8 +420,10 @@ def test_4_57_define_import_structure_reads_the_folders_all_through_the_mirror()
     assert outcome(tree, "transformers.Trainer") == (True, "transformers/trainer.py")  # literal
     assert tree.lookup("transformers.__version__").found is True
     # Not in modeling_llama's __all__: not served at the top, but there in its module.
+    # The mirror cannot prove the miss (it can be stale): unknown.
     attention = tree.lookup("transformers.LlamaAttention")
-    assert attention.found is False
+    assert attention.found is None
+    assert "only a listing can prove" in attention.why
     assert tree.lookup("transformers.models.llama.modeling_llama.LlamaAttention").found is True
     # A mirror line without its dot still names the folder's file.
     assert outcome(tree, "transformers.xLSTMConfig") == (
@@ -430,22 +433,30 @@ def test_4_57_define_import_structure_reads_the_folders_all_through_the_mirror()
 
 
 def test_a_lister_makes_the_folder_exact_where_the_mirror_is_stale():
-    listing = {
-        "transformers/models": ["__init__.py", "llama", "xlstm"],
-        "transformers/models/llama": [
-            "__init__.py",
-            "configuration_llama.py",
-            "modeling_llama.py",
-            "tokenization_llama.py",
-            "modular_llama.py",
-        ],
-        "transformers/models/xlstm": ["__init__.py", "configuration_xlstm.py"],
-    }
-    tree = transformers_4_57(listdir=listing.get)
-    # tokenization_llama is in the mirror (and the listing); the mirror's stale
-    # tokenization_llama_fast line names no file and changes nothing.
-    assert tree.lookup("transformers.LlamaTokenizer").found is True
+    tree = transformers_4_57(listed=True)
     assert tree.lookup("transformers.LlamaForCausalLM").found is True
+    miss = tree.lookup("transformers.LlamaAttention")
+    assert miss.found is False
+    assert "lazy import structure has no 'LlamaAttention'" in miss.why
+    # A model folder the mirror forgot (transformers 5.5.3's lighton_ocr) is still read.
+    stale = package(
+        "transformers",
+        {
+            **COMMON,
+            "transformers/__init__.py": TOP_4_57_HEAD,
+            "transformers/utils/import_utils.py": LAZY_4,
+            "transformers/models/__init__.py": MODELS,  # lists llama and xlstm only
+            "transformers/models/llama/__init__.py": LLAMA_4_57,
+            "transformers/models/lighton_ocr/__init__.py": LLAMA_4_57.replace(
+                "llama", "lighton_ocr"
+            ),
+            "transformers/models/lighton_ocr/modeling_lighton_ocr.py": (
+                "class LightOnOcrModel:\n    pass\n\n\n__all__ = ['LightOnOcrModel']\n"
+            ),
+        },
+        listed=True,
+    )
+    assert stale.lookup("transformers.LightOnOcrModel").found is True
 
 
 def test_5_0_tokenization_aliases_and_the_tokenizer_fast_fallback():
@@ -456,6 +467,9 @@ def test_5_0_tokenization_aliases_and_the_tokenizer_fast_fallback():
     assert (fast.found, fast.qualname) == (True, "LlamaTokenizer")
     assert "served as LlamaTokenizer" in fast.why
     assert tree.lookup("transformers.image_processing_utils_fast").found is False  # 5.4+
+    # 5.0's alias forwards names as they are: no renamed Fast classes.
+    old = "transformers.tokenization_utils_fast.TokenizersBackendFast"
+    assert tree.lookup(old).found is False
 
 
 def test_5_4_module_aliases_and_the_fast_image_processor_modules():
@@ -471,6 +485,13 @@ def test_5_4_module_aliases_and_the_fast_image_processor_modules():
     ).found
     served = tree.lookup("transformers.LlavaImageProcessorFast")
     assert (served.found, served.qualname) == (True, "LlavaImageProcessor")
+    renamed = "transformers.models.llava.image_processing_llava_fast.LlavaImageProcessorFast"
+    through = tree.lookup(renamed)
+    assert (through.found, through.qualname) == (True, "LlavaImageProcessor")
+    assert "by the legacy module" in through.why
+    # Only the alias serves the old name: the module itself does not.
+    real = "transformers.models.llava.image_processing_llava.LlavaImageProcessorFast"
+    assert tree.lookup(real).found is False
 
 
 def test_5_21_the_alias_table_joins_the_structure_and_the_finder_serves_fast_modules():

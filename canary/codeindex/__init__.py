@@ -96,7 +96,8 @@ __all__ = [
 #: Bump whenever the shape or meaning of the summary changes; part of every cache key.
 #: 3: the summary types moved into the canary.codeindex package (pickles name the classes).
 #: 4: star imports, module-level effects and import guards (canary.symbols reads them).
-INDEX_FORMAT = 4
+#: 5: imports in a class body (Class.imports).
+INDEX_FORMAT = 5
 
 #: The non-content part of a cache key: summary format and the Python that built it.
 INDEX_KEY = f"codeindex-v{INDEX_FORMAT}-py{PYTHON}"

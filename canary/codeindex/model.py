@@ -245,6 +245,9 @@ class Class:
     # Kept so a missing method/attribute can be reported against the right file.
     path: str = ""
     origin: str = ""
+    # Imports in the class body bind class attributes too (Trainer imports log_metrics
+    # and friends from trainer_pt_utils as methods).
+    imports: dict[str, Import] = field(default_factory=dict)
 
     @property
     def source(self) -> str:

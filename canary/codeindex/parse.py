@@ -185,8 +185,7 @@ class _Builder(BodyWalker):
                 if not in_class and stmt.value is not None:
                     self._effect(stmt, scope, guards)
             elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
-                if not in_class:
-                    self._import(stmt, scope, guards)
+                self._import(stmt, scope, guards)
             elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
                 if not in_class:
                     call = stmt.value
@@ -341,6 +340,7 @@ class _Builder(BodyWalker):
             classes=scope.classes,
             path=self.path,
             origin=self.origin,
+            imports=scope.imports,
         )
 
     # -- functions

@@ -8,6 +8,7 @@ path -> its code index), so it knows nothing of sources, caches or checks; the l
 * :mod:`~canary.symbols.modules`: module files, loaded once through the loader;
 * :mod:`~canary.symbols.effects`: containers built in steps (``__all__``, import structures);
 * :mod:`~canary.symbols.lazy`: transformers' and trl's ``_LazyModule`` structures, by release;
+* :mod:`~canary.symbols.dynamic`: the names a module ``__getattr__`` serves (peft's tuners);
 * :mod:`~canary.symbols.exports`: a name in a module: definitions, imports, star imports;
 * :mod:`~canary.symbols.classes`: the static MRO across files, and class members;
 * :mod:`~canary.symbols.tree`: :class:`PackageTree`, any dotted path.

@@ -7,7 +7,8 @@ of the package's classes binds is then *unknown*, except the well-known members 
 ``object`` and of ``torch.nn.Module`` (:data:`NN_MODULE_MEMBERS`), which count as found.
 
 Members, first match along the MRO: methods (``property`` ones reported as properties),
-class attributes, nested classes, annotation-only fields of dataclass-like classes; then
+class attributes, nested classes, annotation-only fields of dataclass-like classes, names
+imported in the class body (a function imported there is a method); then
 instance attributes assigned in any method of the MRO (``self.x = ...``). A class with a
 ``__getattr__`` in its MRO (a PEFT wrapper forwarding to the model it wraps) may serve any
 name: a miss there is unknown.
@@ -104,7 +105,7 @@ class Classes:
             return mro
         inside = [e for e in mro if e.cls is not None]
         for entry in inside:
-            found = _declared(entry, name)
+            found = _declared(entry, name) or self._imported(entry, name)
             if found is not None:
                 return found
         for entry in inside:
@@ -112,6 +113,22 @@ class Classes:
             if found is not None:
                 return found
         return _not_declared(path, cls, name, mro)
+
+    def _imported(self, entry: _Entry, name: str) -> Lookup | None:
+        """A name an import in the class body binds: a method when it is a function."""
+        cls = entry.cls
+        assert cls is not None
+        assert entry.path is not None
+        imported = cls.imports.get(name)
+        module = self.resolver.files.load(entry.path)
+        if imported is None or module is None:
+            return None
+        target = self.resolver.follow(module, imported)
+        qualname = f"{cls.qualname}.{name}"
+        why = f"{imported.statement} in the class body"
+        if target.found is True and target.function is not None:
+            return Lookup(True, METHOD, target.path, qualname, why, function=target.function)
+        return Lookup(True, CLASS_ATTRIBUTE, entry.path, qualname, why)
 
     def _linearise(self, path: str, cls: Class) -> tuple[_Entry, ...] | Lookup:
         me = _Entry(f"{dotted_of(path)}.{cls.qualname}", path, cls)
@@ -193,6 +210,11 @@ def _not_declared(path: str, cls: Class, name: str, mro: tuple[_Entry, ...]) -> 
         return Lookup(True, INHERITED, path, qualname, "object")
     if name in NN_MODULE_MEMBERS and NN_MODULE.intersection(outside):
         return Lookup(True, INHERITED, path, qualname, "torch.nn.Module")
+    if name.startswith("__"):
+        # Python and decorators add these (__dataclass_fields__, __match_args__, a
+        # decorator's __backends): what the source binds does not list them.
+        why = f"{name!r} is not bound in the source; Python or a decorator may add it"
+        return unknown(MEMBER, path, qualname, why)
     forwarding = next((c for c in inside if "__getattr__" in c.methods), None)
     annotated = next((c for c in inside if name in c.attributes), None)
     unresolved = outside  # nn.Module too: its table lists the well-known members only
@@ -262,7 +284,10 @@ def _instance_attribute(entry: _Entry, name: str) -> Lookup | None:
     assert cls is not None
     for method in cls.methods.values():
         receiver = _receiver(method)
-        if receiver and method.mentions(name) and method.assignments_to(f"{receiver}.{name}"):
+        # The text first: walking a body is a parse, and most methods never name it.
+        if not receiver or name not in method.source:
+            continue
+        if method.assignments_to(f"{receiver}.{name}"):
             return Lookup(
                 True,
                 INSTANCE_ATTRIBUTE,

@@ -14,9 +14,9 @@ Decisions where the source alone is ambiguous:
 * A name bound only under ``if TYPE_CHECKING:`` does not exist at run time; in a regular
   module it is *unknown* (a reference to it is odd, not provably broken). In a lazy
   module the lazy structure is the truth and those imports are ignored.
-* A module with a module-level ``__getattr__``, a star import from outside the package,
-  an import cycle or a lazy structure with steps we do not evaluate: a name not found
-  otherwise is *unknown*, never missing.
+* A module with a module-level ``__getattr__``, one that writes ``globals()``, a star
+  import from outside the package, an import cycle or a lazy structure with steps we do
+  not evaluate: a name not found otherwise is *unknown*, never missing.
 * Outside the package (``import torch``): the binding is found, kind ``external``, and
   ``why`` names it ("torch.nn"); what lies beyond it is not this package's to say.
 """
@@ -24,7 +24,8 @@ Decisions where the source alone is ambiguous:
 from __future__ import annotations
 
 from canary.codeindex import Import, Module
-from canary.symbols.effects import declared_all
+from canary.symbols.dynamic import Served, served
+from canary.symbols.effects import declared_all, effect_text
 from canary.symbols.lazy import LazyModule, lazy_module, suffix_fallbacks
 from canary.symbols.lookup import (
     ASSIGNMENT,
@@ -33,6 +34,7 @@ from canary.symbols.lookup import (
     FUNCTION,
     MODULE,
     NAME,
+    SERVED,
     Lookup,
     closest,
     missing,
@@ -41,6 +43,8 @@ from canary.symbols.lookup import (
 from canary.symbols.modules import ModuleFiles, absolute, dotted_of
 
 _TYPE_CHECKING = frozenset({"TYPE_CHECKING", "typing.TYPE_CHECKING"})
+# ``globals()[name] = ...``, ``globals().update(...)``, ``vars()``: names we cannot list.
+_NAMESPACE_WRITERS = frozenset({"globals", "vars", "locals"})
 
 
 class Resolver:
@@ -131,6 +135,26 @@ class Resolver:
         answer = self.module(real)
         return Lookup(answer.found, MODULE, answer.path, "", f"legacy alias of {real}")
 
+    def through_alias(self, alias: str, name: str) -> Lookup | None:
+        """``name`` on the legacy module ``alias`` where only the alias serves it: from 5.4
+        on, transformers' alias modules serve a renamed ``XImageProcessorFast`` as
+        ``XImageProcessor`` (5.4-5.20 a ``__getattr__`` per alias, 5.21+ the finder's)."""
+        root = self.files.module(self.files.import_name)
+        lazy = self._lazy_of(root) if root is not None else None
+        target = self.alias(alias)
+        if not (lazy and lazy.fast_image_modules and target and target.path):
+            return None
+        if not name.endswith("ImageProcessorFast"):
+            return None
+        renamed = name.removesuffix("Fast")
+        answer = self.attribute(dotted_of(target.path), renamed)
+        if answer.found is not True:
+            return None
+        why = f"served as {renamed} by the legacy module {alias}"
+        return Lookup(
+            True, answer.kind, answer.path, answer.qualname, why, answer.function, answer.cls
+        )
+
     # -- regular modules
 
     def _bound(self, module: Module, dotted: str, name: str) -> Lookup:
@@ -145,17 +169,36 @@ class Resolver:
             return submodule
         if starred is not None:
             return starred
-        if "__getattr__" in module.functions:
-            return unknown(
+        getattr_ = module.functions.get("__getattr__")
+        if getattr_ is not None:
+            return self._served_by_getattr(module, dotted, name, served(getattr_))
+        return _unbound(module, dotted, name)
+
+    def _served_by_getattr(self, module: Module, dotted: str, name: str, by: Served) -> Lookup:
+        why = f"served by {dotted}.__getattr__"
+        if name in by.names:
+            imported = by.names[name]
+            answer = self.follow(module, imported) if imported is not None else None
+            if answer is None or answer.found is False:
+                return Lookup(True, SERVED, module.path, name, why)
+            return Lookup(
+                answer.found,
+                answer.kind,
+                answer.path,
+                answer.qualname,
+                why,
+                answer.function,
+                answer.cls,
+            )
+        if by.closed and not any(e.root in _NAMESPACE_WRITERS for e in module.effects):
+            listed = ", ".join(sorted(by.names)) or "nothing"
+            return missing(
                 NAME,
                 module.path,
                 name,
-                f"{dotted} has a module __getattr__, which may serve {name!r}",
+                f"{dotted} does not bind {name!r}, and its __getattr__ serves only {listed}",
             )
-        bound = [*module.classes, *module.functions, *module.assignments, *module.imports]
-        return missing(
-            NAME, module.path, name, f"{dotted} does not bind {name!r}{closest(name, bound)}"
-        )
+        return _unbound(module, dotted, name)
 
     def _explicit(self, module: Module, dotted: str, name: str) -> Lookup | None:
         if name in module.classes:
@@ -279,14 +322,17 @@ class Resolver:
                         answer.function,
                         answer.cls,
                     )
+        if lazy.unevaluated:
+            steps = "; ".join(lazy.unevaluated)
+            why = f"{dotted} is a lazy module built by steps not evaluated: {steps}"
+            return unknown(NAME, module.path, name, why)
         if not complete:
-            steps = "; ".join(lazy.unevaluated) or "a folder its __init__ does not list"
-            return unknown(
-                NAME,
-                module.path,
-                name,
-                f"{dotted} is a lazy module built by steps not evaluated: {steps}",
+            folders = ", ".join(f or "its own" for f in lazy.folders)
+            why = (
+                f"{dotted} serves every __all__ of its folder ({folders}), which only a "
+                f"listing can prove {name!r} absent from (the __init__ mirrors can be stale)"
             )
+            return unknown(NAME, module.path, name, why)
         return missing(
             NAME,
             module.path,
@@ -296,9 +342,13 @@ class Resolver:
 
     def _in_folder(self, package: str, name: str, seen: set[str]) -> tuple[str | None, bool]:
         """The module of ``package``'s folder (recursively) whose ``__all__`` has ``name``,
-        as define_import_structure would find it, and whether the folder could be listed.
-        The folder is listed by its ``__init__``'s relative imports (the TYPE_CHECKING
-        mirror), tried in order of likeness to ``name``: LlamaModel is in models/llama."""
+        as define_import_structure would find it, and whether that answer is complete.
+
+        The folder is listed by the caller's lister, else by its ``__init__``'s imports
+        (the TYPE_CHECKING mirror). The mirror finds what it lists, but cannot prove a
+        miss: it can be stale (transformers 5.5.3's models/__init__ omits lighton_ocr and
+        the pp_ocrv5 recognisers that define_import_structure serves). Children are tried
+        in order of likeness to ``name``: LlamaModel is in models/llama."""
         if package in seen:
             return None, True
         seen.add(package)
@@ -306,23 +356,25 @@ class Resolver:
         if init is None:
             return None, False
         children = self.files.folder(package)
+        complete = children is not None
         if children is None:
-            # The mirror is generated from the folder and kept in sync by transformers'
-            # CI; an __init__ that lists nothing lists an empty folder.
             children = _listed(init, package, self.files)
-        listed = True
         for child in sorted(children, key=lambda c: _unlike(name, c)):
             path = self.files.module_file(child)
             if path is None:
-                continue  # a stale line of the mirror: only files define names
+                continue  # a stale line of the mirror, or a folder that is no package
             if path.endswith("/__init__.py"):
-                found, complete = self._in_folder(child, name, seen)
-                listed = listed and complete
+                found, whole = self._in_folder(child, name, seen)
+                complete = complete and whole
                 if found is not None:
-                    return found, listed
-            elif name in (self._exported(child) or ()):
-                return child, listed
-        return None, listed
+                    return found, complete
+                continue
+            exported = self._exported(child)
+            if exported is None and _has_all(self.files.module(child)):
+                complete = False  # an __all__ built in steps we do not evaluate
+            elif name in (exported or ()):
+                return child, complete
+        return None, complete
 
     def _fallbacks(
         self, module: Module, dotted: str, lazy: LazyModule
@@ -334,6 +386,29 @@ class Resolver:
             getattr_ = factory.cls.methods.get("__getattr__") if factory and factory.cls else None
             self._suffixes[module.path] = suffix_fallbacks(getattr_.source) if getattr_ else ()
         return self._suffixes[module.path]
+
+
+def _unbound(module: Module, dotted: str, name: str) -> Lookup:
+    """A name a regular module does not bind: unknown where the module may still serve it
+    (it writes its namespace dynamically, or has a module ``__getattr__``), else missing."""
+    dynamic = next((e for e in module.effects if e.root in _NAMESPACE_WRITERS), None)
+    if dynamic is not None:
+        where = f"{effect_text(dynamic)}, line {dynamic.line}"
+        return unknown(
+            NAME, module.path, name, f"{dotted} writes its namespace dynamically ({where})"
+        )
+    if "__getattr__" in module.functions:
+        why = f"{dotted} has a module __getattr__, which may serve {name!r}"
+        return unknown(NAME, module.path, name, why)
+    bound = [*module.classes, *module.functions, *module.assignments, *module.imports]
+    why = f"{dotted} does not bind {name!r}{closest(name, bound)}"
+    return missing(NAME, module.path, name, why)
+
+
+def _has_all(module: Module | None) -> bool:
+    return module is not None and (
+        "__all__" in module.assignments or any(e.root == "__all__" for e in module.effects)
+    )
 
 
 def _typing_only(imported: Import) -> bool:

@@ -26,9 +26,9 @@ FIELD = "field"  # an annotation-only class attribute of a dataclass-like class
 INSTANCE_ATTRIBUTE = "instance_attribute"  # ``self.x = ...`` in a method of the class or a base
 NESTED_CLASS = "nested_class"
 EXTERNAL = "external"  # bound to something outside the package (``why`` names it)
-INHERITED = (
-    "inherited"  # a member of a well-known base outside the package (``object``, ``nn.Module``)
-)
+SERVED = "served"  # by a module __getattr__ that names it, where no import says more
+# A member of a well-known base outside the package (``object``, ``nn.Module``).
+INHERITED = "inherited"
 
 # What was looked for (``kind`` of a missing or unknown Lookup).
 NAME = "name"  # a module-level name

@@ -2,7 +2,9 @@
 
 The package is read through a :data:`Loader`: a path in the installed layout
 (``"transformers/trainer.py"``) to its code index, ``None`` when there is no such file.
-Nothing here knows where files come from (a wheel, the cache, a local tree).
+Nothing here knows where files come from (a wheel, the cache, a local tree); what the
+loader raises (a file that does not parse, a fetch that failed) reaches the caller as it
+is: nothing was decided, which is neither found nor missing.
 """
 
 from __future__ import annotations

@@ -5,7 +5,16 @@ from __future__ import annotations
 from canary.codeindex import Class
 from canary.symbols.classes import Classes
 from canary.symbols.exports import Resolver
-from canary.symbols.lookup import CLASS, MODULE, NAME, NESTED_CLASS, Lookup, missing, unknown
+from canary.symbols.lookup import (
+    CLASS,
+    EXTERNAL,
+    MODULE,
+    NAME,
+    NESTED_CLASS,
+    Lookup,
+    missing,
+    unknown,
+)
 from canary.symbols.modules import Lister, Loader, ModuleFiles, dotted_of
 
 
@@ -66,16 +75,17 @@ class PackageTree:
 
     def _step(self, found: Lookup, part: str, where: str) -> Lookup:
         if found.kind == MODULE and found.path is not None:
-            return self._resolver.attribute(dotted_of(found.path), part)
+            answer = self._resolver.attribute(dotted_of(found.path), part)
+            if answer.found is False and where != dotted_of(found.path):
+                return self._resolver.through_alias(where, part) or answer
+            return answer
         if found.kind in (CLASS, NESTED_CLASS) and found.cls is not None and found.path:
             return self._classes.member(found.path, found.cls, part)
-        return unknown(
-            NAME,
-            found.path,
-            f"{where}.{part}",
-            f"{where} is a {found.kind}{f' ({found.why})' if found.why else ''}: what it "
-            "holds is not known statically",
-        )
+        if found.kind == EXTERNAL:
+            why = f"{where} is {found.why}, outside {self.import_name}"
+        else:
+            why = f"{where} is a {found.kind}: what it holds is not known statically"
+        return unknown(NAME, found.path, f"{where}.{part}", why)
 
     def _class(self, path: str, qualname: str) -> Class | Lookup:
         module = self._files.load(path)

@@ -1,0 +1,101 @@
+"""What a module-level ``__getattr__`` serves, where its text says so.
+
+peft's tuner packages end with::
+
+    def __getattr__(name):
+        if (name == "Linear8bitLt") and is_bnb_available():
+            from .bnb import Linear8bitLt
+
+            return Linear8bitLt
+
+        raise AttributeError(f"module {__name__} has no attribute {name}")
+
+Each ``if`` that compares the parameter to literals serves those names (when its optional
+dependency is installed: the case a reference is about, as for try/except imports); the
+import inside the branch says where the name is defined. When the body is nothing but
+such branches and a final ``raise AttributeError``, it serves no other name.
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from dataclasses import dataclass
+
+from canary.codeindex import Function, Import
+
+
+@dataclass(frozen=True)
+class Served:
+    """The names a ``__getattr__`` serves (each with the import that defines it inside its
+    branch, where there is one) and whether it serves nothing else."""
+
+    names: dict[str, Import | None]
+    closed: bool
+
+
+def served(function: Function) -> Served:
+    try:
+        node = ast.parse(textwrap.dedent(function.source)).body[0]
+    except (SyntaxError, IndexError):
+        return Served({}, closed=False)
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or not node.args.args:
+        return Served({}, closed=False)
+    param = node.args.args[0].arg
+    names: dict[str, Import | None] = {}
+    closed = True
+    body = node.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]  # the docstring
+    for i, stmt in enumerate(body):
+        literals = _compared(stmt.test, param) if isinstance(stmt, ast.If) else None
+        if literals is not None and not stmt.orelse:  # type: ignore[union-attr]
+            for name in literals:
+                names[name] = _imported(stmt.body, name, function.line - node.lineno)  # type: ignore[union-attr]
+        elif not (i == len(body) - 1 and _raises_attribute_error(stmt)):
+            closed = False
+    return Served(names, closed)
+
+
+def _compared(test: ast.expr, param: str) -> set[str] | None:
+    """The literals ``test`` requires the parameter to equal: ``name == "x"``,
+    ``name in ("x", "y")``, either of them ``and``-ed with anything; None otherwise."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        found = [s for s in (_compared(v, param) for v in test.values) if s is not None]
+        return set.intersection(*found) if found else None
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+        parts = [_compared(v, param) for v in test.values]
+        return set().union(*parts) if all(p is not None for p in parts) else None  # type: ignore[arg-type]
+    if not (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.left, ast.Name)
+        and test.left.id == param
+    ):
+        return None
+    op, right = test.ops[0], test.comparators[0]
+    if isinstance(op, ast.Eq) and isinstance(right, ast.Constant) and isinstance(right.value, str):
+        return {right.value}
+    if isinstance(op, ast.In) and isinstance(right, (ast.Tuple, ast.List, ast.Set)):
+        values = [e.value for e in right.elts if isinstance(e, ast.Constant)]
+        if len(values) == len(right.elts) and all(isinstance(v, str) for v in values):
+            return set(values)
+    return None
+
+
+def _imported(body: list[ast.stmt], name: str, offset: int) -> Import | None:
+    """The import binding ``name`` in a branch; ``offset`` turns its line into the file's."""
+    for stmt in body:
+        if isinstance(stmt, ast.ImportFrom):
+            for alias in stmt.names:
+                if (alias.asname or alias.name) == name:
+                    module = "." * stmt.level + (stmt.module or "")
+                    return Import(name, module, alias.name, stmt.lineno + offset)
+    return None
+
+
+def _raises_attribute_error(stmt: ast.stmt) -> bool:
+    if not isinstance(stmt, ast.Raise) or stmt.exc is None:
+        return False
+    exc = stmt.exc.func if isinstance(stmt.exc, ast.Call) else stmt.exc
+    return isinstance(exc, ast.Name) and exc.id == "AttributeError"
