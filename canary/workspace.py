@@ -445,7 +445,11 @@ class Workspace:
             head = qualname.split(".")[0]
             for path, module in declared.items():
                 if module is not None and head in module.classes:
-                    tree.mro(path, qualname)
+                    for entry in tree.mro(path, qualname):
+                        # A method bound by an import in a class body lives in that file.
+                        if not isinstance(entry, str):
+                            for name in entry[1].imports:
+                                tree.member(entry[0], entry[1].qualname, name)
                     break
         return {path: load(path) for path in sorted(tree.paths_read) if path not in declared}
 

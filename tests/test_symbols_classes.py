@@ -252,3 +252,40 @@ def test_classes_inheriting_from_each_other_across_files_are_unknown_not_a_crash
         },
     )
     assert tree.member("pkg/a.py", "A", "x").found is None
+
+
+def test_a_base_outside_the_package_hides_what_a_later_mixin_binds():
+    """Python stops at the first class of the MRO that binds a name: a mixin listed after
+    transformers' Trainer never serves compute_loss (Trainer's does), so the static lookup
+    must not report the mixin's; past torch.nn.Module it goes on for a name nn.Module does
+    not have (transformers' models put GenerationMixin after it)."""
+    tree = package(
+        "trl",
+        {
+            "trl/__init__.py": "",
+            "trl/mixins.py": """
+                class LossMixin:
+                    def compute_loss(self, model, inputs):
+                        return 0
+            """,
+            "trl/sft.py": """
+                from transformers import Trainer
+                from .mixins import LossMixin
+
+
+                class AfterTrainer(Trainer, LossMixin):
+                    pass
+
+
+                class BeforeTrainer(LossMixin, Trainer):
+                    pass
+            """,
+        },
+    )
+    hidden = tree.member("trl/sft.py", "AfterTrainer", "compute_loss")
+    assert hidden.found is None
+    assert "transformers.Trainer" in hidden.why
+    served = tree.member("trl/sft.py", "BeforeTrainer", "compute_loss")
+    assert (served.found, served.qualname) == (True, "LossMixin.compute_loss")
+    generate = package("pkg", THREE_FILES).member(LLAMA, "LlamaForCausalLM", "generate")
+    assert generate.found is True

@@ -104,7 +104,7 @@ class Classes:
         if isinstance(mro, Lookup):
             return mro
         inside = [e for e in mro if e.cls is not None]
-        for entry in inside:
+        for entry in _searchable(mro, name):
             found = _declared(entry, name) or self._imported(entry, name)
             if found is not None:
                 return found
@@ -198,6 +198,21 @@ class Classes:
             qualname = f"{found.qualname}.{part}"
             return Lookup(True, CLASS, found.path, qualname, cls=found.cls.classes[part])
         return unknown(MEMBER, found.path, found.qualname, f"cannot follow {part!r} there")
+
+
+def _searchable(mro: tuple[_Entry, ...], name: str) -> list[_Entry]:
+    """The package's classes whose own bindings Python consults for ``name``, in MRO
+    order: those before the first base outside the package that may bind it. A mixin
+    listed after ``transformers.Trainer`` never serves ``compute_loss``: Trainer's wins.
+    ``torch.nn.Module`` is passed for a name its member table does not list (transformers'
+    models put their mixins after it)."""
+    searchable = []
+    for entry in mro:
+        if entry.cls is not None:
+            searchable.append(entry)
+        elif not (entry.name in NN_MODULE and name not in NN_MODULE_MEMBERS):
+            break
+    return searchable
 
 
 def _not_declared(path: str, cls: Class, name: str, mro: tuple[_Entry, ...]) -> Lookup:
