@@ -96,23 +96,29 @@ def _trainer(upstream):
     return upstream.module(TRAINER).cls("Trainer")
 
 
+def _trainer_method(upstream, name):
+    """Trainer's method ``name``, its own or inherited from a base or mixin anywhere in
+    transformers: where the code lives does not matter to a fix, what Trainer runs does."""
+    return upstream.method(TRAINER, "Trainer", name)
+
+
 def _init(upstream):
-    return _trainer(upstream).method("__init__")
+    return _trainer_method(upstream, "__init__")
 
 
 # -- accepts_loss_kwargs: how Trainer.__init__ decides model_accepts_loss_kwargs --------
 
 
-@check(reads=TRAINER, fix=HOOK)
+@check(reads=TRAINER, inherits="Trainer", fix=HOOK)
 def test_init_assigns_model_accepts_loss_kwargs(upstream):
     """Trainer.__init__ assigns self.model_accepts_loss_kwargs: the construction hook sets the
     shadowed value on that same attribute after __init__, which is what every later step
     (compute_loss, get_batch_samples, training_step) reads."""
     expect_assignment(_init(upstream), ACCEPTS)
-    expect_mentions(_trainer(upstream).method("compute_loss"), "model_accepts_loss_kwargs")
+    expect_mentions(_trainer_method(upstream, "compute_loss"), "model_accepts_loss_kwargs")
 
 
-@check(reads=TRAINER, fix=HOOK, until="4.48.0")
+@check(reads=TRAINER, inherits="Trainer", fix=HOOK, until="4.48.0")
 def test_init_reads_only_the_forward_signature(upstream):
     """Before 4.48 Trainer.__init__ decides model_accepts_loss_kwargs from
     inspect.signature(forward) alone and asks no object for accepts_loss_kwargs, so the
@@ -129,7 +135,7 @@ def test_init_reads_only_the_forward_signature(upstream):
         )
 
 
-@check(reads=TRAINER, fix=SHADOW, since="4.48.0", until="4.53.0")
+@check(reads=TRAINER, inherits="Trainer", fix=SHADOW, since="4.48.0", until="4.53.0")
 def test_init_asks_the_model_itself(upstream):
     """4.48-4.52: Trainer.__init__ calls hasattr(model, "accepts_loss_kwargs") on the model it
     was given (PEFT wrapper included, answered through PeftModel.__getattr__) and takes
@@ -144,7 +150,7 @@ def test_init_asks_the_model_itself(upstream):
     )
 
 
-@check(reads=TRAINER, fix=SHADOW, since="4.53.0")
+@check(reads=TRAINER, inherits="Trainer", fix=SHADOW, since="4.53.0")
 def test_init_asks_the_unwrapped_model(upstream):
     """From 4.53 Trainer.__init__ calls hasattr(unwrapped_model, "accepts_loss_kwargs") on the
     accelerate- and PEFT-unwrapped model and takes its value: the shadow on the HF model level
@@ -159,7 +165,7 @@ def test_init_asks_the_unwrapped_model(upstream):
     )
 
 
-@check(reads=TRAINER, fix=SHADOW, since="4.53.0", until="5.2.0")
+@check(reads=TRAINER, inherits="Trainer", fix=SHADOW, since="4.53.0", until="5.2.0")
 def test_init_unwraps_peft_inline(upstream):
     """4.53-5.1: Trainer.__init__ replaces unwrapped_model by unwrapped_model.get_base_model()
     when _is_peft_model(unwrapped_model), and that is the object it then asks for
@@ -196,7 +202,7 @@ def test_init_unwraps_peft_with_the_helper(upstream):
     )
 
 
-@check(reads=TRAINER, fix=SHADOW, since="4.47.0")
+@check(reads=TRAINER, inherits="Trainer", fix=SHADOW, since="4.47.0")
 def test_init_falls_back_to_var_keyword_forward(upstream):
     """From 4.47, without an accepts_loss_kwargs attribute Trainer.__init__ sets
     model_accepts_loss_kwargs to whether forward takes **kwargs: the fix leaves text LMs
@@ -204,7 +210,7 @@ def test_init_falls_back_to_var_keyword_forward(upstream):
     expect_assignment_where(_init(upstream), ACCEPTS, values=[VAR_KEYWORD_FALLBACK])
 
 
-@check(reads=TRAINER, fix=HOOK, since="5.0.0")
+@check(reads=TRAINER, inherits="Trainer", fix=HOOK, since="5.0.0")
 def test_init_forces_false_under_deepspeed_sequence_parallel(upstream):
     """From 5.0 Trainer.__init__ forces model_accepts_loss_kwargs = False under DeepSpeed
     sequence parallelism (it counts its own tokens); the construction hook reads this branch
@@ -238,20 +244,20 @@ def test_pretrained_model_base_model_is_a_property(upstream):
 # -- accepts_loss_kwargs: compute_loss hands num_items_in_batch to the model ----------------
 
 
-@check(reads=TRAINER, fix="accepts_loss_kwargs shadowing", since="4.46.0")
+@check(reads=TRAINER, inherits="Trainer", fix="accepts_loss_kwargs shadowing", since="4.46.0")
 def test_compute_loss_takes_num_items_in_batch(upstream):
     """Trainer.compute_loss takes num_items_in_batch by keyword (training_step and TRL's
     SFTTrainer pass num_items_in_batch=...), so a loss that honours it is not divided again
     by the Trainer (the shadowed accepts_loss_kwargs promises exactly that)."""
-    trainer = upstream.module(TRAINER).cls("Trainer")
-    expect_parameters(trainer.method("compute_loss"), "num_items_in_batch", keyword=True)
+    compute_loss = _trainer_method(upstream, "compute_loss")
+    expect_parameters(compute_loss, "num_items_in_batch", keyword=True)
 
 
 def _passes_num_items(upstream, kwargs_name):
     # The count must reach the model call (through inputs = {**inputs, **kwargs}) as the
     # parameter compute_loss was given, with nothing replacing either on the way.
     expect_flows_into(
-        _trainer(upstream).method("compute_loss"),
+        _trainer_method(upstream, "compute_loss"),
         f"{kwargs_name}['num_items_in_batch']",
         "model",
         guard=ACCEPTS,
@@ -260,7 +266,7 @@ def _passes_num_items(upstream, kwargs_name):
     )
 
 
-@check(reads=TRAINER, fix=CHUNKED, until="4.54.0")
+@check(reads=TRAINER, inherits="Trainer", fix=CHUNKED, until="4.54.0")
 def test_compute_loss_passes_num_items_in_loss_kwargs(upstream):
     """Until 4.53 compute_loss puts its num_items_in_batch into loss_kwargs only if
     self.model_accepts_loss_kwargs, and those reach the model(...) call unreplaced: the
@@ -268,7 +274,7 @@ def test_compute_loss_passes_num_items_in_loss_kwargs(upstream):
     _passes_num_items(upstream, "loss_kwargs")
 
 
-@check(reads=TRAINER, fix=CHUNKED, since="4.54.0")
+@check(reads=TRAINER, inherits="Trainer", fix=CHUNKED, since="4.54.0")
 def test_compute_loss_passes_num_items_in_kwargs(upstream):
     """From 4.54 compute_loss puts its num_items_in_batch into kwargs only if
     self.model_accepts_loss_kwargs, and those reach the model(...) call unreplaced: the
@@ -279,27 +285,25 @@ def test_compute_loss_passes_num_items_in_kwargs(upstream):
 # -- accepts_loss_kwargs: whether training_step divides by the accumulation steps ---------
 
 
-@check(reads=TRAINER, fix="gradient accumulation clamp", since="4.46.0")
+@check(reads=TRAINER, inherits="Trainer", fix="gradient accumulation clamp", since="4.46.0")
 def test_training_step_takes_num_items_in_batch(upstream):
     """Trainer.training_step takes num_items_in_batch, the count it divides the loss by."""
-    trainer = upstream.module(TRAINER).cls("Trainer")
-    expect_parameters(trainer.method("training_step"), "num_items_in_batch")
+    expect_parameters(_trainer_method(upstream, "training_step"), "num_items_in_batch")
 
 
-@check(reads=TRAINER, fix=SHADOW, since="4.48.0", until="4.48.1")
+@check(reads=TRAINER, inherits="Trainer", fix=SHADOW, since="4.48.0", until="4.48.1")
 def test_training_step_divides_when_no_items_were_counted(upstream):
     """4.48.0: the loss training_step hands accelerator.backward is divided by the
     accumulation steps once, when num_items_in_batch is None, and get_batch_samples returns
     (batch_samples, None) exactly when not self.model_accepts_loss_kwargs (the count
     otherwise): the shadowed value still decides the division."""
-    trainer = _trainer(upstream)
     _scales_loss_once(
-        trainer.method("training_step"),
+        _trainer_method(upstream, "training_step"),
         values=[f"loss / {STEPS}"],
         guard="num_items_in_batch is None",
     )
     expect_returns_by_branch(
-        trainer.method("get_batch_samples"),
+        _trainer_method(upstream, "get_batch_samples"),
         {
             "not self.model_accepts_loss_kwargs": "(batch_samples, None)",
             "self.model_accepts_loss_kwargs": "(batch_samples, num_items_in_batch)",
@@ -307,7 +311,7 @@ def test_training_step_divides_when_no_items_were_counted(upstream):
     )
 
 
-@check(reads=TRAINER, fix=SHADOW, since="4.48.1", until="5.19.0")
+@check(reads=TRAINER, inherits="Trainer", fix=SHADOW, since="4.48.1", until="5.19.0")
 def test_training_step_divides_unless_model_accepts_loss_kwargs(upstream):
     """4.48.1-5.18: the loss training_step hands accelerator.backward is divided by the
     accumulation steps once, exactly when not self.model_accepts_loss_kwargs (from 4.53 also
@@ -318,7 +322,7 @@ def test_training_step_divides_unless_model_accepts_loss_kwargs(upstream):
         "(not self.model_accepts_loss_kwargs or num_items_in_batch is None) "
         "and self.compute_loss_func is None",
     )
-    step = _trainer(upstream).method("training_step")
+    step = _trainer_method(upstream, "training_step")
     divisions = [f"loss / {STEPS}", f"loss / {CURRENT_STEPS}"]
     expect_any_of(
         *(
@@ -328,7 +332,7 @@ def test_training_step_divides_unless_model_accepts_loss_kwargs(upstream):
     )
 
 
-@check(reads=TRAINER, fix=SHADOW, since="5.19.0")
+@check(reads=TRAINER, inherits="Trainer", fix=SHADOW, since="5.19.0")
 def test_training_step_division_follows_loss_is_scaled_for_ga(upstream):
     """From 5.19 training_step divides the loss it hands accelerator.backward once, unless
     loss_is_scaled_for_ga, which is the class
@@ -337,7 +341,7 @@ def test_training_step_division_follows_loss_is_scaled_for_ga(upstream):
     None, its default."""
     trainer = _trainer(upstream)
     expect_class_attribute(trainer, "loss_is_scaled_for_ga", None)
-    step = trainer.method("training_step")
+    step = _trainer_method(upstream, "training_step")
     expect_assignment_where(
         step,
         "loss_is_scaled_for_ga",
@@ -355,13 +359,13 @@ def test_training_step_division_follows_loss_is_scaled_for_ga(upstream):
 
 def _plugin_num_steps(upstream):
     """(builds a plugin, the num_steps values create_accelerator_and_postprocess assigns)."""
-    create = _trainer(upstream).method("create_accelerator_and_postprocess")
+    create = _trainer_method(upstream, "create_accelerator_and_postprocess")
     builds = bool(create.calls_to("GradientAccumulationPlugin"))
     steps = tuple(a.value for a in create.assignments_to("grad_acc_kwargs['num_steps']"))
     return create, builds, steps
 
 
-@check(reads=TRAINER, fix=CLAMP, since="4.46.2")
+@check(reads=TRAINER, inherits="Trainer", fix=CLAMP, since="4.46.2")
 def test_accelerate_plugin_matches_double_division_window(upstream):
     """Releases inside DOUBLE_DIVISION_WINDOW (canary.fixes.grad_accum_clamp) hand
     GradientAccumulationPlugin num_steps=args.gradient_accumulation_steps while training_step
@@ -381,7 +385,7 @@ def test_accelerate_plugin_matches_double_division_window(upstream):
                 "narrow the window",
             )
         expect_mentions(
-            _trainer(upstream).method("training_step"), "current_gradient_accumulation_steps"
+            _trainer_method(upstream, "training_step"), "current_gradient_accumulation_steps"
         )
     elif builds and steps != ("1",):
         raise drift(
@@ -391,16 +395,16 @@ def test_accelerate_plugin_matches_double_division_window(upstream):
         )
 
 
-@check(reads=TRAINER, fix=CLAMP, until="4.46.2")
+@check(reads=TRAINER, inherits="Trainer", fix=CLAMP, until="4.46.2")
 def test_training_step_undoes_accelerate_division(upstream):
     """4.46.1 hands GradientAccumulationPlugin the accumulation steps too, but training_step
     multiplies the loss by them (once, on every path) before accelerator.backward divides:
     no double division, and
     the clamp (whose live check looks for current_gradient_accumulation_steps) stays off."""
-    create = _trainer(upstream).method("create_accelerator_and_postprocess")
+    create = _trainer_method(upstream, "create_accelerator_and_postprocess")
     expect_call(create, "GradientAccumulationPlugin")
     expect_assignment_where(create, "grad_acc_kwargs['num_steps']", values=[STEPS])
-    step = _trainer(upstream).method("training_step")
+    step = _trainer_method(upstream, "training_step")
     _scales_loss_once(step, values=[f"loss * {STEPS}"])
     expect_not_mentioned(step, "current_gradient_accumulation_steps")  # the clamp would fire
 
@@ -412,8 +416,8 @@ def _counting_function(upstream):
     # The count moved from get_batch_samples into its own helper in 4.57.
     trainer = _trainer(upstream)
     if trainer.has_method("_get_num_items_in_batch"):
-        return trainer.method("_get_num_items_in_batch")
-    return trainer.method("get_batch_samples")
+        return _trainer_method(upstream, "_get_num_items_in_batch")
+    return _trainer_method(upstream, "get_batch_samples")
 
 
 # The tests the count runs under: whether the batch has labels (until 4.50), then a flag
@@ -434,7 +438,7 @@ def _counts(upstream, values):
     return counting
 
 
-@check(reads=TRAINER, fix=CHUNKED, until="4.46.2")
+@check(reads=TRAINER, inherits="Trainer", fix=CHUNKED, until="4.46.2")
 def test_num_items_counts_shifted_labels(upstream):
     """4.46.1 counts num_items_in_batch over labels[..., 1:] (the positions a causal LM
     scores) whenever the batch has labels, and returns that count: a loss dividing by it
@@ -448,7 +452,7 @@ def test_num_items_counts_shifted_labels(upstream):
     )
 
 
-@check(reads=TRAINER, fix=CHUNKED, since="4.46.2", until="5.10.1")
+@check(reads=TRAINER, inherits="Trainer", fix=CHUNKED, since="4.46.2", until="5.10.1")
 def test_num_items_counts_unshifted_labels(upstream):
     """4.46.2-5.9: num_items_in_batch counts every label != -100 of the unshifted labels
     (one more per sequence than are scored) whenever it is counted at all, and that count
@@ -463,7 +467,7 @@ def test_num_items_counts_unshifted_labels(upstream):
     )
 
 
-@check(reads=TRAINER, fix=CHUNKED, since="5.10.1")
+@check(reads=TRAINER, inherits="Trainer", fix=CHUNKED, since="5.10.1")
 def test_num_items_counts_shift_labels_or_shifted_labels(upstream):
     """From 5.10.1 num_items_in_batch counts batch['shift_labels'] when present, else
     labels[..., 1:] when the loss shifts: the chunked forward scores shift_labels when given,
