@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 from packaging.version import InvalidVersion, Version
 
+from canary.fixes.accepts_loss_kwargs import NO_DIVISION_WINDOW
 from canary.fixes.grad_accum_clamp import DOUBLE_DIVISION_WINDOW, in_double_division_window
 from canary.versions import Window
 
@@ -33,6 +34,22 @@ from canary.versions import Window
 def test_double_division_window(version: str, inside: bool) -> None:
     assert in_double_division_window(version) is inside
     assert (version in DOUBLE_DIVISION_WINDOW) is inside
+
+
+@pytest.mark.parametrize(
+    ("version", "inside"),
+    [
+        ("4.45.2", False),
+        ("4.46.0rc1", True),
+        ("4.46.0", True),  # multiplies by the steps, Accelerate divides: net no division
+        ("4.46.1", True),
+        ("4.47.1", True),  # no plugin, no division
+        ("4.48.0.dev0", False),  # building 4.48.0, which divides
+        ("4.48.0", False),
+    ],
+)
+def test_no_division_window(version: str, inside: bool) -> None:
+    assert NO_DIVISION_WINDOW.contains(version) is inside
 
 
 def test_a_window_prints_as_a_specifier() -> None:
