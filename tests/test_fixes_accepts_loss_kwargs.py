@@ -14,7 +14,7 @@ import pytest
 
 from canary.fixes.accepts_loss_kwargs import (
     Decision,
-    builds_own_loss,
+    computes_loss_blind_to_num_items,
     decide,
     forwards_num_items_to_loss,
     loss_level_index,
@@ -208,28 +208,38 @@ def test_reasons_name_the_deciding_class() -> None:
 
 
 @pytest.mark.parametrize("peft", [False, True])
-@pytest.mark.parametrize("outer", [OwnCrossEntropy, FunctionalCrossEntropy])
+@pytest.mark.parametrize(
+    "outer", [OwnCrossEntropy, FunctionalCrossEntropy, DropsKwargs, ForwardsKwargsToBlindLoss]
+)
 @pytest.mark.parametrize("inner", [PreTrained, InnerFalse, InnerTrue])
-def test_own_cross_entropy_is_false_whatever_is_declared_below(
+def test_a_loss_blind_to_num_items_is_false_whatever_is_declared_below(
     outer: type[PreTrained], inner: type[PreTrained], peft: bool
 ) -> None:
-    """4.50.0's Gemma3, PaliGemma and Qwen2-VL: nothing declares anything, and Trainer's
-    **kwargs detection said True over a per-micro-batch mean (4 x too large at 4 steps)."""
+    """4.50.0's Gemma3, PaliGemma and Qwen2-VL (own cross-entropy) and 4.52.4's Qwen2-VL
+    (loss_function without **kwargs) declare nothing on any level: Trainer's **kwargs
+    detection says True over a per-micro-batch mean (4 x too large at 4 steps)."""
     model = outer(model=inner())
     decision = decide(PeftModel(base_model=LoraModel(model=model)) if peft else model)
     assert decision.value is False
-    assert decision.reason.startswith(f"{outer.__name__}.forward builds its own cross-entropy")
-    assert builds_own_loss(model)
+    reason = f"{outer.__name__}.forward computes its loss without num_items_in_batch"
+    assert decision.reason.startswith(reason), decision.reason
+    assert computes_loss_blind_to_num_items(model)
 
 
-def test_a_loss_that_reads_num_items_is_not_its_own_mean() -> None:
-    assert not builds_own_loss(CrossEntropyOverNumItems(model=PreTrained()))
+def test_a_loss_that_reads_num_items_is_not_blind_to_it() -> None:
+    assert not computes_loss_blind_to_num_items(CrossEntropyOverNumItems(model=PreTrained()))
     assert decide(CrossEntropyOverNumItems(model=PreTrained())).value is None
 
 
-def test_a_forward_without_cross_entropy_builds_no_loss_of_its_own() -> None:
-    assert not builds_own_loss(ForwardsKwargs(model=PreTrained()))
-    assert not builds_own_loss(OwnLoss(model=PreTrained()))
+def test_a_loss_that_gets_num_items_through_kwargs_is_not_blind_to_it() -> None:
+    assert not computes_loss_blind_to_num_items(ForwardsKwargs(model=PreTrained()))
+    assert not computes_loss_blind_to_num_items(DecoratedForwardsKwargs(model=PreTrained()))
+
+
+def test_a_forward_computing_no_loss_it_can_see_falls_through() -> None:
+    # OwnLoss's loss is not a cross-entropy or loss_function call: the declarations decide.
+    assert not computes_loss_blind_to_num_items(OwnLoss(model=PreTrained()))
+    assert decide(OwnLoss(model=InnerFalse())).reason.startswith("inner InnerFalse declares")
 
 
 def test_nothing_declared_is_left_to_trainer() -> None:

@@ -22,14 +22,16 @@ transformers model (PEFT levels only delegate to it):
    text LMs too). Read from the forward's syntax tree
    (``inspect.getsource`` + ``ast``) after a bytecode gate (``loss_function`` in
    ``co_names``), so reformatting does not matter; unreadable source falls through to 5;
-4. the loss level's forward builds its own cross-entropy (``nn.CrossEntropyLoss()``,
-   ``F.cross_entropy``) and never reads ``num_items_in_batch`` -> False: its loss is a
-   per-micro-batch mean that Trainer must divide, whatever the levels below declare
-   (Gemma3 before 4.57.1, PaliGemma and Qwen2-VL before 4.52, Gemma3n before 5.6; the
-   seed's #4982). Before 4.53 none of these classes declares anything, so falling through
-   to 6 left Trainer's True from ``**lm_kwargs``: 4.50.0's Gemma3 and PaliGemma trained
-   with gradients the accumulation steps times too large. Read from the same syntax tree;
-   unreadable source falls through to 5;
+4. the loss level's forward computes the loss itself and ``num_items_in_batch`` never
+   reaches it: its own cross-entropy (``nn.CrossEntropyLoss()``, ``F.cross_entropy``), or
+   ``self.loss_function`` without its ``**kwargs``, and no mention of
+   ``num_items_in_batch`` -> False: a per-micro-batch mean that Trainer must divide,
+   whatever the levels below declare (own cross-entropy: Gemma3 before 4.57.1, PaliGemma
+   and Qwen2-VL before 4.52, Gemma3n before 5.6, the seed's #4982; loss_function without
+   them: Qwen2-VL 4.52-4.55). Before 4.53 none of these classes declares anything, so
+   falling through to 6 left Trainer's True from ``**lm_kwargs``: 4.50.0's Gemma3 and
+   PaliGemma trained with gradients the accumulation steps times too large. Read from the
+   same syntax tree; unreadable source falls through to 5;
 5. else the first value an inner level's class declares;
 6. else None: nothing declared, Trainer's ``**kwargs`` detection stands.
 
@@ -217,50 +219,57 @@ def forwards_num_items_to_loss(level: Any) -> bool:
 # Callees that compute a cross-entropy mean: torch.nn.CrossEntropyLoss (as a class, then
 # called) and torch.nn.functional.cross_entropy, however they were imported.
 _CROSS_ENTROPY = frozenset({"CrossEntropyLoss", "cross_entropy"})
+_LOSS_FUNCTION = "loss_function"
 _NUM_ITEMS = "num_items_in_batch"
-
-
-def _callee_name(call: ast.Call) -> str | None:
-    func = call.func
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    return func.id if isinstance(func, ast.Name) else None
 
 
 def _mentions_num_items(node: ast.AST) -> bool:
     for sub in ast.walk(node):
-        if isinstance(sub, ast.Name | ast.arg) and _NUM_ITEMS in (
-            getattr(sub, "id", None),
-            getattr(sub, "arg", None),
-        ):
+        if isinstance(sub, ast.Name) and sub.id == _NUM_ITEMS:
+            return True
+        if isinstance(sub, ast.arg | ast.keyword) and sub.arg == _NUM_ITEMS:
             return True
         if isinstance(sub, ast.Attribute) and sub.attr == _NUM_ITEMS:
             return True
         if isinstance(sub, ast.Constant) and sub.value == _NUM_ITEMS:
             return True
-        if isinstance(sub, ast.keyword) and sub.arg == _NUM_ITEMS:
-            return True
     return False
 
 
-def builds_own_loss(level: Any) -> bool:
-    """``level.forward`` computes its loss with its own cross-entropy and never reads
-    ``num_items_in_batch``: a per-micro-batch mean, whatever Trainer passes in ``**kwargs``.
+def _computes_a_loss(call: ast.AST, self_name: str) -> bool:
+    if not isinstance(call, ast.Call):
+        return False
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id in _CROSS_ENTROPY
+    if not isinstance(func, ast.Attribute):
+        return False
+    if func.attr == _LOSS_FUNCTION:
+        return isinstance(func.value, ast.Name) and func.value.id == self_name
+    return func.attr in _CROSS_ENTROPY
 
-    False when it cannot tell (no source): the caller then falls back to the declarations.
+
+def computes_loss_blind_to_num_items(level: Any) -> bool:
+    """``level.forward`` computes the training loss itself (its own cross-entropy, or
+    ``self.loss_function``) and ``num_items_in_batch`` never reaches it: a per-micro-batch
+    mean, whatever Trainer passes in ``**kwargs``.
+
+    False when the forward hands its ``**kwargs`` to a loss function that counts them
+    (:func:`forwards_num_items_to_loss`), names ``num_items_in_batch`` anywhere, computes no
+    loss it can see, or has no readable source: the caller then falls back to declarations.
     """
     function = _forward_function(level)
     code = getattr(function, "__code__", None)
     # Bytecode gate: globals and attributes alike are in co_names.
-    if code is None or not _CROSS_ENTROPY & set(code.co_names):
+    if code is None or not (_CROSS_ENTROPY | {_LOSS_FUNCTION}) & set(code.co_names):
+        return False
+    if forwards_num_items_to_loss(level):
         return False
     node = _forward_syntax(function)
-    if node is None or _mentions_num_items(node):
+    if node is None or not node.args.args or _mentions_num_items(node):
         return False
-    return any(
-        isinstance(call, ast.Call) and _callee_name(call) in _CROSS_ENTROPY
-        for call in ast.walk(node)
-    )
+    self_name = node.args.args[0].arg
+    return any(_computes_a_loss(call, self_name) for call in ast.walk(node))
 
 
 @dataclass(frozen=True)
@@ -289,12 +298,12 @@ def decide(model: Any) -> Decision:
             f"{name}.forward passes its **kwargs to self.loss_function: Trainer's own "
             "detection (True) stands",
         )
-    if top is not None and builds_own_loss(chain[top]):
+    if top is not None and computes_loss_blind_to_num_items(chain[top]):
         name = type(chain[top]).__name__
         return Decision(
             False,
-            f"{name}.forward builds its own cross-entropy mean, blind to num_items_in_batch: "
-            "Trainer must divide it by the accumulation steps",
+            f"{name}.forward computes its loss without num_items_in_batch: a per-micro-batch "
+            "mean Trainer must divide by the accumulation steps",
         )
     for level in chain[len(outer) :]:
         if (value := _declared(level)) is not None:

@@ -2,7 +2,8 @@
 
 The fix promises (``canary.fixes.accepts_loss_kwargs.decide``): True when the chunked-loss
 forward is in use; else what the loss-computing level declares; else True where its forward
-hands num_items_in_batch to ``self.loss_function``; else the first inner declaration;
+hands num_items_in_batch to ``self.loss_function``; False where it builds its own
+cross-entropy mean (4.50.0's Gemma3, PaliGemma, Qwen2-VL); else the first inner declaration;
 shadowed on every level (so ``trainer.model_accepts_loss_kwargs`` is that value whatever
 level the release inspects); Trainer's own detection where nothing declares anything.
 test_grad_accum.py proves each value by gradient-accumulation equivalence.
@@ -92,8 +93,9 @@ def test_vision_wrapper(name: str, how: str, tmp_path: Any) -> None:
         assert unfixed is True
     else:
         # Its loss never sees num_items_in_batch: declared False (Gemma3 4.57.1-5.16), or
-        # its own cross-entropy mean with nothing declared anywhere (4.50.0's Gemma3,
-        # PaliGemma and Qwen2-VL), or Qwen2-VL 4.52-4.55 calling loss_function without them.
+        # computed without it and nothing declared anywhere (4.50.0's Gemma3, PaliGemma and
+        # Qwen2-VL: their own CrossEntropyLoss; 4.52.4's Qwen2-VL: loss_function without
+        # **kwargs).
         assert decision.value is False, (name, decision)
     promised = forwards
     with trainer_hooks():
@@ -119,7 +121,9 @@ def test_own_loss_wrapper_inherits_the_inner_false(how: str, tmp_path: Any) -> N
     assert make_trainer(model, tmp_path).model_accepts_loss_kwargs is trainer_detection(model)
     decision = decide(model)
     assert decision.value is False
-    assert decision.reason.startswith("OwnLossWrapper.forward builds its own"), decision.reason
+    assert decision.reason.startswith(
+        "OwnLossWrapper.forward computes its loss without num_items_in_batch"
+    ), decision.reason
     with trainer_hooks():
         trainer = make_trainer(model, tmp_path)
     assert trainer.model_accepts_loss_kwargs is False

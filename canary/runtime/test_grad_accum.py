@@ -8,8 +8,9 @@ The same equivalence proves the accepts_loss_kwargs rule on vision wrappers: whe
 forward hands num_items_in_batch to its loss (True), variable lengths match exactly, and the
 inherited inner False (the rule before) weights tokens per micro-batch; where it builds its
 own mean loss (False), equal lengths match exactly and a True would be 4 times too large.
-SGD, not Adam: Adam's update is nearly invariant to a uniform gradient scale and would hide
-the bug in the weights.
+On 4.46-4.47 (``NO_DIVISION_WINDOW``) such a loss stays 4 times too large whatever the flag,
+and the hook refuses to train it (``NoDivisionError``). SGD, not Adam: Adam's update is
+nearly invariant to a uniform gradient scale and would hide the bug in the weights.
 """
 
 from __future__ import annotations
@@ -290,9 +291,11 @@ def test_accepts_loss_kwargs_decision_makes_accumulation_exact(name: str, tmp_pa
     assert all(v < TOL for v in worst.values()), (name, worst)
 
     if expected:
-        # The rule before: the inner .model's False, inherited past an outer forward that
-        # normalises by num_items_in_batch. Right scale, per-micro-batch token weighting.
-        old = train(tmp_path, batch=1, accum=4, accepts_loss_kwargs=declared_value, **run)
+        # A False here (the inner .model's False where one is declared, inherited past an
+        # outer forward that normalises by num_items_in_batch: the rule before): right
+        # scale, per-micro-batch token weighting.
+        assert declared_value(build()) in (False, None)
+        old = train(tmp_path, batch=1, accum=4, accepts_loss_kwargs=lambda m: False, **run)
         assert old["accepts_loss_kwargs"] is False
         assert mismatch(reference, old)["grad_norm"] > 1e-3, (name, reference, old)
     elif _takes_var_keyword(build().forward):
