@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from packaging.version import InvalidVersion, Version
 
 __all__ = [
+    "Window",
     "canonical_version",
     "is_commit",
     "listed_for",
@@ -65,6 +67,36 @@ def within(version: Version, since: str | None, until: str | None) -> bool:
     if since is not None and release < Version(since):
         return False
     return until is None or release < Version(until)
+
+
+@dataclass(frozen=True)
+class Window:
+    """Releases ``[since, until)`` of one package, as a value a fix can hold and print.
+
+    Membership is :func:`within`'s, so a pre-release or dev build of X (``5.5.4.dev0``, a
+    source checkout) is checked as X, like every check window.
+    """
+
+    since: str | None = None
+    until: str | None = None
+
+    def __post_init__(self) -> None:
+        for bound in (self.since, self.until):
+            if bound is not None:
+                Version(bound)  # InvalidVersion at definition, not at the first lookup
+
+    def contains(self, version: str | Version) -> bool:
+        """Whether ``version`` lies in the window (InvalidVersion on a non-version)."""
+        parsed = version if isinstance(version, Version) else Version(version)
+        return within(parsed, self.since, self.until)
+
+    def __contains__(self, version: str | Version) -> bool:
+        return self.contains(version)
+
+    def __str__(self) -> str:
+        bounds = [f">={self.since}"] if self.since else []
+        bounds += [f"<{self.until}"] if self.until else []
+        return ",".join(bounds) or "every release"
 
 
 def listed_for(listed: Mapping[str, str], label: str, version: Version | None) -> tuple[str, bool]:

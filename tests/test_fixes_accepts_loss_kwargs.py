@@ -7,15 +7,18 @@ a forward: which call forwards which ``**kwargs``, past decorators and reformatt
 from __future__ import annotations
 
 import functools
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from canary.fixes.accepts_loss_kwargs import (
     Decision,
+    computes_loss_blind_to_num_items,
     decide,
     forwards_num_items_to_loss,
     loss_level_index,
+    trainer_detection,
     wrapper_chain,
 )
 
@@ -66,6 +69,10 @@ class InnerFalse(PreTrained):
     accepts_loss_kwargs = False
 
 
+class InnerTrue(PreTrained):
+    accepts_loss_kwargs = True
+
+
 class ForwardsKwargs(PreTrained):
     def forward(self, input_ids: Any = None, labels: Any = None, **lm_kwargs: Any) -> Any:
         outputs = self.model(input_ids=input_ids, **lm_kwargs)
@@ -104,6 +111,38 @@ class OwnLoss(PreTrained):
         return sum([1.0])
 
 
+class CrossEntropyLoss:
+    """Stands in for torch.nn.CrossEntropyLoss: the rule reads the callee's name only."""
+
+    def __call__(self, logits: Any, labels: Any) -> Any:
+        return "mean"
+
+
+nn = SimpleNamespace(CrossEntropyLoss=CrossEntropyLoss)
+F = SimpleNamespace(cross_entropy=lambda logits, labels, reduction="mean": reduction)
+
+
+class OwnCrossEntropy(PreTrained):
+    # Gemma3/PaliGemma 4.50.0: **lm_kwargs (num_items_in_batch among them) reach the inner
+    # model, the loss is the wrapper's own per-micro-batch mean.
+    def forward(self, input_ids: Any = None, labels: Any = None, **lm_kwargs: Any) -> Any:
+        logits = self.model(input_ids=input_ids, **lm_kwargs)
+        loss_fct = nn.CrossEntropyLoss()
+        return loss_fct(logits, labels)
+
+
+class FunctionalCrossEntropy(PreTrained):
+    def forward(self, labels: Any = None, **kwargs: Any) -> Any:
+        return F.cross_entropy(self.model(**kwargs), labels)
+
+
+class CrossEntropyOverNumItems(PreTrained):
+    # Its own cross-entropy, but normalised by the count Trainer hands it: not a mean.
+    def forward(self, labels: Any = None, **kwargs: Any) -> Any:
+        total = F.cross_entropy(self.model(), labels, reduction="sum")
+        return total / kwargs["num_items_in_batch"]
+
+
 class DeclaresFalseForwardsKwargs(ForwardsKwargs):
     accepts_loss_kwargs = False  # Gemma3n from 5.6: the outer declaration wins
 
@@ -136,6 +175,9 @@ def vision(outer: type[PreTrained], peft: bool = False) -> Any:
         (DropsKwargs, False),
         (ForwardsOtherMapping, False),
         (OwnLoss, False),
+        (OwnCrossEntropy, False),
+        (FunctionalCrossEntropy, False),
+        (CrossEntropyOverNumItems, False),  # the inner False: nothing shows it divides right
         (DeclaresFalseForwardsKwargs, False),
         (ForwardsKwargsToBlindLoss, False),
     ],
@@ -165,6 +207,41 @@ def test_reasons_name_the_deciding_class() -> None:
     )
 
 
+@pytest.mark.parametrize("peft", [False, True])
+@pytest.mark.parametrize(
+    "outer", [OwnCrossEntropy, FunctionalCrossEntropy, DropsKwargs, ForwardsKwargsToBlindLoss]
+)
+@pytest.mark.parametrize("inner", [PreTrained, InnerFalse, InnerTrue])
+def test_a_loss_blind_to_num_items_is_false_whatever_is_declared_below(
+    outer: type[PreTrained], inner: type[PreTrained], peft: bool
+) -> None:
+    """4.50.0's Gemma3, PaliGemma and Qwen2-VL (own cross-entropy) and 4.52.4's Qwen2-VL
+    (loss_function without **kwargs) declare nothing on any level: Trainer's **kwargs
+    detection says True over a per-micro-batch mean (4 x too large at 4 steps)."""
+    model = outer(model=inner())
+    decision = decide(PeftModel(base_model=LoraModel(model=model)) if peft else model)
+    assert decision.value is False
+    reason = f"{outer.__name__}.forward computes its loss without num_items_in_batch"
+    assert decision.reason.startswith(reason), decision.reason
+    assert computes_loss_blind_to_num_items(model)
+
+
+def test_a_loss_that_reads_num_items_is_not_blind_to_it() -> None:
+    assert not computes_loss_blind_to_num_items(CrossEntropyOverNumItems(model=PreTrained()))
+    assert decide(CrossEntropyOverNumItems(model=PreTrained())).value is None
+
+
+def test_a_loss_that_gets_num_items_through_kwargs_is_not_blind_to_it() -> None:
+    assert not computes_loss_blind_to_num_items(ForwardsKwargs(model=PreTrained()))
+    assert not computes_loss_blind_to_num_items(DecoratedForwardsKwargs(model=PreTrained()))
+
+
+def test_a_forward_computing_no_loss_it_can_see_falls_through() -> None:
+    # OwnLoss's loss is not a cross-entropy or loss_function call: the declarations decide.
+    assert not computes_loss_blind_to_num_items(OwnLoss(model=PreTrained()))
+    assert decide(OwnLoss(model=InnerFalse())).reason.startswith("inner InnerFalse declares")
+
+
 def test_nothing_declared_is_left_to_trainer() -> None:
     decision = decide(OwnLoss(model=PreTrained()))
     assert decision.value is None
@@ -190,3 +267,36 @@ def test_instance_forward_is_the_one_read() -> None:
     # A forward patched onto the instance (as loaders do) is what runs, so it is what counts.
     level.forward = ForwardsKwargs.forward.__get__(level)
     assert forwards_num_items_to_loss(level) is True
+
+
+class TakesKwargs:
+    def forward(self, input_ids: Any = None, **kwargs: Any) -> Any:
+        return None
+
+
+class TakesLossKwargs:
+    def forward(self, input_ids: Any = None, **loss_kwargs: Any) -> Any:
+        return None
+
+
+class DeclaresFalse(TakesLossKwargs):
+    accepts_loss_kwargs = False
+
+
+@pytest.mark.parametrize(
+    ("version", "kwargs", "loss_kwargs", "declares_false"),
+    [
+        ("4.46.3", False, True, True),  # **loss_kwargs by name, no hasattr
+        ("4.47.1", True, True, True),  # any **kwargs, no hasattr
+        ("4.48.0.dev0", True, True, False),  # hasattr first, a dev build as its release
+        ("4.50.0", True, True, False),
+        ("5.24.0", True, True, False),
+    ],
+)
+def test_trainer_detection_follows_the_release(
+    version: str, kwargs: bool, loss_kwargs: bool, declares_false: bool
+) -> None:
+    """What Trainer.__init__ decides without the fix, as each release's trainer.py reads it."""
+    assert trainer_detection(TakesKwargs(), version) is kwargs
+    assert trainer_detection(TakesLossKwargs(), version) is loss_kwargs
+    assert trainer_detection(DeclaresFalse(), version) is declares_false

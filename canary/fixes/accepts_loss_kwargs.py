@@ -21,20 +21,30 @@ transformers model (PEFT levels only delegate to it):
    (Gemma3ForConditionalGeneration from 5.17, PaliGemma from 4.52, Qwen2-VL from 4.56;
    text LMs too). Read from the forward's syntax tree
    (``inspect.getsource`` + ``ast``) after a bytecode gate (``loss_function`` in
-   ``co_names``), so reformatting does not matter; unreadable source falls through to 4;
-4. else the first value an inner level's class declares: the loss level builds its own loss
-   (``nn.CrossEntropyLoss()``, blind to ``num_items_in_batch``: Gemma3 before 4.57.1,
-   Gemma3n before 5.6) and inherits the inner False (the seed's #4982);
-5. else None: nothing declared, Trainer's ``**kwargs`` detection stands.
+   ``co_names``), so reformatting does not matter; unreadable source falls through to 5;
+4. the loss level's forward computes the loss itself and ``num_items_in_batch`` never
+   reaches it: its own cross-entropy (``nn.CrossEntropyLoss()``, ``F.cross_entropy``), or
+   ``self.loss_function`` without its ``**kwargs``, and no mention of
+   ``num_items_in_batch`` -> False: a per-micro-batch mean that Trainer must divide,
+   whatever the levels below declare (own cross-entropy: Gemma3 before 4.57.1, PaliGemma
+   and Qwen2-VL before 4.52, Gemma3n before 5.6, the seed's #4982; loss_function without
+   them: Qwen2-VL 4.52-4.55). Before 4.53 none of these classes declares anything, so
+   falling through to 6 left Trainer's True from ``**lm_kwargs``: 4.50.0's Gemma3 and
+   PaliGemma trained with gradients the accumulation steps times too large. Read from the
+   same syntax tree; unreadable source falls through to 5;
+5. else the first value an inner level's class declares;
+6. else None: nothing declared, Trainer's ``**kwargs`` detection stands.
 
 Rule 3 checks that ``**kwargs`` reach the loss rather than trusting ``loss_function`` alone:
 Qwen2-VL 4.52-4.55 calls it without them, and a wrong True is the serious failure (a loss the
 accumulation steps times too large). A wrong False is milder: Trainer divides a
 per-micro-batch mean, the right scale without the token-count weighting.
 
-What the fix does not claim: transformers 4.46.2 to 4.47.1 never divide in
-``training_step``, so a shadowed False cannot restore the division there (those releases are
-below the supported floor; :data:`NO_DIVISION_WINDOW`, the construction hook warns).
+What the fix cannot do: transformers 4.46.x and 4.47.x never divide the loss by the
+accumulation steps (4.46.0/4.46.1 multiply by them before Accelerate divides, 4.46.2-4.47.1
+give Accelerate no plugin and do not divide), so a False, shadowed or Trainer's own, cannot
+restore the division there: :data:`NO_DIVISION_WINDOW`, where the construction hook refuses
+gradient accumulation over such a loss (``trainer_hooks.NoDivisionError``).
 
 The fix sets the value as an instance attribute on every wrapper level, so whichever level
 Trainer's release inspects (the outer model, ``get_base_model()``, ``base_model.model``) sees
@@ -51,18 +61,28 @@ import textwrap
 from dataclasses import dataclass
 from typing import Any
 
-from packaging.specifiers import SpecifierSet
-
 from canary.fixes._log import warn_once
 from canary.fixes.chunked_loss import is_chunked_loss_forward
+from canary.versions import Window
 
 logger = logging.getLogger("canary.fixes")
 
 ATTR = "accepts_loss_kwargs"
 
-NO_DIVISION_WINDOW = SpecifierSet(">=4.46.2,<4.48.0")
-"""Releases whose ``training_step`` never divides the loss by the accumulation steps (it only
-divides the logged value): a shadowed False cannot restore the division there."""
+NO_DIVISION_WINDOW = Window("4.46.0", "4.48.0")
+"""Releases whose Trainer never divides the loss by the accumulation steps, net: 4.46.0 and
+4.46.1 multiply it by them before Accelerate (``num_steps`` = the same count) divides
+(4.46.1 trainer.py ``training_step``: ``loss *= self.args.gradient_accumulation_steps``);
+4.46.2-4.47.1 give Accelerate no plugin and only divide the logged value. A False cannot
+restore the division there. 4.48.0 divides in ``training_step`` when the flag is False."""
+
+# How Trainer.__init__ decides model_accepts_loss_kwargs, by release (trainer.py):
+# 4.46.x: a var-keyword parameter named ``loss_kwargs`` on the (PEFT-unwrapped) forward;
+# 4.47.x: any var-keyword parameter; 4.48.0-4.52.4: ``hasattr(model, ...)`` on the object it
+# was given, else any var-keyword; 4.53.0+: the same on the unwrapped model.
+_BY_NAME = Window("4.46.0", "4.47.0")
+_NO_ATTRIBUTE = Window("4.46.0", "4.48.0")
+_ASKS_GIVEN = Window("4.48.0", "4.53.0")
 
 
 def _own_attribute(level: Any, name: str) -> bool:
@@ -196,6 +216,62 @@ def forwards_num_items_to_loss(level: Any) -> bool:
     return "num_items_in_batch" in parameters
 
 
+# Callees that compute a cross-entropy mean: torch.nn.CrossEntropyLoss (as a class, then
+# called) and torch.nn.functional.cross_entropy, however they were imported.
+_CROSS_ENTROPY = frozenset({"CrossEntropyLoss", "cross_entropy"})
+_LOSS_FUNCTION = "loss_function"
+_NUM_ITEMS = "num_items_in_batch"
+
+
+def _mentions_num_items(node: ast.AST) -> bool:
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name) and sub.id == _NUM_ITEMS:
+            return True
+        if isinstance(sub, ast.arg | ast.keyword) and sub.arg == _NUM_ITEMS:
+            return True
+        if isinstance(sub, ast.Attribute) and sub.attr == _NUM_ITEMS:
+            return True
+        if isinstance(sub, ast.Constant) and sub.value == _NUM_ITEMS:
+            return True
+    return False
+
+
+def _computes_a_loss(call: ast.AST, self_name: str) -> bool:
+    if not isinstance(call, ast.Call):
+        return False
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id in _CROSS_ENTROPY
+    if not isinstance(func, ast.Attribute):
+        return False
+    if func.attr == _LOSS_FUNCTION:
+        return isinstance(func.value, ast.Name) and func.value.id == self_name
+    return func.attr in _CROSS_ENTROPY
+
+
+def computes_loss_blind_to_num_items(level: Any) -> bool:
+    """``level.forward`` computes the training loss itself (its own cross-entropy, or
+    ``self.loss_function``) and ``num_items_in_batch`` never reaches it: a per-micro-batch
+    mean, whatever Trainer passes in ``**kwargs``.
+
+    False when the forward hands its ``**kwargs`` to a loss function that counts them
+    (:func:`forwards_num_items_to_loss`), names ``num_items_in_batch`` anywhere, computes no
+    loss it can see, or has no readable source: the caller then falls back to declarations.
+    """
+    function = _forward_function(level)
+    code = getattr(function, "__code__", None)
+    # Bytecode gate: globals and attributes alike are in co_names.
+    if code is None or not (_CROSS_ENTROPY | {_LOSS_FUNCTION}) & set(code.co_names):
+        return False
+    if forwards_num_items_to_loss(level):
+        return False
+    node = _forward_syntax(function)
+    if node is None or not node.args.args or _mentions_num_items(node):
+        return False
+    self_name = node.args.args[0].arg
+    return any(_computes_a_loss(call, self_name) for call in ast.walk(node))
+
+
 @dataclass(frozen=True)
 class Decision:
     """The value to shadow (None: leave Trainer's detection alone) and why."""
@@ -221,6 +297,13 @@ def decide(model: Any) -> Decision:
             None,
             f"{name}.forward passes its **kwargs to self.loss_function: Trainer's own "
             "detection (True) stands",
+        )
+    if top is not None and computes_loss_blind_to_num_items(chain[top]):
+        name = type(chain[top]).__name__
+        return Decision(
+            False,
+            f"{name}.forward computes its loss without num_items_in_batch: a per-micro-batch "
+            "mean Trainer must divide by the accumulation steps",
         )
     for level in chain[len(outer) :]:
         if (value := _declared(level)) is not None:
@@ -275,15 +358,24 @@ def _trainer_unwrap(model: Any) -> Any:
     return model
 
 
-def trainer_detection(model: Any) -> bool:
-    """What Trainer ``__init__`` decides for ``model_accepts_loss_kwargs`` (4.57 .. 5.x).
+def trainer_detection(model: Any, transformers_version: str | None = None) -> bool:
+    """What Trainer ``__init__`` decides for ``model_accepts_loss_kwargs`` on that release
+    (default: the installed one), without the fix; tests compare the fix against it.
 
-    Mirrors every supported release: unwrap PEFT (``get_base_model()``), then
-    ``model.accepts_loss_kwargs`` if ``hasattr``, else whether ``forward`` takes ``**kwargs``.
-    (Tests use it to show what the value would be without the fix.)
+    Unwrap PEFT (``get_base_model()``) for the forward; from 4.48 ``accepts_loss_kwargs``
+    if ``hasattr`` (on the object given until 4.52, on the unwrapped model from 4.53), else
+    whether ``forward`` takes ``**kwargs`` (4.46: ``**loss_kwargs`` by that name).
     """
+    if transformers_version is None:
+        import transformers
+
+        transformers_version = transformers.__version__
     unwrapped = _trainer_unwrap(model)
-    if hasattr(unwrapped, ATTR):
-        return bool(getattr(unwrapped, ATTR))
-    params = inspect.signature(unwrapped.forward).parameters.values()
-    return any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
+    params = inspect.signature(unwrapped.forward).parameters
+    if _BY_NAME.contains(transformers_version):
+        named = params.get("loss_kwargs")
+        return named is not None and named.kind is inspect.Parameter.VAR_KEYWORD
+    asked = model if _ASKS_GIVEN.contains(transformers_version) else unwrapped
+    if not _NO_ATTRIBUTE.contains(transformers_version) and hasattr(asked, ATTR):
+        return bool(getattr(asked, ATTR))
+    return any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())

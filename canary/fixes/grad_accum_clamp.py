@@ -32,13 +32,12 @@ import inspect
 import logging
 from typing import Any
 
-from packaging.specifiers import SpecifierSet
-
 from canary.fixes._log import warn_once
+from canary.versions import Window
 
 logger = logging.getLogger("canary.fixes")
 
-DOUBLE_DIVISION_WINDOW = SpecifierSet(">=5.2.0,<5.5.4")
+DOUBLE_DIVISION_WINDOW = Window("5.2.0", "5.5.4")
 """Releases whose Trainer gives Accelerate ``num_steps=gradient_accumulation_steps`` *and*
 whose ``training_step`` divides by them too (the catalog checks it against every release).
 
@@ -48,8 +47,10 @@ that and there is no double division (and nothing to clamp)."""
 
 
 def in_double_division_window(transformers_version: str) -> bool:
-    """Whether that transformers release has the Accelerate double division (data, not live)."""
-    return DOUBLE_DIVISION_WINDOW.contains(transformers_version, prereleases=True)
+    """Whether that transformers release has the Accelerate double division (data, not live).
+
+    A pre-release or dev build of X counts as X (``5.5.4.dev0`` is outside, as 5.5.4 is)."""
+    return DOUBLE_DIVISION_WINDOW.contains(transformers_version)
 
 
 def _trainer_divides_itself(trainer: Any) -> bool | None:

@@ -15,8 +15,11 @@ Where Trainer's own decision must stand, the hook leaves it:
   instead of ``model_accepts_loss_kwargs`` to decide the accumulation division. Its author
   knows how its ``compute_loss`` scales, so it is respected; the hook warns once where it
   contradicts the shadowed value;
-* 4.46.2-4.47.1 never divide in ``training_step``: a shadowed False cannot restore the
-  division, and the hook warns once under accumulation.
+* 4.46.x-4.47.x never divide the loss by the accumulation steps: where the decision is
+  False (the loss is a per-micro-batch mean) and there is accumulation, nothing can make the
+  step right, so the hook raises :class:`NoDivisionError` instead of training with
+  gradients that many times too large (:data:`NO_DIVISION_WINDOW`; tags.toml and the
+  README state this floor).
 """
 
 from __future__ import annotations
@@ -37,6 +40,11 @@ logger = logging.getLogger("canary.fixes")
 _MARK = "__canary_trainer_hook__"
 
 
+class NoDivisionError(RuntimeError):
+    """This transformers never divides the loss by the accumulation steps, and the model's
+    loss needs that division: no fix can make the training step right on this release."""
+
+
 def apply_to_trainer(trainer: Any) -> dict[str, Any]:
     """Apply both Trainer-level fixes to a constructed trainer; returns what was done.
 
@@ -52,11 +60,11 @@ def apply_to_trainer(trainer: Any) -> dict[str, Any]:
                     "accepts_loss_kwargs fix: left model_accepts_loss_kwargs False: %s", forced
                 )
         else:
-            # Every release decides model_accepts_loss_kwargs from hasattr(unwrapped, ...)
-            # inside __init__, which already ran: set the decision itself to the shadowed
-            # value.
+            # Every release decides model_accepts_loss_kwargs inside __init__, which already
+            # ran: set the decision itself to the shadowed value.
             trainer.model_accepts_loss_kwargs = shadowed
         _warn_where_the_division_is_decided_elsewhere(trainer)
+    _refuse_where_nothing_divides(trainer)
     clamped = clamp_gradient_accumulation(trainer)
     return {"accepts_loss_kwargs": shadowed, "clamped": clamped}
 
@@ -78,16 +86,32 @@ def _warn_where_the_division_is_decided_elsewhere(trainer: Any) -> None:
             scaled,
             accepts,
         )
+
+
+def _refuse_where_nothing_divides(trainer: Any) -> None:
+    """Raise where this release leaves a per-micro-batch mean loss undivided under accumulation.
+
+    ``model_accepts_loss_kwargs`` False says the loss is such a mean (Trainer then passes no
+    ``num_items_in_batch``), and 4.46.x-4.47.x never divide it: every optimizer step would
+    take the sum of the micro-batch gradients, ``gradient_accumulation_steps`` times too
+    large. True is right there (the model divides by the accumulated token count itself).
+    """
     args = getattr(trainer, "args", None)
     steps = getattr(args, "gradient_accumulation_steps", 1)
-    if not accepts and steps > 1 and _release_never_divides():
-        warn_once(
-            "accepts_loss_kwargs fix: transformers %s never divides the loss by the "
-            "gradient accumulation steps (%d): model_accepts_loss_kwargs = False cannot "
-            "restore the division; upgrade transformers",
-            _transformers_version(),
-            steps,
-        )
+    if steps <= 1 or getattr(trainer, "model_accepts_loss_kwargs", False):
+        return
+    if getattr(trainer, "compute_loss_func", None) is not None:
+        return  # it is handed num_items_in_batch whatever the flag says, and normalises
+    if not _release_never_divides():
+        return
+    model = getattr(trainer, "model", None)
+    raise NoDivisionError(
+        f"transformers {_transformers_version()} never divides the loss by "
+        f"gradient_accumulation_steps ({steps}), and {type(model).__name__}'s loss is a "
+        "per-micro-batch mean (model_accepts_loss_kwargs is False): every optimizer step "
+        f"would take gradients {steps} times too large. Upgrade transformers to 4.48.0 or "
+        "later, or train with gradient_accumulation_steps=1 (a larger batch instead)"
+    )
 
 
 def _release_reads_loss_is_scaled_for_ga() -> bool:
@@ -104,7 +128,7 @@ def _transformers_version() -> str:
 
 
 def _release_never_divides() -> bool:
-    return NO_DIVISION_WINDOW.contains(_transformers_version(), prereleases=True)
+    return NO_DIVISION_WINDOW.contains(_transformers_version())
 
 
 def init_forces_for_sequence_parallel() -> bool:

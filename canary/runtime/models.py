@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import functools
 import importlib
+import inspect
 from typing import Any
+
+from canary.versions import Window
 
 VOCAB = 320
 HIDDEN = 32
@@ -72,6 +75,17 @@ CAUSAL_LMS: dict[str, tuple[str, str, dict[str, Any]]] = {
     ),
     "cohere": ("CohereConfig", "CohereForCausalLM", {"logit_scale": 4.0}),
 }
+
+
+def missing_family(arch: str) -> str | None:
+    """Why the installed transformers cannot build family ``arch`` (Qwen3 arrived in 4.51),
+    or None when it can: the tests skip with this reason."""
+    import transformers
+
+    config_name = CAUSAL_LMS[arch][0]
+    if hasattr(transformers, config_name):
+        return None
+    return f"transformers {transformers.__version__} has no {config_name}"
 
 
 def tiny_causal_lm(
@@ -157,10 +171,12 @@ def _qwen2_vl() -> Any:
         "spatial_merge_size": 2,
         "temporal_patch_size": 2,
     }
-    # Releases differ in where text fields live (top level in 4.x, text_config in 5.x):
-    # give both; each ignores what it does not use.
+    # Releases differ in where text fields live (top level in 4.x, text_config from 4.53):
+    # give both where text_config is a parameter. Before, the config keeps a text_config
+    # keyword as a plain dict, which generation later trips over ('dict' has no to_dict).
+    nested = "text_config" in inspect.signature(Qwen2VLConfig.__init__).parameters
     return Qwen2VLConfig(
-        text_config=text,
+        **({"text_config": text} if nested else {}),
         vision_config=vision,
         image_token_id=VOCAB - 1,
         video_token_id=VOCAB - 2,
@@ -205,23 +221,27 @@ VISION_WRAPPERS: dict[str, tuple[str, Any]] = {
 }
 
 
-FORWARDS_NUM_ITEMS_TO_LOSS: dict[str, str] = {
+FORWARDS_NUM_ITEMS_TO_LOSS: dict[str, Window | None] = {
     # The releases where the wrapper declares nothing itself and its forward passes its
     # **kwargs (Trainer's num_items_in_batch) to self.loss_function: the accepts_loss_kwargs
     # fix says True there, False elsewhere (verified per release by the static catalog).
-    "Gemma3ForConditionalGeneration": ">=5.17.0",  # 4.57.1-5.16 declare False, before: own CE
-    "PaliGemmaForConditionalGeneration": ">=4.52.1",
-    "Qwen2VLForConditionalGeneration": ">=4.56.0",  # 4.52-4.55 call loss_function without them
-    "Gemma3nForConditionalGeneration": "<0",  # own CE before 5.6, declares False from 5.6
+    # 4.57.1-5.16 declare False; 4.50-4.57.0 build their own CrossEntropyLoss (and before
+    # 4.53 nothing in them declares anything).
+    "Gemma3ForConditionalGeneration": Window("5.17.0"),
+    # Before 4.52: its own CrossEntropyLoss, nothing declared.
+    "PaliGemmaForConditionalGeneration": Window("4.52.1"),
+    # Before 4.52: its own CrossEntropyLoss (no **kwargs); 4.52-4.55 call loss_function
+    # without them.
+    "Qwen2VLForConditionalGeneration": Window("4.56.0"),
+    # Its own CrossEntropyLoss before 5.6, declares False from 5.6.
+    "Gemma3nForConditionalGeneration": None,
 }
 
 
 def forwards_num_items_to_loss(name: str, transformers_version: str) -> bool:
     """Whether wrapper ``name`` of that release normalises its loss by num_items_in_batch."""
-    from packaging.specifiers import SpecifierSet
-
-    window = SpecifierSet(FORWARDS_NUM_ITEMS_TO_LOSS[name])
-    return window.contains(transformers_version, prereleases=True)
+    window = FORWARDS_NUM_ITEMS_TO_LOSS[name]
+    return window is not None and window.contains(transformers_version)
 
 
 def tiny_vision_wrapper(name: str, seed: int = 0) -> Any:

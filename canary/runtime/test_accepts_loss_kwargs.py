@@ -2,7 +2,8 @@
 
 The fix promises (``canary.fixes.accepts_loss_kwargs.decide``): True when the chunked-loss
 forward is in use; else what the loss-computing level declares; else True where its forward
-hands num_items_in_batch to ``self.loss_function``; else the first inner declaration;
+hands num_items_in_batch to ``self.loss_function``; False where it builds its own
+cross-entropy mean (4.50.0's Gemma3, PaliGemma, Qwen2-VL); else the first inner declaration;
 shadowed on every level (so ``trainer.model_accepts_loss_kwargs`` is that value whatever
 level the release inspects); Trainer's own detection where nothing declares anything.
 test_grad_accum.py proves each value by gradient-accumulation equivalence.
@@ -60,9 +61,13 @@ def wrap(model: Any, how: str) -> Any:
     return peft.get_peft_model(model, config)
 
 
-def make_trainer(model: Any = None, tmp_path: Any = None, **kw: Any) -> Any:
+def make_trainer(model: Any = None, tmp_path: Any = None, accumulation: int = 1, **kw: Any) -> Any:
+    # No accumulation by default: on 4.46-4.47 the hook refuses it for a False (tested below).
     args = transformers.TrainingArguments(
-        output_dir=str(tmp_path), report_to=[], use_cpu=True, gradient_accumulation_steps=2
+        output_dir=str(tmp_path),
+        report_to=[],
+        use_cpu=True,
+        gradient_accumulation_steps=accumulation,
     )
     return transformers.Trainer(model=model, args=args, **kw)
 
@@ -87,7 +92,11 @@ def test_vision_wrapper(name: str, how: str, tmp_path: Any) -> None:
         assert decision.value is None, (name, decision)
         assert unfixed is True
     else:
-        assert decision.value is declared_value(model) is False, (name, decision)
+        # Its loss never sees num_items_in_batch: declared False (Gemma3 4.57.1-5.16), or
+        # computed without it and nothing declared anywhere (4.50.0's Gemma3, PaliGemma and
+        # Qwen2-VL: their own CrossEntropyLoss; 4.52.4's Qwen2-VL: loss_function without
+        # **kwargs).
+        assert decision.value is False, (name, decision)
     promised = forwards
     with trainer_hooks():
         fixed_model = wrap(build_wrapper(name), how)
@@ -95,24 +104,26 @@ def test_vision_wrapper(name: str, how: str, tmp_path: Any) -> None:
     assert trainer.model_accepts_loss_kwargs is promised
     for level in wrapper_chain(fixed_model):
         assert level.__dict__.get(ATTR) is decision.value, type(level).__name__
-    # Trainer's detection (True wherever the outer class declares nothing: forward takes
-    # **kwargs) is wrong exactly where the outer forward builds its own loss.
-    assert (unfixed is not promised) is (not outer_declares and not forwards), (
-        name,
-        unfixed,
-        outer_declares,
-    )
+    # Where Trainer alone goes wrong, it says True over a loss that never sees
+    # num_items_in_batch (4.50.0: Gemma3 and PaliGemma take **lm_kwargs and build their own
+    # CrossEntropyLoss); where the loss does see it, Trainer is already right.
+    assert (unfixed is not promised) is (unfixed and not forwards), (name, unfixed)
+    if unfixed and not forwards:
+        assert not outer_declares, name
 
 
 @pytest.mark.parametrize("how", ["full", "lora"])
 def test_own_loss_wrapper_inherits_the_inner_false(how: str, tmp_path: Any) -> None:
     """The pre-4.57.1 shape (outer builds nn.CrossEntropyLoss(), declares nothing; inner
-    declares False): the inner False, where Trainer alone would say True (#4982)."""
+    declares False): False, where Trainer alone would say True from 4.47 (#4982)."""
     model = wrap(tiny_own_loss_wrapper(), how)
-    assert make_trainer(model, tmp_path).model_accepts_loss_kwargs is True
+    # True from 4.47 (forward takes **kwargs); 4.46 asks for **loss_kwargs by name: False.
+    assert make_trainer(model, tmp_path).model_accepts_loss_kwargs is trainer_detection(model)
     decision = decide(model)
     assert decision.value is False
-    assert decision.reason.startswith("inner InnerDeclaresFalse declares"), decision.reason
+    assert decision.reason.startswith(
+        "OwnLossWrapper.forward computes its loss without num_items_in_batch"
+    ), decision.reason
     with trainer_hooks():
         trainer = make_trainer(model, tmp_path)
     assert trainer.model_accepts_loss_kwargs is False
@@ -154,14 +165,20 @@ def test_chunked_forward_is_trusted_with_num_items(how: str, tmp_path: Any) -> N
     assert trainer.model_accepts_loss_kwargs is True
     chain = wrapper_chain(model)
     names = [type(level).__name__ for level in chain]
-    expected = ["Gemma3ForConditionalGeneration", "Gemma3Model"]
-    assert names == (["PeftModel", "LoraModel", *expected] if how == "lora" else expected)
+    # Below the wrapper: Gemma3Model from 4.52; before, base_model_prefix "language_model"
+    # leads to Gemma3ForCausalLM and its Gemma3TextModel.
+    outer = ["PeftModel", "LoraModel"] if how == "lora" else []
+    assert names[: len(outer) + 1] == [*outer, "Gemma3ForConditionalGeneration"]
+    assert len(names) > len(outer) + 1, names  # the inner levels are reached and shadowed
     assert all(level.__dict__.get(ATTR) is True for level in chain)
 
 
 @pytest.mark.parametrize("how", ["full", "lora"])
-def test_text_lm_is_left_to_trainer(how: str, tmp_path: Any) -> None:
-    model = wrap(tiny_causal_lm("qwen3"), how)
+@pytest.mark.parametrize("arch", ["llama", "qwen3"])
+def test_text_lm_is_left_to_trainer(arch: str, how: str, tmp_path: Any) -> None:
+    if reason := models.missing_family(arch):
+        pytest.skip(reason)
+    model = wrap(tiny_causal_lm(arch), how)
     assert declared_value(model) is None
     with trainer_hooks():
         trainer = make_trainer(model, tmp_path)
@@ -228,23 +245,31 @@ def test_hook_warns_when_loss_is_scaled_for_ga_overrides_the_shadow(
     assert (warning in caplog.text) is (reads and scaled), caplog.text
 
 
-@pytest.mark.parametrize(("version", "warns"), [("4.47.1", True), ("4.48.0", False)])
-def test_hook_warns_where_the_release_never_divides(
-    version: str,
-    warns: bool,
-    tmp_path: Any,
-    caplog: pytest.LogCaptureFixture,
-    monkeypatch: pytest.MonkeyPatch,
+@pytest.mark.parametrize(
+    ("version", "refuses"),
+    [("4.46.1", True), ("4.47.1", True), ("4.48.0.dev0", False), ("4.48.0", False)],
+)
+def test_hook_refuses_accumulation_where_the_release_never_divides(
+    version: str, refuses: bool, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """4.46.2-4.47.1 never divide in training_step: a shadowed False cannot help there.
-    (No pin set has such a release; the window is data, checked against the version.)"""
+    """4.46.x-4.47.x never divide the loss by the accumulation steps: a False cannot be made
+    right there, so the hook raises rather than train with gradients N times too large.
+    The live release is proven in test_grad_accum.py (the floor pin set)."""
     from canary.fixes import trainer_hooks as hooks
 
-    trainer = make_trainer(tiny_own_loss_wrapper(), tmp_path)  # accumulation steps 2
     monkeypatch.setattr(hooks, "_transformers_version", lambda: version)
-    with caplog.at_level("WARNING", logger="canary.fixes"):
+    trainer = make_trainer(tiny_own_loss_wrapper(), tmp_path, accumulation=2)
+    if refuses:
+        with pytest.raises(hooks.NoDivisionError, match=rf"transformers {version} never divides"):
+            apply_to_trainer(trainer)
+    else:
         assert apply_to_trainer(trainer)["accepts_loss_kwargs"] is False
-    assert ("never divides the loss" in caplog.text) is warns, caplog.text
+    # Without accumulation, or with a loss that divides by num_items_in_batch itself, the
+    # release is right as it is.
+    assert apply_to_trainer(make_trainer(tiny_own_loss_wrapper(), tmp_path))[ATTR] is False
+    chunked = tiny_causal_lm("llama")
+    patch_chunked_loss(chunked)
+    assert apply_to_trainer(make_trainer(chunked, tmp_path, accumulation=2))[ATTR] is True
 
 
 @pytest.fixture(autouse=True)

@@ -50,6 +50,14 @@ class ChunkedSFT(_Recording, trl.SFTTrainer):
         return (loss, outputs) if return_outputs else loss
 
 
+# The SFTConfig field that truncates examples: max_seq_length in older TRL (0.12).
+_MAX_LENGTH = (
+    "max_length"
+    if "max_length" in inspect.signature(trl.SFTConfig.__init__).parameters
+    else "max_seq_length"
+)
+
+
 def trl_has_chunked_nll() -> bool:
     source = inspect.getsource(trl.trainer.sft_config) + inspect.getsource(trl.trainer.sft_trainer)
     return "chunked_nll" in source
@@ -66,7 +74,7 @@ def run(
 ) -> dict[str, Any]:
     args = trl.SFTConfig(
         output_dir=str(tmp_path / cls.__name__ / str(config)),
-        max_length=64,
+        **{_MAX_LENGTH: 64},
         per_device_train_batch_size=2,
         gradient_accumulation_steps=2,
         max_steps=2,
