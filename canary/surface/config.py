@@ -1,0 +1,175 @@
+"""``[tool.canary.surface]``: what a project tells canary about its own surface.
+
+In the project's ``pyproject.toml``, or in a TOML file given on the command line (there the
+table may also stand at the top level); a file given on the command line is used instead
+of the project's own table, not merged with it::
+
+    [tool.canary.surface]
+    own_attributes = ["_my_patched*"]     # attribute names the project sets on upstream objects
+    exclude = ["templates/*.py"]          # files that are not Python meant to run
+
+    [[tool.canary.surface.expected_absent]]
+    target = "transformers.models.llama.modeling_llama.LlamaFlashAttention2"
+    package = "transformers"              # optional
+    versions = ">=4.48"                   # optional: where it is accepted as missing
+    kind = "attribute"                    # optional: import, attribute, patch, source, anchor
+    reason = "removed in 4.48; the fallback path handles it"
+
+``target`` is an fnmatch pattern on the reference's dotted target (``*`` crosses dots).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from canary.errors import ConfigError
+from canary.surface.model import Kind, Reference
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+TABLE = "[tool.canary.surface]"
+_KEYS = frozenset({"expected_absent", "own_attributes", "exclude"})
+_ENTRY_KEYS = frozenset({"target", "package", "versions", "kind", "reason"})
+
+
+@dataclass(frozen=True)
+class ExpectedAbsent:
+    """A reference the project knows is missing (on some releases) and accepts."""
+
+    target: str  # fnmatch pattern on Reference.target
+    reason: str
+    package: str | None = None
+    versions: str | None = None  # PEP 440 specifier; None: every release
+    kind: Kind | None = None
+
+    def accepts(self, reference: Reference, version: str) -> bool:
+        """Whether this entry accepts ``reference`` missing on ``version`` of its package."""
+        if self.package is not None and self.package != reference.package:
+            return False
+        if self.kind is not None and self.kind is not reference.kind:
+            return False
+        if not fnmatch.fnmatchcase(reference.target, self.target):
+            return False
+        if self.versions is None:
+            return True
+        try:
+            return SpecifierSet(self.versions).contains(Version(version), prereleases=True)
+        except InvalidVersion:  # main, a commit: not a release a range can speak of
+            return False
+
+
+@dataclass(frozen=True)
+class SurfaceConfig:
+    expected_absent: tuple[ExpectedAbsent, ...] = ()
+    own_attributes: tuple[str, ...] = ()  # fnmatch patterns of attribute names
+    exclude: tuple[str, ...] = ()  # fnmatch patterns of "/"-separated file paths
+    origin: str | None = None  # the file it was read from
+
+    def excludes(self, path: str) -> bool:
+        return any(fnmatch.fnmatchcase(path, pattern) for pattern in self.exclude)
+
+    def accepted(self, reference: Reference, version: str) -> ExpectedAbsent | None:
+        """The entry that accepts ``reference`` missing on ``version``, if any."""
+        return next((e for e in self.expected_absent if e.accepts(reference, version)), None)
+
+
+def load_config(path: Path) -> SurfaceConfig:
+    """The surface configuration in ``path``: a ``pyproject.toml`` (its
+    ``[tool.canary.surface]``, empty when it has none) or a TOML file of its own."""
+    try:
+        data = tomllib.loads(path.read_text("utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the surface configuration: {exc}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: not valid TOML ({exc}); fix the file") from None
+    table = data.get("tool", {}).get("canary", {}).get("surface")
+    if table is None and path.name != "pyproject.toml":
+        table = data  # a file of its own: the table's keys at the top level
+    return config_from_table(table or {}, origin=str(path))
+
+
+def config_from_table(table: Mapping[str, Any], *, origin: str) -> SurfaceConfig:
+    if not isinstance(table, Mapping):
+        raise ConfigError(f"{origin}: {TABLE} must be a table")
+    unknown = sorted(set(table) - _KEYS)
+    if unknown:
+        raise ConfigError(
+            f"{origin}: unknown key {unknown[0]!r} in {TABLE}; the keys are "
+            f"{', '.join(sorted(_KEYS))}"
+        )
+    entries = table.get("expected_absent", [])
+    if not isinstance(entries, list):
+        raise ConfigError(
+            f"{origin}: expected_absent in {TABLE} must be an array of tables "
+            f"([[tool.canary.surface.expected_absent]])"
+        )
+    return SurfaceConfig(
+        expected_absent=tuple(_entry(e, i, origin) for i, e in enumerate(entries)),
+        own_attributes=_strings(table, "own_attributes", origin),
+        exclude=_strings(table, "exclude", origin),
+        origin=origin,
+    )
+
+
+def _strings(table: Mapping[str, Any], key: str, origin: str) -> tuple[str, ...]:
+    value = table.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ConfigError(
+            f'{origin}: {key} in {TABLE} must be a list of non-empty strings (["pattern", ...])'
+        )
+    return tuple(value)
+
+
+def _entry(entry: object, index: int, origin: str) -> ExpectedAbsent:
+    where = f"{origin}: expected_absent[{index}]"
+    if not isinstance(entry, Mapping):
+        raise ConfigError(f"{where} must be a table with target and reason")
+    unknown = sorted(set(entry) - _ENTRY_KEYS)
+    if unknown:
+        raise ConfigError(
+            f"{where}: unknown key {unknown[0]!r}; the keys are {', '.join(sorted(_ENTRY_KEYS))}"
+        )
+    for key in ("target", "reason"):
+        if not isinstance(entry.get(key), str) or not entry[key].strip():
+            raise ConfigError(
+                f"{where}: {key} is required (a non-empty string): "
+                + (
+                    "say why the finding is accepted"
+                    if key == "reason"
+                    else "the dotted upstream target, * allowed"
+                )
+            )
+    for key in ("package", "versions", "kind"):
+        if key in entry and not isinstance(entry[key], str):
+            raise ConfigError(f"{where}: {key} must be a string")
+    versions = entry.get("versions")
+    if versions is not None:
+        try:
+            SpecifierSet(versions)
+        except InvalidSpecifier:
+            raise ConfigError(
+                f"{where}: versions {versions!r} is not a version specifier (e.g. '>=4.48,<5')"
+            ) from None
+    kind = entry.get("kind")
+    if kind is not None and kind not in {k.value for k in Kind}:
+        raise ConfigError(
+            f"{where}: kind {kind!r} is not one of {', '.join(k.value for k in Kind)}"
+        )
+    return ExpectedAbsent(
+        target=entry["target"],
+        reason=entry["reason"],
+        package=entry.get("package"),
+        versions=versions,
+        kind=Kind(kind) if kind is not None else None,
+    )

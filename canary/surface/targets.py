@@ -1,0 +1,281 @@
+"""A target: the project whose surface is extracted, from a source folder, a wheel file, or
+``NAME==VERSION`` on the package index (downloaded with ``pip download --no-deps`` through
+:class:`~canary.sources.index.IndexSource`, kept in ``download_dir`` like released wheels;
+offline, only a wheel already kept there is read).
+
+``Target.requires`` is the project's declared range on each upstream package, from the
+wheel's ``Requires-Dist`` (or an unpacked wheel's ``*.dist-info/METADATA`` in a folder) or
+the folder's ``pyproject.toml`` (``[project] dependencies`` and ``optional-dependencies``)
+or ``setup.cfg`` (``install_requires``, ``extras_require``):
+
+- requirements that always apply come first: no marker, or a marker that holds on this
+  platform with no extra (``sys_platform != "darwin"``); several of them are all required,
+  so their specifiers are joined (``>=4.52,<=5.17`` from two lines);
+- a package required only through extras takes the extras' range when they all agree; when
+  they differ the union is no one specifier, so the package stays undeclared;
+- an undeclared package is absent from ``requires`` (no release is outside its range), a
+  package declared without a version is ``""``.
+"""
+
+from __future__ import annotations
+
+import configparser
+import contextlib
+import os
+import shutil
+import sys
+import tempfile
+import zipfile
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass
+from email.parser import HeaderParser
+from pathlib import Path
+
+from packaging.markers import UndefinedEnvironmentName
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
+
+from canary.errors import ConfigError, FetchError
+from canary.sources import version as versions
+from canary.sources.index import IndexSource
+from canary.surface.config import SurfaceConfig, config_from_table, load_config
+from canary.surface.model import Target
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+# The upstream distributions a requirement range is read for (tags.toml's packages).
+UPSTREAM_PACKAGES = ("transformers", "trl", "peft")
+# Folders of a source tree that hold no code of the project.
+_SKIPPED_FOLDERS = frozenset(
+    {".git", ".hg", ".venv", "venv", ".tox", ".nox", "build", "dist", "node_modules",
+     "__pycache__", "site-packages", ".eggs"}
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class LoadedTarget:
+    target: Target
+    root: Path
+    files: tuple[str, ...]  # the .py files under root, relative, "/"-separated, sorted
+    config: SurfaceConfig
+
+
+def open_target(
+    spec: str,
+    *,
+    download_dir: Path,
+    offline: bool = False,
+    config: Path | None = None,
+    packages: Collection[str] = UPSTREAM_PACKAGES,
+    pip: Sequence[str] = (sys.executable, "-m", "pip"),
+) -> LoadedTarget:
+    """The target ``spec`` names: a source folder, a ``.whl`` file or ``NAME==VERSION``.
+    ``config``: a surface configuration file to use instead of the project's own."""
+    path = Path(spec).expanduser()
+    if path.is_dir():
+        loaded = _folder(path, packages)
+    elif path.is_file() and path.suffix == ".whl":
+        loaded = _wheel(path, download_dir, packages)
+    elif "==" in spec and not path.exists():
+        name, _, version = spec.partition("==")
+        if not name.strip() or not version.strip():
+            raise ConfigError(f"target {spec!r}: write NAME==VERSION, e.g. unsloth==2025.1.1")
+        source = IndexSource(
+            name.strip(), version.strip(), wheel_dir=download_dir, offline=offline, pip=pip
+        )
+        source.fetch([])  # keeps the wheel in download_dir (offline: raises if it is not)
+        assert source.kept_wheel is not None
+        loaded = _wheel(source.kept_wheel, download_dir, packages)
+    else:
+        raise ConfigError(
+            f"target {spec!r} is not a folder, a .whl file or NAME==VERSION; give the "
+            f"project's source folder, its wheel, or its release on the package index"
+        )
+    if config is not None:
+        loaded = _with_config(loaded, load_config(config))
+    return loaded
+
+
+def _with_config(loaded: LoadedTarget, config: SurfaceConfig) -> LoadedTarget:
+    files = tuple(f for f in _python_files(loaded.root) if not config.excludes(f))
+    return LoadedTarget(loaded.target, loaded.root, files, config)
+
+
+# --- wheels --------------------------------------------------------------------------
+
+
+def _wheel(wheel: Path, download_dir: Path, packages: Collection[str]) -> LoadedTarget:
+    root = _unpacked(wheel, download_dir)
+    metadata = _dist_info_metadata(root)
+    if metadata is None:
+        raise FetchError(f"{wheel}: no *.dist-info/METADATA in the wheel: not a wheel?")
+    name, version, requires = _from_metadata(metadata, packages)
+    target = Target(name or wheel.name.split("-")[0], version, requires)
+    return LoadedTarget(target, root, _python_files(root), SurfaceConfig())
+
+
+def _unpacked(wheel: Path, download_dir: Path) -> Path:
+    """The wheel unpacked under ``download_dir/unpacked`` (once: a wheel never changes)."""
+    folder = download_dir / "unpacked" / wheel.name.removesuffix(".whl")
+    if folder.is_dir():
+        return folder
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    # unpacked beside its final place and renamed, so a killed run leaves no half a tree
+    staging = Path(tempfile.mkdtemp(prefix=".unpack-", dir=folder.parent))
+    try:
+        with zipfile.ZipFile(wheel) as archive:
+            for member in archive.namelist():
+                parts = Path(member).parts
+                if member.startswith("/") or ".." in parts:
+                    raise FetchError(f"{wheel}: member {member!r} points outside the wheel")
+            archive.extractall(staging)
+        os.replace(staging, folder)
+    except zipfile.BadZipFile as exc:
+        raise FetchError(f"{wheel} is not a readable wheel: {exc}") from None
+    except OSError:
+        if not folder.is_dir():  # another run unpacked it first: theirs is as good
+            raise
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+    return folder
+
+
+def _dist_info_metadata(root: Path) -> str | None:
+    found = sorted(root.glob("*.dist-info/METADATA"))
+    return found[0].read_text("utf-8", "replace") if found else None
+
+
+def _from_metadata(
+    text: str, packages: Collection[str]
+) -> tuple[str | None, str | None, dict[str, str]]:
+    headers = HeaderParser().parsestr(text)
+    requirements = headers.get_all("Requires-Dist") or []
+    return headers.get("Name"), headers.get("Version"), declared_ranges(requirements, packages)
+
+
+# --- requirement ranges --------------------------------------------------------------
+
+
+def declared_ranges(requirements: Iterable[str], packages: Collection[str]) -> dict[str, str]:
+    """Each upstream package's declared range (see the module docstring for the rules)."""
+    wanted = {canonicalize_name(p): p for p in packages}
+    always: dict[str, list[SpecifierSet]] = {}
+    extras: dict[str, list[SpecifierSet]] = {}
+    for line in requirements:
+        try:
+            requirement = Requirement(line)
+        except InvalidRequirement:
+            continue  # a line pip itself would reject says nothing about a range
+        package = wanted.get(canonicalize_name(requirement.name))
+        if package is None:
+            continue
+        applies = _applies(requirement)
+        if applies is None:
+            continue  # for another platform, with no extra: not this install's range
+        (always if applies else extras).setdefault(package, []).append(requirement.specifier)
+    ranges = {}
+    for package in wanted.values():
+        if package in always:
+            joined = SpecifierSet()
+            for specifier in always[package]:
+                joined &= specifier
+            ranges[package] = str(joined)
+        elif package in extras and len({str(s) for s in extras[package]}) == 1:
+            ranges[package] = str(extras[package][0])
+    return ranges
+
+
+def _applies(requirement: Requirement) -> bool | None:
+    """True: always required here; False: only through an extra; None: not on this
+    platform."""
+    marker = requirement.marker
+    if marker is None:
+        return True
+    with contextlib.suppress(UndefinedEnvironmentName):
+        if marker.evaluate({"extra": ""}):
+            return True
+    if "extra" in str(marker):
+        return False
+    return None
+
+
+# --- source folders ------------------------------------------------------------------
+
+
+def _folder(root: Path, packages: Collection[str]) -> LoadedTarget:
+    config = SurfaceConfig()
+    name = version = None
+    requires: dict[str, str] = {}
+    if (metadata := _dist_info_metadata(root)) is not None:  # an unpacked wheel
+        name, version, requires = _from_metadata(metadata, packages)
+    pyproject = root / "pyproject.toml"
+    setup_cfg = root / "setup.cfg"
+    if pyproject.is_file():
+        text = pyproject.read_text("utf-8")
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{pyproject}: not valid TOML ({exc}); fix the file") from None
+        table = data.get("tool", {}).get("canary", {}).get("surface")
+        if table is not None:
+            config = config_from_table(table, origin=str(pyproject))
+        project = data.get("project", {})
+        name = name or project.get("name")
+        version = version or versions.version_from_pyproject(text)
+        if not requires:
+            lines = list(project.get("dependencies", []))
+            for extra, extra_lines in project.get("optional-dependencies", {}).items():
+                lines.extend(_with_extra(r, extra) for r in extra_lines)
+            requires = declared_ranges(lines, packages)
+    if setup_cfg.is_file():
+        cfg_name, cfg_requires = _from_setup_cfg(setup_cfg.read_text("utf-8"), packages)
+        name = name or cfg_name
+        version = version or versions.version_from_setup_cfg(setup_cfg.read_text("utf-8"))
+        requires = requires or cfg_requires
+    if version is None and (root / "setup.py").is_file():
+        version = versions.version_from_setup_py((root / "setup.py").read_text("utf-8"))
+    target = Target(name or root.resolve().name, version, requires)
+    files = tuple(f for f in _python_files(root) if not config.excludes(f))
+    return LoadedTarget(target, root, files, config)
+
+
+def _with_extra(requirement: str, extra: str) -> str:
+    """A requirement of an optional-dependencies group, as the wheel's METADATA writes it."""
+    base, _, marker = requirement.partition(";")
+    condition = f'extra == "{extra}"'
+    return (
+        f"{base}; ({marker.strip()}) and {condition}" if marker.strip() else f"{base}; {condition}"
+    )
+
+
+def _from_setup_cfg(text: str, packages: Collection[str]) -> tuple[str | None, dict[str, str]]:
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read_string(text)
+    except configparser.Error:
+        return None, {}
+    lines = _lines(parser.get("options", "install_requires", fallback=""))
+    if parser.has_section("options.extras_require"):
+        for extra, value in parser.items("options.extras_require"):
+            lines.extend(_with_extra(r, extra) for r in _lines(value))
+    return parser.get("metadata", "name", fallback=None), declared_ranges(lines, packages)
+
+
+def _lines(value: str) -> list[str]:
+    return [line.strip() for line in value.splitlines() if line.strip()]
+
+
+def _python_files(root: Path) -> tuple[str, ...]:
+    found = []
+    for folder, subfolders, names in os.walk(root):
+        subfolders[:] = sorted(
+            d for d in subfolders if d not in _SKIPPED_FOLDERS and not d.startswith(".")
+        )
+        base = Path(folder).relative_to(root)
+        found.extend((base / n).as_posix() for n in names if n.endswith(".py"))
+    return tuple(sorted(found))

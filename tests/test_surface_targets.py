@@ -1,0 +1,197 @@
+"""Opening a target: a source folder, a wheel built here, and ``NAME==VERSION`` through a fake
+``pip`` (a ``pip`` package first on ``PYTHONPATH``, as in test_faults_index.py)."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from canary.errors import ConfigError, OfflineMiss, RefNotFound
+from canary.sources import index
+from canary.sources.health import HostHealth
+from canary.surface.extract import extract
+from canary.surface.model import Kind
+from canary.surface.targets import declared_ranges, open_target
+
+METADATA = """\
+Metadata-Version: 2.1
+Name: toyproj
+Version: {version}
+Requires-Dist: torch>=2.0
+Requires-Dist: transformers!=4.53.0,<=5.17.0,>=4.52.4
+Requires-Dist: trl<=1.15.0,>=0.18.2; sys_platform != "nonexistent-os"
+Requires-Dist: trl!=0.19.0; platform_machine != "nonexistent-machine"
+Requires-Dist: peft>=0.18.0; extra == "huggingface"
+Requires-Dist: peft>=0.18.0; extra == "core"
+Requires-Dist: transformers>=4.40; extra == "old"
+
+"""
+CODE = "from transformers.models.llama import modeling_llama\nmodeling_llama.X.forward = None\n"
+
+
+def build_wheel(path: Path, version: str = "1.0.0") -> Path:
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("toyproj/__init__.py", "")
+        archive.writestr("toyproj/patch.py", CODE)
+        archive.writestr(f"toyproj-{version}.dist-info/METADATA", METADATA.format(version=version))
+    return path
+
+
+def test_a_wheel_gives_name_version_requires_and_files(tmp_path):
+    wheel = build_wheel(tmp_path / "toyproj-1.0.0-py3-none-any.whl")
+    loaded = open_target(str(wheel), download_dir=tmp_path / "dl")
+    assert loaded.target.name == "toyproj"
+    assert loaded.target.version == "1.0.0"
+    assert dict(loaded.target.requires) == {
+        # the extra's looser line does not widen what is always required
+        "transformers": "!=4.53.0,<=5.17.0,>=4.52.4",
+        # two lines that always apply here are both required
+        "trl": "!=0.19.0,<=1.15.0,>=0.18.2",
+        # only through extras, which agree
+        "peft": ">=0.18.0",
+    }
+    assert loaded.files == ("toyproj/__init__.py", "toyproj/patch.py")
+    refs = extract(loaded.root, loaded.files, upstream=("transformers",))
+    assert {(r.kind, r.target) for r in refs} >= {
+        (Kind.PATCH, "transformers.models.llama.modeling_llama.X.forward")
+    }
+    again = open_target(str(wheel), download_dir=tmp_path / "dl")  # unpacked once, reused
+    assert again.root == loaded.root
+
+
+def test_requirement_ranges_rules():
+    assert declared_ranges(["transformers"], ["transformers"]) == {"transformers": ""}
+    # extras that disagree: no single specifier is their union, so nothing is declared
+    lines = ['peft>=0.18; extra == "a"', 'peft>=0.10; extra == "b"']
+    assert declared_ranges(lines, ["peft"]) == {}
+    # for another platform only: not this install's range
+    assert declared_ranges(['trl<1; sys_platform == "nonexistent-os"'], ["trl"]) == {}
+    assert declared_ranges(["Transformers>=5", "not a requirement ]["], ["transformers"]) == {
+        "transformers": ">=5"
+    }
+
+
+def test_a_source_folder_reads_pyproject_and_its_surface_table(tmp_path):
+    (tmp_path / "proj" / "src" / "proj").mkdir(parents=True)
+    (tmp_path / "proj" / "src" / "proj" / "__init__.py").write_text(CODE)
+    (tmp_path / "proj" / "src" / "proj" / "template.py").write_text("{{ not python }}\n")
+    (tmp_path / "proj" / ".venv" / "lib").mkdir(parents=True)
+    (tmp_path / "proj" / ".venv" / "lib" / "x.py").write_text("import transformers\n")
+    (tmp_path / "proj" / "pyproject.toml").write_text(
+        textwrap.dedent(
+            """\
+            [project]
+            name = "proj"
+            version = "0.3.0"
+            dependencies = ["transformers>=4.50,<6", "torch"]
+            [project.optional-dependencies]
+            rl = ["trl>=0.20"]
+            [tool.canary.surface]
+            exclude = ["src/proj/template.py"]
+            own_attributes = ["_proj_*"]
+            """
+        )
+    )
+    loaded = open_target(str(tmp_path / "proj"), download_dir=tmp_path / "dl")
+    assert loaded.target.name == "proj"
+    assert loaded.target.version == "0.3.0"
+    assert dict(loaded.target.requires) == {"transformers": "<6,>=4.50", "trl": ">=0.20"}
+    assert loaded.files == ("src/proj/__init__.py",)  # excluded, and .venv skipped
+    assert loaded.config.own_attributes == ("_proj_*",)
+
+
+def test_a_source_folder_with_setup_cfg(tmp_path):
+    (tmp_path / "p").mkdir()
+    (tmp_path / "p" / "m.py").write_text(CODE)
+    (tmp_path / "p" / "setup.cfg").write_text(
+        textwrap.dedent(
+            """\
+            [metadata]
+            name = legacy
+            version = 2.0
+            [options]
+            install_requires =
+                transformers>=4.46
+                numpy
+            [options.extras_require]
+            peft = peft>=0.10
+            """
+        )
+    )
+    loaded = open_target(str(tmp_path / "p"), download_dir=tmp_path / "dl")
+    assert (loaded.target.name, loaded.target.version) == ("legacy", "2.0")
+    assert dict(loaded.target.requires) == {"transformers": ">=4.46", "peft": ">=0.10"}
+
+
+def test_a_config_file_given_replaces_the_projects_table(tmp_path):
+    wheel = build_wheel(tmp_path / "toyproj-1.0.0-py3-none-any.whl")
+    config = tmp_path / "surface.toml"
+    config.write_text('exclude = ["toyproj/patch.py"]\n')
+    loaded = open_target(str(wheel), download_dir=tmp_path / "dl", config=config)
+    assert loaded.files == ("toyproj/__init__.py",)
+    assert loaded.config.origin == str(config)
+
+
+def test_a_spec_that_is_nothing_known_says_what_a_target_is(tmp_path):
+    with pytest.raises(ConfigError, match=r"not a folder, a \.whl file or NAME==VERSION"):
+        open_target(str(tmp_path / "nothing-here"), download_dir=tmp_path)
+
+
+FAKE_PIP = """
+import os, sys, zipfile
+args = sys.argv[1:]
+dest, requirement = args[args.index("--dest") + 1], args[-1]
+name, version = requirement.split("==")
+with open(os.environ["FAKE_PIP_LOG"], "a") as log:
+    log.write(requirement + "\\n")
+if version != "1.0.0":
+    sys.stderr.write("ERROR: Could not find a version that satisfies the requirement "
+                     + requirement + " (from versions: 1.0.0)\\n"
+                     "ERROR: No matching distribution found for " + requirement + "\\n")
+    sys.exit(1)
+with zipfile.ZipFile(os.path.join(dest, f"{name}-{version}-py3-none-any.whl"), "w") as wheel:
+    wheel.writestr(f"{name}/patch.py", os.environ["FAKE_PIP_CODE"])
+    wheel.writestr(f"{name}-{version}.dist-info/METADATA",
+                   f"Metadata-Version: 2.1\\nName: {name}\\nVersion: {version}\\n"
+                   "Requires-Dist: transformers>=5\\n\\n")
+"""
+
+
+@pytest.fixture
+def fake_pip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "fake-pip"
+    (folder / "pip").mkdir(parents=True)
+    (folder / "pip" / "__init__.py").write_text("")
+    (folder / "pip" / "__main__.py").write_text(FAKE_PIP)
+    log = tmp_path / "pip.log"
+    log.write_text("")
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join([str(folder), os.environ.get("PYTHONPATH", "")])
+    )
+    monkeypatch.setenv("FAKE_PIP_LOG", str(log))
+    monkeypatch.setenv("FAKE_PIP_CODE", CODE)
+    monkeypatch.setattr(index, "INDEX_HEALTH", HostHealth())
+    return log
+
+
+def test_name_and_version_are_downloaded_once_and_read_offline_after(tmp_path, fake_pip):
+    downloads = tmp_path / "dl"
+    with pytest.raises(OfflineMiss, match="not in the cache"):
+        open_target("toyproj==1.0.0", download_dir=downloads, offline=True)
+    assert fake_pip.read_text() == ""  # offline never starts pip
+    loaded = open_target("toyproj==1.0.0", download_dir=downloads)
+    assert (loaded.target.name, loaded.target.version) == ("toyproj", "1.0.0")
+    assert dict(loaded.target.requires) == {"transformers": ">=5"}
+    assert loaded.files == ("toyproj/patch.py",)
+    offline = open_target("toyproj==1.0.0", download_dir=downloads, offline=True)
+    assert offline.root == loaded.root
+    assert fake_pip.read_text().split() == ["toyproj==1.0.0"]
+
+
+def test_a_version_the_index_does_not_have_is_named(tmp_path, fake_pip):
+    with pytest.raises(RefNotFound, match=r"toyproj==9\.9\.9 has no wheel"):
+        open_target("toyproj==9.9.9", download_dir=tmp_path / "dl")
