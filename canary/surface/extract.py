@@ -1,0 +1,1434 @@
+"""A project's dependency surface, read from its source with stdlib ``ast`` (nothing of it is
+imported): every upstream import, attribute chain, patch target, ``getsource`` target and
+source anchor, each with every site that uses it.
+
+What is followed, and where it stops:
+
+- **Bindings.** ``import``/``from ... import`` anywhere (functions included),
+  ``importlib.import_module("...")``/``__import__("...")`` with a literal, ``x = <upstream
+  chain>`` aliases, ``getattr(x, "name")``, and the project's own modules: a name a project
+  module binds to upstream (``from ._utils import *``, ``from .llama import Trainer``) is
+  upstream wherever it is imported. A name nothing binds, in a module with exactly one
+  ``from <upstream> import *``, comes from that module (two such imports: unknown, skipped).
+- **Attribute chains** are reported whole (``transformers.models.llama.modeling_llama.
+  nn.LayerNorm``): where a chain leaves the package (``nn`` is torch's) is only known from
+  the upstream tree, so resolution cuts it there and says so. A chain stops at a call, a
+  subscript, and at the attributes Python itself gives every object (``__name__``,
+  ``__dict__``, ``__wrapped__``, ...): those say nothing about upstream. A bare imported
+  name is its import; only chains that go further are attribute references.
+- **Patches**: assignment to an upstream chain (``x.y.forward = ...``, also ``+=``),
+  ``setattr(x, "name", ...)`` with a literal name, and item assignment into an upstream
+  mapping (the reference is the mapping).
+- **Sources and anchors**: ``inspect.getsource(<upstream object>)`` is a SOURCE reference;
+  the text is followed through assignments, ``textwrap.dedent`` (anchors then match the
+  dedented text), ``.replace``/``.strip`` and ``re.sub`` results, project helpers that return
+  a source or transform one (summarised once; a helper named ``*dedent*``/``*detab*`` counts
+  as dedenting), ``x or ""``, and every anchor applied to it becomes an ANCHOR reference on
+  the function or class it came from: ``.replace``/``.find``/``.index``/``.count``/
+  ``.split``/``.partition``, ``in``/``not in``, ``re.sub``/``search``/``match``/``findall``/
+  ``finditer``/``split`` and compiled patterns (their flags folded into the pattern as
+  inline flags). The anchor text is followed through module constants (this module's or a
+  project module's), dict/list literals and subscripts of them, loops and comprehensions
+  over lists or dicts of ``(old, new)`` pairs, concatenation, and f-strings: fully literal
+  ones whole, others as their literal fragments, each of which must be there. Text the
+  project inserted itself (the new side of an earlier ``.replace``) is not an anchor.
+- **Guarded** sites: inside ``try`` with a handler or ``with suppress(...)``, under a test
+  :mod:`canary.surface.guards` recognises, or in a ``hasattr`` / three-argument ``getattr``
+  itself. ``if TYPE_CHECKING:`` blocks never run and are skipped.
+- **The project's own attributes** on upstream objects are not dependencies: an attribute
+  whose name carries the project's name (``_unsloth_patched``, from its top-level packages)
+  or matches ``own_attributes``; an attribute of something the project itself replaced
+  (``X.forward = mine; X.forward._marker = True``); and one the project reads only after
+  setting it (later in the same function, or under a ``hasattr`` test of it). An attribute
+  that is only ever assigned and never read is still a patch: replacing a name upstream no
+  longer uses silently does nothing, which is what the surface exists to catch.
+
+Which files are read: each file that names an upstream package (or calls ``getsource``),
+then each file that imports a project module and names something project modules bind to
+upstream; other project modules are parsed only when one of those needs their bindings,
+constants or helpers. A file that does not parse is an error naming it (a
+:class:`~canary.errors.ParseError`): leave such files out with ``exclude`` in
+``[tool.canary.surface]``.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import fnmatch
+import re
+import sys
+from collections.abc import Callable, Collection, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from canary.errors import ParseError
+from canary.surface import guards
+from canary.surface.model import Kind, Match, Reference, Site
+from canary.surface.texts import (
+    Literals,
+    Param,
+    Pattern,
+    Text,
+    Value,
+    concatenate,
+    dict_view,
+    elements,
+    fstring_parts,
+    inline_flags,
+    union,
+    unpack,
+)
+
+# Attributes Python gives every module, class or function: a chain through them has left
+# upstream's API (its name, its code object, the function it wraps).
+RUNTIME_ATTRIBUTES = frozenset(
+    {
+        "__name__",
+        "__qualname__",
+        "__module__",
+        "__doc__",
+        "__dict__",
+        "__class__",
+        "__code__",
+        "__globals__",
+        "__wrapped__",
+        "__defaults__",
+        "__kwdefaults__",
+        "__annotations__",
+        "__mro__",
+        "__bases__",
+        "__subclasses__",
+        "__func__",
+        "__self__",
+        "__file__",
+        "__path__",
+        "__spec__",
+        "__loader__",
+        "__closure__",
+    }
+)
+# The standard modules whose functions extraction understands.
+_STDLIB = frozenset({"inspect", "re", "textwrap", "importlib", "contextlib", "typing"})
+_BUILTINS = frozenset(dir(builtins))
+# str methods that return the text (still upstream's, with the project's edits).
+_TEXT_METHODS = frozenset({"replace", "strip", "lstrip", "rstrip", "expandtabs"})
+# str methods whose first argument is looked for in the text.
+_ANCHOR_METHODS = frozenset(
+    {"replace", "find", "rfind", "index", "rindex", "count", "split", "rsplit", "partition",
+     "rpartition"}
+)  # fmt: skip
+# re functions: position of the string argument (the pattern is first; a compiled pattern's
+# methods take the same arguments without it).
+_RE_STRING_ARGUMENT = {
+    "sub": 2, "subn": 2, "search": 1, "match": 1, "fullmatch": 1, "findall": 1,
+    "finditer": 1, "split": 1,
+}  # fmt: skip
+_RE_FLAGS_ARGUMENT = {
+    "sub": 4, "subn": 4, "search": 2, "match": 2, "fullmatch": 2, "findall": 2,
+    "finditer": 2, "split": 3,
+}  # fmt: skip
+_TRY = (ast.Try, ast.TryStar) if sys.version_info >= (3, 11) else (ast.Try,)
+_DEDENTING_HELPER = re.compile(r"dedent|detab", re.IGNORECASE)
+# Top-level folders that are no project's name.
+_GENERIC_FOLDERS = frozenset({"src", "lib", "tests", "test", "docs", "examples", "scripts"})
+
+
+@dataclass(frozen=True)
+class Upstream:
+    path: str  # dotted: transformers.trainer.Trainer
+
+
+@dataclass(frozen=True)
+class Stdlib:
+    path: str  # inspect.getsource
+
+
+@dataclass(frozen=True)
+class ProjectModule:
+    name: str
+
+
+@dataclass(frozen=True)
+class ProjectFunction:
+    module: str
+    node: ast.FunctionDef | ast.AsyncFunctionDef = field(compare=False, hash=False)
+    name: str = ""
+
+
+Binding = Upstream | Stdlib | ProjectModule | ProjectFunction
+_UNBOUND = object()  # a name no scope binds (None: bound, to something extraction ignores)
+
+
+@dataclass(frozen=True)
+class Use:
+    """One site of one reference, with what the own-attribute rules need to know."""
+
+    kind: Kind
+    target: str
+    path: str
+    line: int
+    guarded: bool
+    anchor: str | None = None
+    match: Match | None = None
+    scope: int = 0  # the function it is in (0: module level)
+    presence: bool = False  # hasattr(x, "y") / getattr(x, "y", default): asks, needs nothing
+    tolerated: bool = False  # under a test that x.y is there
+    replaces: bool = False  # a PATCH that replaces the object (not an item in it)
+
+
+def extract(
+    root: Path,
+    files: Iterable[str],
+    *,
+    upstream: Collection[str],
+    own_attributes: Collection[str] = (),
+) -> tuple[Reference, ...]:
+    """The references of the project at ``root`` (``files`` relative, "/"-separated) to the
+    packages whose import names are ``upstream``, one per key with every site, sorted.
+    ``own_attributes``: fnmatch patterns of attribute names the project puts on upstream
+    objects itself (beyond those carrying its name)."""
+    project = _Project(root, tuple(files), frozenset(upstream))
+    uses: list[Use] = []
+    for path in project.paths_to_walk():
+        walker = _Walker(project, path, emit=True)
+        walker.walk_module()
+        uses.extend(walker.uses)
+    own = _own_targets(uses, project.own_tokens, tuple(own_attributes))
+    return _merge(use for use in uses if not _is_own(use, own))
+
+
+# --- the project: its modules, their bindings and helpers ---------------------------------
+
+
+@dataclass
+class _Exports:
+    names: dict[str, Binding | None]
+    values: dict[str, Value]
+    upstream_stars: list[str]
+
+
+class _Project:
+    def __init__(self, root: Path, files: tuple[str, ...], upstream: frozenset[str]) -> None:
+        self.root = root
+        self.upstream = upstream
+        self.files = tuple(f for f in files if f.endswith(".py"))
+        self.module_of: dict[str, str] = {}
+        self.path_of: dict[str, str] = {}
+        packages = {str(PurePosixPath(f).parent) for f in self.files if f.endswith("__init__.py")}
+        for path in self.files:
+            name = _module_name(path, packages)
+            self.module_of[path] = name
+            self.path_of.setdefault(name, path)
+        self.own_tokens = _own_tokens(self.module_of.values())
+        self._text: dict[str, bytes] = {}
+        self._trees: dict[str, ast.Module] = {}
+        self._exports: dict[str, _Exports] = {}
+        self._summaries: dict[int, tuple[Value | None, tuple[str, ...]]] = {}
+        self._takes_source: dict[int, bool] = {}
+        self._lines: dict[str, list[bytes]] = {}
+
+    def text(self, path: str) -> bytes:
+        if path not in self._text:
+            self._text[path] = (self.root / path).read_bytes()
+        return self._text[path]
+
+    def tree(self, path: str) -> ast.Module:
+        if path not in self._trees:
+            try:
+                self._trees[path] = ast.parse(self.text(path), filename=path)
+            except (SyntaxError, ValueError) as exc:
+                line = getattr(exc, "lineno", None)
+                where = f"{path}, line {line}" if line else path
+                raise ParseError(
+                    f"{self.root / path}: cannot parse ({where}: {exc.__class__.__name__}: "
+                    f"{getattr(exc, 'msg', exc)}); canary reads every Python file of a target "
+                    f"with this Python: if the file is not meant to be Python, leave it out "
+                    f"with exclude = [...] in [tool.canary.surface]",
+                    cause="a file of the target does not parse",
+                ) from None
+        return self._trees[path]
+
+    def identifiers(self, path: str, node: ast.stmt) -> set[bytes]:
+        """The identifiers written in a statement's lines (a cheap look before walking it)."""
+        if path not in self._lines:
+            self._lines[path] = self.text(path).splitlines()
+        lines = self._lines[path][node.lineno - 1 : node.end_lineno]
+        return set(_IDENTIFIER.findall(b"\n".join(lines)))
+
+    def is_upstream(self, dotted: str) -> bool:
+        return dotted.split(".", 1)[0] in self.upstream
+
+    def module_binding(self, dotted: str) -> Binding | None:
+        if self.is_upstream(dotted):
+            return Upstream(dotted)
+        if dotted in self.path_of:
+            return ProjectModule(dotted)
+        if dotted.split(".", 1)[0] in _STDLIB:
+            return Stdlib(dotted)
+        return None
+
+    def exports(self, module: str) -> _Exports:
+        """The module-level bindings of a project module (lazily; a cycle sees what is
+        known so far, as Python would see a partly initialised module)."""
+        if module not in self._exports:
+            self._exports[module] = _Exports({}, {}, [])
+            path = self.path_of.get(module)
+            if path is not None:
+                walker = _Walker(self, path, emit=False)
+                walker.bind_module_level()
+                scope = walker.module_scope
+                self._exports[module] = _Exports(scope.names, scope.values, walker.upstream_stars)
+        return self._exports[module]
+
+    def member(self, module: str, name: str) -> Binding | None:
+        exports = self.exports(module)
+        if name in exports.names:
+            return exports.names[name]
+        if f"{module}.{name}" in self.path_of:
+            return ProjectModule(f"{module}.{name}")
+        if len(exports.upstream_stars) == 1:
+            return Upstream(f"{exports.upstream_stars[0]}.{name}")
+        return None
+
+    def summary(self, function: ProjectFunction) -> tuple[Value | None, tuple[str, ...]]:
+        """What a project helper returns, in terms of its parameters (:class:`Param`), and
+        its parameter names."""
+        key = id(function.node)
+        if key not in self._summaries:
+            self._summaries[key] = (None, ())  # recursion: nothing known yet
+            walker = _Walker(self, self.path_of[function.module], emit=False)
+            self._summaries[key] = walker.summarise(function)
+        return self._summaries[key]
+
+    def takes_source(self, function: ProjectFunction) -> bool:
+        """The helper calls ``getsource`` itself (or it could not return a source)."""
+        key = id(function.node)
+        if key not in self._takes_source:
+            path = self.path_of[function.module]
+            self._takes_source[key] = b"getsource" in self.text(path) and any(
+                (isinstance(n, ast.Name) and n.id == "getsource")
+                or (isinstance(n, ast.Attribute) and n.attr == "getsource")
+                for n in ast.walk(function.node)
+            )
+        return self._takes_source[key]
+
+    def paths_to_walk(self) -> Iterator[str]:
+        """The files that can reference upstream (see the module docstring)."""
+        names = "|".join(re.escape(n) for n in sorted(self.upstream))
+        mentions = re.compile(rb"\b(?:" + names.encode() + rb")\b|getsource")
+        walked, rest = [], []
+        for path in self.files:
+            (walked if mentions.search(self.text(path)) else rest).append(path)
+        yield from walked
+        if not rest:
+            return
+        tops = "|".join(re.escape(t) for t in sorted({m.split(".")[0] for m in self.path_of}))
+        imports_project = re.compile(
+            rb"(?m)^\s*(?:from\s+\.|from\s+(?:"
+            + tops.encode()
+            + rb")\b|import\s+(?:"
+            + tops.encode()
+            + rb")\b)"
+        )
+        reexported = {
+            name.encode()
+            for path in walked
+            for name, binding in self.exports(self.module_of[path]).names.items()
+            if isinstance(binding, Upstream)
+        }
+        for path in rest:
+            text = self.text(path)
+            if imports_project.search(text) and reexported & set(_IDENTIFIER.findall(text)):
+                yield path
+
+
+_IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _module_name(path: str, packages: set[str]) -> str:
+    """Dotted module name: from the topmost folder of the chain of packages (with an
+    ``__init__.py``) above the file; a file outside any package is named by its path."""
+    parts = PurePosixPath(path).with_suffix("").parts
+    folder = PurePosixPath(path).parent
+    depth = 0
+    while str(folder) in packages and str(folder) != ".":
+        depth += 1
+        folder = folder.parent
+    names = list(parts[len(parts) - 1 - depth :]) if depth else list(parts)
+    if names and names[-1] == "__init__":
+        names.pop()
+    return ".".join(names)
+
+
+def _own_tokens(modules: Iterable[str]) -> frozenset[str]:
+    """Names that mark an attribute as the project's: its top-level packages, and their
+    first word when it is a name of its own (``unsloth`` of ``unsloth_zoo``)."""
+    tokens = set()
+    for module in modules:
+        top = module.split(".", 1)[0].lower()
+        if not top or top in _GENERIC_FOLDERS or top == "__init__":
+            continue
+        tokens.add(top)
+        first = re.split(r"[_-]", top, maxsplit=1)[0]
+        if len(first) >= 4:
+            tokens.add(first)
+    return frozenset(tokens)
+
+
+# --- scopes ------------------------------------------------------------------------------
+
+
+@dataclass
+class _Scope:
+    names: dict[str, Binding | None] = field(default_factory=dict)
+    values: dict[str, Value] = field(default_factory=dict)
+    parent: _Scope | None = None
+    is_class: bool = False
+
+    def lookup(self, name: str) -> object:
+        scope: _Scope | None = self
+        first = True
+        while scope is not None:
+            # a class body's names are not visible inside its methods
+            if (first or not scope.is_class) and name in scope.names:
+                return scope.names[name]
+            first = False
+            scope = scope.parent
+        return _UNBOUND
+
+    def value(self, name: str) -> Value | None:
+        scope: _Scope | None = self
+        while scope is not None:
+            if name in scope.values:
+                return scope.values[name]
+            if name in scope.names:
+                return None  # bound to something else: shadows an outer constant
+            scope = scope.parent
+        return None
+
+
+# --- the walker ------------------------------------------------------------------------
+
+
+class _Walker:
+    """Walks one file in order, keeping bindings, text values and the guard context."""
+
+    def __init__(self, project: _Project, path: str, *, emit: bool) -> None:
+        self.project = project
+        self.path = path
+        self.module = project.module_of[path]
+        self.is_package = path.endswith("__init__.py")
+        self.emit = emit
+        self.module_scope = _Scope()
+        self.scope = self.module_scope
+        self.upstream_stars: list[str] = []
+        self.uses: list[Use] = []
+        self.guarded = 0
+        self.present: frozenset[str] = frozenset()
+        self.conditional = 0  # branches entered within the current scope
+        self.function = 0
+        self.returns: Value | None = None
+        self.summarising = False
+        self.interesting: frozenset[bytes] | None = None
+
+    # entry points
+
+    def walk_module(self) -> None:
+        tree = self.project.tree(self.path)
+        self.bind_module_level()
+        self.interesting = self._interesting()
+        self.block(tree.body)
+
+    def _interesting(self) -> frozenset[bytes] | None:
+        """The names a module-level function or class must mention to reference upstream
+        (None: any name may, under a ``from <upstream> import *``)."""
+        if self.upstream_stars:
+            return None
+        names = {b"import", b"__import__", b"getsource", b"import_module"}
+        for name, binding in self.module_scope.names.items():
+            if isinstance(binding, (Upstream, Stdlib, ProjectModule)) or (
+                isinstance(binding, ProjectFunction) and self.project.takes_source(binding)
+            ):
+                names.add(name.encode())
+        names.update(
+            name.encode()
+            for name, value in self.module_scope.values.items()
+            if isinstance(value, Text)
+        )
+        return frozenset(names)
+
+    def _skippable(self, node: ast.stmt) -> bool:
+        """A top-level function or class that mentions nothing upstream-bound: walking it
+        could find nothing (most of a large project's code)."""
+        return (
+            self.scope is self.module_scope
+            and self.interesting is not None
+            and not self.interesting & self.project.identifiers(self.path, node)
+        )
+
+    def bind_module_level(self) -> None:
+        """Module-level bindings only (imports, aliases, constants, functions), so a
+        function sees names bound after it, as Python does at call time."""
+        emit, self.emit = self.emit, False
+        try:
+            for node in self.project.tree(self.path).body:
+                self.statement(node, nested=False)
+        finally:
+            self.emit = emit
+
+    def summarise(self, function: ProjectFunction) -> tuple[Value | None, tuple[str, ...]]:
+        exports = self.project.exports(self.module)
+        self.module_scope = _Scope(exports.names, exports.values)
+        self.upstream_stars = exports.upstream_stars
+        node = function.node
+        names = tuple(a.arg for a in (*node.args.posonlyargs, *node.args.args))
+        self.scope = _Scope(parent=self.module_scope)
+        for arg in _arguments(node.args):
+            self.scope.names[arg] = None
+        for index, name in enumerate(names):
+            self.scope.values[name] = Param(index)
+        self.summarising = True
+        self.block(node.body)
+        result = self.returns
+        if _DEDENTING_HELPER.search(node.name):
+            if isinstance(result, Text):
+                result = Text(result.origins, True, result.inserted)
+            elif isinstance(result, Param):
+                result = Param(result.index, result.source, True)
+        return result, names
+
+    # statements
+
+    def block(self, statements: list[ast.stmt]) -> None:
+        saved = (self.guarded, self.present)
+        for node in statements:
+            self.statement(node)
+            if isinstance(node, ast.If) and guards.exits(node.body):
+                # what follows runs only where the test failed
+                if guards.is_guard_test(node.test):
+                    self.guarded += 1
+                self.present |= self._present(node.test, positive=False)
+        self.guarded, self.present = saved
+
+    def statement(self, node: ast.stmt, *, nested: bool = True) -> None:
+        """One statement; ``nested`` False: the module-level binding pass, which enters
+        blocks but evaluates no expression and no function or class body."""
+        handler = _STATEMENTS.get(type(node))
+        if handler is not None:
+            handler(self, node, nested)
+        elif nested:
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.expr):
+                    self.expr(child)
+
+    def s_import(self, node: ast.Import | ast.ImportFrom, nested: bool) -> None:
+        if isinstance(node, ast.Import):
+            self.import_modules(node)
+        else:
+            self.import_from(node)
+
+    def s_assign(self, node: ast.Assign, nested: bool) -> None:
+        if nested:
+            self.expr(node.value)
+        for target in node.targets:
+            self.assign(target, node.value)
+
+    def s_annotated(self, node: ast.AnnAssign, nested: bool) -> None:
+        if nested:
+            self.expr(node.annotation)
+        if node.value is not None:
+            if nested:
+                self.expr(node.value)
+            self.assign(node.target, node.value)
+
+    def s_augmented(self, node: ast.AugAssign, nested: bool) -> None:
+        if nested:
+            self.expr(node.value)
+        self.assign(node.target, None, augmented=node)
+
+    def s_with(self, node: ast.With | ast.AsyncWith, nested: bool) -> None:
+        suppresses = False
+        for item in node.items:
+            if nested:
+                self.expr(item.context_expr)
+            suppresses |= self._callee(item.context_expr) == Stdlib("contextlib.suppress")
+            if item.optional_vars is not None:
+                self.assign(item.optional_vars, None)
+        self.guarded += suppresses
+        self.body(node.body, nested)
+        self.guarded -= suppresses
+
+    def s_for(self, node: ast.For | ast.AsyncFor, nested: bool) -> None:
+        if nested:
+            self.expr(node.iter)
+        self.bind_loop(node.target, node.iter)
+        self.conditional += 1
+        self.body(node.body, nested)
+        self.body(node.orelse, nested)
+        self.conditional -= 1
+
+    def s_while(self, node: ast.While, nested: bool) -> None:
+        if nested:
+            self.expr(node.test)
+        guard = guards.is_guard_test(node.test)
+        self.guarded += guard
+        self.conditional += 1
+        self.body(node.body, nested)
+        self.guarded -= guard
+        self.body(node.orelse, nested)
+        self.conditional -= 1
+
+    def s_return(self, node: ast.Return, nested: bool) -> None:
+        if node.value is None or not nested:
+            return
+        self.expr(node.value)
+        if self.summarising:
+            returned = node.value
+            if isinstance(returned, ast.Tuple) and returned.elts:
+                returned = returned.elts[0]  # (text, extra): the text is first
+            self.returns = union(self.returns, self.value(returned))
+
+    def s_match(self, node: ast.Match, nested: bool) -> None:
+        if nested:
+            self.expr(node.subject)
+        self.conditional += 1
+        for case in node.cases:
+            self.body(case.body, nested)
+        self.conditional -= 1
+
+    def body(self, statements: list[ast.stmt], nested: bool) -> None:
+        if nested:
+            self.block(statements)
+        else:
+            for node in statements:
+                self.statement(node, nested=False)
+
+    def s_if(self, node: ast.If, nested: bool) -> None:
+        if guards.is_type_checking(node.test):
+            self.body(node.orelse, nested)
+            return
+        if nested:
+            self.expr(node.test)
+        guard = guards.is_guard_test(node.test)
+        saved = self.present
+        self.guarded += guard
+        self.conditional += 1
+        self.present = saved | self._present(node.test, positive=True)
+        self.body(node.body, nested)
+        self.present = saved | self._present(node.test, positive=False)
+        self.body(node.orelse, nested)
+        self.present = saved
+        self.conditional -= 1
+        self.guarded -= guard
+
+    def s_try(self, node: ast.Try, nested: bool) -> None:
+        caught = bool(node.handlers)
+        self.guarded += caught
+        self.body(node.body, nested)
+        self.guarded -= caught
+        self.conditional += 1
+        for handler in node.handlers:
+            if nested and handler.type is not None:
+                self.expr(handler.type)
+            if handler.name:
+                self.scope.names[handler.name] = None
+            self.body(handler.body, nested)
+        self.body(node.orelse, nested)
+        self.conditional -= 1
+        self.body(node.finalbody, nested)
+
+    def s_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, nested: bool) -> None:
+        self.scope.names[node.name] = ProjectFunction(self.module, node, node.name)
+        self.scope.values.pop(node.name, None)
+        if not nested:
+            return
+        for child in (*node.decorator_list, *_defaults(node.args)):
+            self.expr(child)
+        for annotation in _annotations(node):
+            self.expr(annotation)
+        if self.summarising or self._skippable(node):
+            return  # a helper's nested functions are not its return value
+        outer = (self.scope, self.conditional, self.function)
+        parent = self.scope
+        while parent.is_class and parent.parent is not None:
+            parent = parent.parent
+        self.scope = _Scope(parent=parent)
+        for arg in _arguments(node.args):
+            self.scope.names[arg] = None
+        self.conditional, self.function = 0, id(node)
+        self.block(node.body)
+        self.scope, self.conditional, self.function = outer
+
+    def s_class(self, node: ast.ClassDef, nested: bool) -> None:
+        self.scope.names[node.name] = None
+        self.scope.values.pop(node.name, None)
+        if not nested or self._skippable(node):
+            return
+        for child in (*node.decorator_list, *node.bases, *(k.value for k in node.keywords)):
+            self.expr(child)
+        outer = self.scope
+        self.scope = _Scope(parent=outer, is_class=True)
+        self.block(node.body)
+        self.scope = outer
+
+    def import_modules(self, node: ast.Import) -> None:
+        for alias in node.names:
+            if self.project.is_upstream(alias.name):
+                self.use(Kind.IMPORT, alias.name, node)
+            if alias.asname:
+                self.bind(alias.asname, self.project.module_binding(alias.name))
+            else:
+                top = alias.name.split(".", 1)[0]
+                self.bind(top, self.project.module_binding(top))
+
+    def import_from(self, node: ast.ImportFrom) -> None:
+        base = self._absolute(node)
+        if base is None:
+            return
+        for alias in node.names:
+            if self.project.is_upstream(base):
+                self.import_upstream(node, base, alias)
+            elif base in self.project.path_of:
+                self.import_project(base, alias)
+            elif alias.name != "*":
+                stdlib = base.split(".", 1)[0] in _STDLIB
+                binding = Stdlib(f"{base}.{alias.name}") if stdlib else None
+                self.bind(alias.asname or alias.name, binding)
+
+    def import_upstream(self, node: ast.ImportFrom, base: str, alias: ast.alias) -> None:
+        target = base if alias.name == "*" else f"{base}.{alias.name}"
+        self.use(Kind.IMPORT, target, node)
+        if alias.name != "*":
+            self.bind(alias.asname or alias.name, Upstream(target))
+        elif self.scope is self.module_scope and base not in self.upstream_stars:
+            self.upstream_stars.append(base)
+
+    def import_project(self, base: str, alias: ast.alias) -> None:
+        if alias.name != "*":
+            name = alias.asname or alias.name
+            self.bind(name, self.project.member(base, alias.name))
+            value = self.project.exports(base).values.get(alias.name)
+            if value is not None:
+                self.scope.values[name] = value
+            return
+        exports = self.project.exports(base)
+        public = [n for n in exports.names if not n.startswith("_")]
+        for name in public:
+            self.bind(name, exports.names[name])
+        for name, value in exports.values.items():
+            if not name.startswith("_"):
+                self.scope.values[name] = value
+        if self.scope is self.module_scope:
+            for star in exports.upstream_stars:
+                if star not in self.upstream_stars:
+                    self.upstream_stars.append(star)
+
+    def _absolute(self, node: ast.ImportFrom) -> str | None:
+        if not node.level:
+            return node.module
+        package = self.module.split(".")
+        if not self.is_package:
+            package = package[:-1]
+        if node.level - 1 > len(package):
+            return None
+        package = package[: len(package) - (node.level - 1)]
+        return ".".join([*package, *([node.module] if node.module else [])])
+
+    # bindings
+
+    def bind(self, name: str, binding: Binding | None) -> None:
+        if binding is None and self.conditional and self.scope.lookup(name) is not _UNBOUND:
+            # `except ImportError: X = None` and `else: X = None` are fallbacks: the
+            # primary branch's binding is the one that uses upstream
+            return
+        self.scope.names[name] = binding
+        self.scope.values.pop(name, None)
+
+    def assign(
+        self, target: ast.expr, value: ast.expr | None, *, augmented: ast.AugAssign | None = None
+    ) -> None:
+        if isinstance(target, ast.Name):
+            if augmented is None:  # x += ...: a text stays text, a binding what it was
+                self.assign_name(target.id, value)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            self.assign_unpacking(target, value)
+        elif isinstance(target, ast.Starred):
+            self.assign(target.value, None)
+        elif isinstance(target, ast.Attribute):
+            binding, steps, complete = self.chain(target)
+            if isinstance(binding, Upstream) and steps:
+                kind = Kind.PATCH if complete else Kind.ATTRIBUTE
+                self.use(kind, binding.path, target, replaces=complete)
+                if augmented is not None and complete:
+                    self.use(Kind.ATTRIBUTE, binding.path, target)
+            self.chain_root(target)
+        elif isinstance(target, ast.Subscript):
+            self.expr(target.slice)
+            binding, _, complete = self.chain(target.value)
+            if isinstance(binding, Upstream) and complete:
+                self.use(Kind.PATCH, binding.path, target)
+            if isinstance(target.value, ast.Attribute):
+                self.chain_root(target.value)
+            elif not isinstance(target.value, ast.Name):
+                self.expr(target.value)
+
+    def assign_name(self, name: str, value: ast.expr | None) -> None:
+        binding = self.binding(value)
+        text = self.value(value)
+        self.bind(name, binding)
+        if text is not None:
+            self.scope.values[name] = text
+        elif not self.conditional:
+            self.scope.values.pop(name, None)
+
+    def assign_unpacking(self, target: ast.Tuple | ast.List, value: ast.expr | None) -> None:
+        if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts):
+            for element, element_value in zip(target.elts, value.elts, strict=True):
+                self.assign(element, element_value)
+            return
+        whole = self.value(value)
+        for index, element in enumerate(target.elts):
+            if isinstance(element, ast.Name):
+                self.bind(element.id, None)
+                if index == 0 and isinstance(whole, (Text, Param)):
+                    self.scope.values[element.id] = whole  # text, extra = helper(text)
+            else:
+                self.assign(element, None)
+
+    def bind_loop(self, target: ast.expr, iterable: ast.expr) -> None:
+        value = self.value(iterable)
+        items = elements(value) if isinstance(value, Literals) else None
+        self._bind_items(target, items)
+
+    def _bind_items(self, target: ast.expr, items: Literals | None) -> None:
+        if isinstance(target, ast.Name):
+            self.bind(target.id, None)
+            if items is not None:
+                self.scope.values[target.id] = items
+            else:
+                self.scope.values.pop(target.id, None)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            columns = unpack(items, len(target.elts)) if items else [None] * len(target.elts)
+            for element, column in zip(target.elts, columns, strict=True):
+                self._bind_items(element, column)
+        else:
+            self.assign(target, None)
+
+    def binding(self, node: ast.expr | None) -> Binding | None:
+        if node is None:
+            return None
+        binding, _, complete = self.chain(node)
+        return binding if complete else None
+
+    def chain(self, node: ast.expr) -> tuple[Binding | None, int, bool]:
+        """What an attribute chain is bound to: the binding, how many attributes were taken
+        on upstream objects, and whether the whole chain was (False: it stopped early, at a
+        runtime attribute or a name extraction knows nothing of)."""
+        parts: list[str] = []
+        root = node
+        while isinstance(root, ast.Attribute):
+            parts.append(root.attr)
+            root = root.value
+        binding = self.root(root)
+        steps = 0
+        for index, attr in enumerate(reversed(parts)):
+            if isinstance(binding, Upstream):
+                if attr in RUNTIME_ATTRIBUTES:
+                    return binding, steps, False
+                binding, steps = Upstream(f"{binding.path}.{attr}"), steps + 1
+            elif isinstance(binding, Stdlib):
+                binding = Stdlib(f"{binding.path}.{attr}")
+            elif isinstance(binding, ProjectModule):
+                binding = self.project.member(binding.name, attr)
+            else:
+                return binding, steps, index == len(parts)
+        return binding, steps, True
+
+    def root(self, node: ast.expr) -> Binding | None:
+        if isinstance(node, ast.Name):
+            found = self.scope.lookup(node.id)
+            if found is _UNBOUND:
+                if node.id in _BUILTINS or len(self.upstream_stars) != 1:
+                    return None
+                return Upstream(f"{self.upstream_stars[0]}.{node.id}")
+            return found  # type: ignore[return-value]
+        if isinstance(node, ast.Call):
+            if (module := self._imported_module(node)) is not None:
+                return self.project.module_binding(module)
+            if self._builtin(node.func, "getattr") and len(node.args) >= 2:
+                name = self._literal_string(node.args[1])
+                binding, _, complete = self.chain(node.args[0])
+                if name is not None and complete and isinstance(binding, Upstream):
+                    return Upstream(f"{binding.path}.{name}")
+        return None
+
+    def _imported_module(self, node: ast.Call) -> str | None:
+        """The literal module of ``importlib.import_module("x")`` / ``__import__("x")``."""
+        callee = self._callee(node)
+        importer = callee == Stdlib("importlib.import_module") or self._builtin(
+            node.func, "__import__"
+        )
+        if not importer or not node.args or any(k.arg == "package" for k in node.keywords):
+            return None
+        name = self._literal_string(node.args[0])
+        return name if name and not name.startswith(".") else None
+
+    def _builtin(self, func: ast.expr, name: str) -> bool:
+        return (
+            isinstance(func, ast.Name) and func.id == name and self.scope.lookup(name) is _UNBOUND
+        )
+
+    def _callee(self, node: ast.expr) -> Binding | None:
+        return self.binding(node.func) if isinstance(node, ast.Call) else None
+
+    def _literal_string(self, node: ast.expr) -> str | None:
+        value = self.value(node)
+        if isinstance(value, Literals) and not value.fragments and len(value.values) == 1:
+            only = value.values[0]
+            return only if isinstance(only, str) else None
+        return None
+
+    def _present(self, test: ast.expr, *, positive: bool) -> frozenset[str]:
+        found = set()
+        for obj, name in guards.presence_tested(test, positive=positive):
+            binding, _, complete = self.chain(obj)
+            if isinstance(binding, Upstream) and complete:
+                found.add(f"{binding.path}.{name}")
+        return frozenset(found)
+
+    # expressions
+
+    def expr(self, node: ast.expr) -> None:
+        handler = _EXPRESSIONS.get(type(node))
+        if handler is not None:
+            handler(self, node)
+            return
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.expr):
+                self.expr(child)
+            elif isinstance(child, ast.keyword):
+                self.expr(child.value)
+
+    def e_attribute(self, node: ast.Attribute) -> None:
+        binding, steps, _ = self.chain(node)
+        if isinstance(binding, Upstream) and steps:
+            self.use(Kind.ATTRIBUTE, binding.path, node)
+        self.chain_root(node)
+
+    def e_boolean(self, node: ast.BoolOp) -> None:
+        saved = (self.guarded, self.present)
+        # a and b: b runs where a held; a or b: where a did not
+        positive = isinstance(node.op, ast.And)
+        for value in node.values:
+            self.expr(value)
+            self.guarded += guards.is_guard_test(value)
+            self.present |= self._present(value, positive=positive)
+        self.guarded, self.present = saved
+
+    def e_conditional(self, node: ast.IfExp) -> None:
+        self.expr(node.test)
+        guard = guards.is_guard_test(node.test)
+        saved = self.present
+        self.guarded += guard
+        self.present = saved | self._present(node.test, positive=True)
+        self.expr(node.body)
+        self.present = saved | self._present(node.test, positive=False)
+        self.expr(node.orelse)
+        self.present = saved
+        self.guarded -= guard
+
+    def e_lambda(self, node: ast.Lambda) -> None:
+        for child in _defaults(node.args):
+            self.expr(child)
+        outer = self.scope
+        self.scope = _Scope(parent=outer)
+        for arg in _arguments(node.args):
+            self.scope.names[arg] = None
+        self.expr(node.body)
+        self.scope = outer
+
+    def e_walrus(self, node: ast.NamedExpr) -> None:
+        self.expr(node.value)
+        self.assign(node.target, node.value)
+
+    def chain_root(self, node: ast.Attribute) -> None:
+        root: ast.expr = node
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if not isinstance(root, ast.Name):
+            self.expr(root)
+
+    def e_comprehension(
+        self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp
+    ) -> None:
+        outer = self.scope
+        self.scope = _Scope(parent=outer)
+        self.conditional += 1
+        for generator in node.generators:
+            self.expr(generator.iter)
+            self.bind_loop(generator.target, generator.iter)
+            for test in generator.ifs:
+                self.expr(test)
+        if isinstance(node, ast.DictComp):
+            self.expr(node.key)
+            self.expr(node.value)
+        else:
+            self.expr(node.elt)
+        self.conditional -= 1
+        self.scope = outer
+
+    def e_call(self, node: ast.Call) -> None:
+        func = node.func
+        args = node.args
+        if self._builtin(func, "hasattr") or (
+            self._builtin(func, "getattr") and guards.is_presence_call(node)
+        ):
+            self._attribute_by_name(node, presence=True)
+        elif self._builtin(func, "getattr"):
+            self._attribute_by_name(node, presence=False)
+        elif self._builtin(func, "setattr") and len(args) >= 2:
+            binding, _, complete = self.chain(args[0])
+            name = self._literal_string(args[1])
+            if isinstance(binding, Upstream) and complete and name is not None:
+                self.use(Kind.PATCH, f"{binding.path}.{name}", node, replaces=True)
+        if (module := self._imported_module(node)) is not None and self.project.is_upstream(module):
+            self.use(Kind.IMPORT, module, node)
+        callee = self.binding(func)
+        if callee == Stdlib("inspect.getsource") and args:
+            self._source(args[0], node)
+        elif (
+            isinstance(callee, ProjectFunction) and self.emit and self.project.takes_source(callee)
+        ):
+            summary, names = self.project.summary(callee)
+            if isinstance(summary, Param) and summary.source:
+                argument = _argument(node, summary.index, names)
+                if argument is not None:
+                    self._source(argument, node)
+        self.anchors_of_call(node, callee)
+        self.expr(func)
+        for child in (*args, *(k.value for k in node.keywords)):
+            self.expr(child)
+
+    def _attribute_by_name(self, node: ast.Call, *, presence: bool) -> None:
+        if len(node.args) < 2:
+            return
+        binding, _, complete = self.chain(node.args[0])
+        name = self._literal_string(node.args[1])
+        if isinstance(binding, Upstream) and complete and name is not None:
+            self.use(Kind.ATTRIBUTE, f"{binding.path}.{name}", node, presence=presence)
+
+    def _source(self, argument: ast.expr, node: ast.Call) -> None:
+        binding, _, complete = self.chain(argument)
+        if isinstance(binding, Upstream) and complete:
+            self.use(Kind.SOURCE, binding.path, node)
+
+    def e_compare(self, node: ast.Compare) -> None:
+        left = node.left
+        for op, right in zip(node.ops, node.comparators, strict=True):
+            if isinstance(op, (ast.In, ast.NotIn)):
+                text = self.value(right)
+                if isinstance(text, Text):
+                    self.anchors(text, self.value(left), node, regex=False)
+            left = right
+        for child in (node.left, *node.comparators):
+            self.expr(child)
+
+    def anchors_of_call(self, node: ast.Call, callee: Binding | None) -> None:
+        func, args = node.func, node.args
+        if isinstance(func, ast.Attribute) and func.attr in _ANCHOR_METHODS and args:
+            text = self.value(func.value)
+            if isinstance(text, Text):
+                self.anchors(text, self.value(args[0]), node, regex=False)
+                return
+        if isinstance(callee, Stdlib) and callee.path.startswith("re."):
+            name = callee.path.removeprefix("re.")
+            position = _RE_STRING_ARGUMENT.get(name)
+            if position is not None and len(args) > position:
+                text = self.value(args[position])
+                if isinstance(text, Text):
+                    flags = _argument_or_keyword(node, _RE_FLAGS_ARGUMENT[name], "flags")
+                    self.anchors(text, self.value(args[0]), node, regex=True, flags=flags)
+            return
+        if isinstance(func, ast.Attribute) and func.attr in _RE_STRING_ARGUMENT:
+            pattern = self.value(func.value)
+            position = _RE_STRING_ARGUMENT[func.attr] - 1
+            if isinstance(pattern, Pattern) and len(args) > position:
+                text = self.value(args[position])
+                if isinstance(text, Text):
+                    self.anchors(text, Literals(pattern.patterns), node, regex=True)
+
+    def anchors(
+        self,
+        text: Text,
+        anchor: Value | None,
+        node: ast.AST,
+        *,
+        regex: bool,
+        flags: ast.expr | None = None,
+    ) -> None:
+        if not isinstance(anchor, Literals) or (regex and anchor.fragments):
+            return
+        if regex:
+            match = Match.REGEX_DEDENTED if text.dedented else Match.REGEX
+        else:
+            match = Match.DEDENTED if text.dedented else Match.EXACT
+        prefix = inline_flags(flags) if regex else ""
+        for literal in anchor.strings():
+            if any(literal in inserted for inserted in text.inserted):
+                continue  # the project's own text, put there by an earlier replace
+            for origin in sorted(text.origins):
+                self.use(Kind.ANCHOR, origin, node, anchor=prefix + literal, match=match)
+
+    # values
+
+    def value(self, node: ast.expr | None) -> Value | None:
+        """What an expression may be, as far as anchors are concerned (pure)."""
+        handler = _VALUES.get(type(node))
+        return handler(self, node) if handler is not None else None
+
+    def v_constant(self, node: ast.Constant) -> Value | None:
+        return Literals((node.value,)) if isinstance(node.value, (str, int, float)) else None
+
+    def v_display(self, node: ast.Tuple | ast.List | ast.Set | ast.Dict) -> Value | None:
+        literal = self.literal(node)
+        return None if literal is _NOT_LITERAL else Literals((literal,))
+
+    def v_name(self, node: ast.Name) -> Value | None:
+        return self.scope.value(node.id)
+
+    def v_attribute(self, node: ast.Attribute) -> Value | None:
+        binding, _, complete = self.chain(node.value)
+        if isinstance(binding, ProjectModule) and complete:
+            return self.project.exports(binding.name).values.get(node.attr)
+        return None
+
+    def v_binary(self, node: ast.BinOp) -> Value | None:
+        if not isinstance(node.op, ast.Add):
+            return None
+        left, right = self.value(node.left), self.value(node.right)
+        if isinstance(left, Literals) and isinstance(right, Literals):
+            return concatenate(left, right)
+        return next((v for v in (left, right) if isinstance(v, (Text, Param))), None)
+
+    def v_conditional(self, node: ast.IfExp) -> Value | None:
+        return union(self.value(node.body), self.value(node.orelse))
+
+    def v_boolean(self, node: ast.BoolOp) -> Value | None:
+        if not isinstance(node.op, ast.Or):
+            return None
+        result: Value | None = None
+        for value in node.values:
+            result = union(result, self.value(value))
+        return result
+
+    def v_fstring(self, node: ast.JoinedStr) -> Literals | None:
+        pieces: list[Literals] = []
+        fragments: list[str] = []
+        whole = True
+        for part in fstring_parts(node):
+            if isinstance(part, str):
+                pieces.append(Literals((part,)))
+                fragments.append(part)
+                continue
+            value = self.value(part.value) if isinstance(part, ast.FormattedValue) else None
+            plain = isinstance(part, ast.FormattedValue) and part.format_spec is None
+            if plain and part.conversion == -1 and isinstance(value, Literals):
+                pieces.append(value)
+            else:
+                whole = False
+        if whole:
+            result: Literals | None = Literals(("",))
+            for piece in pieces:
+                result = concatenate(result, piece) if result is not None else None
+            return result
+        return Literals(tuple(fragments), fragments=True) if fragments else None
+
+    def v_subscript(self, node: ast.Subscript) -> Value | None:
+        base, index = self.value(node.value), self.value(node.slice)
+        if not isinstance(base, Literals) or not isinstance(index, Literals):
+            return None
+        found: list[object] = []
+        for container in base.values:
+            for key in index.values:
+                try:
+                    found.append(container[key])  # type: ignore[index]
+                except (KeyError, IndexError, TypeError):
+                    continue
+        return Literals(tuple(found)) if found else None
+
+    def v_call(self, node: ast.Call) -> Value | None:  # noqa: PLR0911 - one return per callee
+        func, args = node.func, node.args
+        callee = self.binding(func)
+        first = args[0] if args else None
+        if callee == Stdlib("inspect.getsource") and first is not None:
+            return self.source_of(first)
+        if callee == Stdlib("textwrap.dedent") and first is not None:
+            return _dedented(self.value(first))
+        if callee == Stdlib("re.compile") and first is not None:
+            pattern = self.value(first)
+            if isinstance(pattern, Literals) and not pattern.fragments:
+                flags = inline_flags(_argument_or_keyword(node, 1, "flags"))
+                return Pattern(tuple(flags + p for p in pattern.strings()))
+            return None
+        if callee == Stdlib("re.sub") and len(args) > 2:
+            return _with_inserted(self.value(args[2]), self.value(args[1]))
+        if isinstance(callee, ProjectFunction):
+            return self.helper_result(callee, node)
+        if self._builtin(func, "str") and first is not None:
+            return self.value(first)
+        if isinstance(func, ast.Attribute):
+            receiver = self.value(func.value)
+            if isinstance(receiver, (Text, Param)) and func.attr in _TEXT_METHODS:
+                if func.attr == "replace" and len(args) > 1:
+                    return _with_inserted(receiver, self.value(args[1]))
+                return receiver
+            if isinstance(receiver, Pattern) and func.attr == "sub" and len(args) > 1:
+                return _with_inserted(self.value(args[1]), self.value(args[0]))
+            if isinstance(receiver, Literals) and func.attr in ("items", "keys", "values"):
+                return dict_view(receiver, func.attr)
+        return None
+
+    def helper_result(self, function: ProjectFunction, node: ast.Call) -> Value | None:
+        if not self.project.takes_source(function) and not any(
+            isinstance(self.value(a), (Text, Param))
+            for a in (*node.args, *(k.value for k in node.keywords))
+        ):
+            return None  # neither reads a source nor is given one: not a text helper
+        result, names = self.project.summary(function)
+        if not isinstance(result, Param):
+            return result if isinstance(result, Text) else None
+        argument = _argument(node, result.index, names)
+        if argument is None:
+            return None
+        if not result.source:
+            inner = self.value(argument)
+            return _dedented(inner) if result.dedented else inner
+        source = self.source_of(argument)
+        return _dedented(source) if result.dedented else source
+
+    def source_of(self, argument: ast.expr) -> Value | None:
+        """``getsource(argument)``: upstream text, or inside a helper its parameter's."""
+        binding, _, complete = self.chain(argument)
+        if isinstance(binding, Upstream) and complete:
+            return Text(frozenset({binding.path}))
+        inner = self.value(argument)
+        if isinstance(inner, Param) and not inner.source:
+            return Param(inner.index, source=True)
+        return None
+
+    def literal(self, node: ast.expr) -> object:
+        """The Python value of a literal display (names of constants included), or
+        ``_NOT_LITERAL``."""
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            items = [self.literal(e) for e in node.elts]
+            if any(item is _NOT_LITERAL for item in items):
+                return _NOT_LITERAL
+            return tuple(items) if isinstance(node, ast.Tuple) else list(items)
+        if isinstance(node, ast.Dict):
+            return self.literal_dict(node)
+        value = self.value(node)
+        single = isinstance(value, Literals) and not value.fragments and len(value.values) == 1
+        return value.values[0] if single else _NOT_LITERAL  # type: ignore[union-attr]
+
+    def literal_dict(self, node: ast.Dict) -> object:
+        keys = [self.literal(k) if k is not None else _NOT_LITERAL for k in node.keys]
+        values = [self.literal(v) for v in node.values]
+        if any(x is _NOT_LITERAL for x in (*keys, *values)):
+            return _NOT_LITERAL
+        try:
+            return dict(zip(keys, values, strict=True))
+        except TypeError:  # an unhashable key
+            return _NOT_LITERAL
+
+    # recording
+
+    def use(
+        self,
+        kind: Kind,
+        target: str,
+        node: ast.AST,
+        *,
+        guarded: bool | None = None,
+        anchor: str | None = None,
+        match: Match | None = None,
+        presence: bool = False,
+        replaces: bool = False,
+    ) -> None:
+        if not self.emit:
+            return
+        self.uses.append(
+            Use(
+                kind=kind,
+                target=target,
+                path=self.path,
+                line=getattr(node, "lineno", 0),
+                guarded=(self.guarded > 0 if guarded is None else guarded) or presence,
+                anchor=anchor,
+                match=match,
+                scope=self.function,
+                presence=presence,
+                tolerated=target in self.present,
+                replaces=replaces,
+            )
+        )
+
+
+_NOT_LITERAL = object()
+_EXPRESSIONS: dict[type, Callable[[_Walker, Any], None]] = {
+    ast.Attribute: _Walker.e_attribute,
+    ast.Call: _Walker.e_call,
+    ast.Compare: _Walker.e_compare,
+    ast.BoolOp: _Walker.e_boolean,
+    ast.IfExp: _Walker.e_conditional,
+    ast.ListComp: _Walker.e_comprehension,
+    ast.SetComp: _Walker.e_comprehension,
+    ast.GeneratorExp: _Walker.e_comprehension,
+    ast.DictComp: _Walker.e_comprehension,
+    ast.Lambda: _Walker.e_lambda,
+    ast.NamedExpr: _Walker.e_walrus,
+}
+_VALUES: dict[type, Callable[[_Walker, Any], Value | None]] = {
+    ast.Constant: _Walker.v_constant,
+    ast.JoinedStr: _Walker.v_fstring,
+    ast.Tuple: _Walker.v_display,
+    ast.List: _Walker.v_display,
+    ast.Set: _Walker.v_display,
+    ast.Dict: _Walker.v_display,
+    ast.Name: _Walker.v_name,
+    ast.Attribute: _Walker.v_attribute,
+    ast.BinOp: _Walker.v_binary,
+    ast.Subscript: _Walker.v_subscript,
+    ast.IfExp: _Walker.v_conditional,
+    ast.BoolOp: _Walker.v_boolean,
+    ast.Call: _Walker.v_call,
+}
+_STATEMENTS: dict[type, Callable[[_Walker, Any, bool], None]] = {
+    ast.Import: _Walker.s_import,
+    ast.ImportFrom: _Walker.s_import,
+    ast.FunctionDef: _Walker.s_function,
+    ast.AsyncFunctionDef: _Walker.s_function,
+    ast.ClassDef: _Walker.s_class,
+    ast.Assign: _Walker.s_assign,
+    ast.AnnAssign: _Walker.s_annotated,
+    ast.AugAssign: _Walker.s_augmented,
+    ast.If: _Walker.s_if,
+    **dict.fromkeys(_TRY, _Walker.s_try),
+    ast.With: _Walker.s_with,
+    ast.AsyncWith: _Walker.s_with,
+    ast.For: _Walker.s_for,
+    ast.AsyncFor: _Walker.s_for,
+    ast.While: _Walker.s_while,
+    ast.Return: _Walker.s_return,
+    ast.Match: _Walker.s_match,
+}
+
+
+def _dedented(value: Value | None) -> Value | None:
+    if isinstance(value, Text):
+        return Text(value.origins, True, value.inserted)
+    if isinstance(value, Param):
+        return Param(value.index, value.source, True)
+    return None
+
+
+def _with_inserted(text: Value | None, inserted: Value | None) -> Value | None:
+    if isinstance(text, Text) and isinstance(inserted, Literals):
+        return Text(text.origins, text.dedented, text.inserted | frozenset(inserted.strings()))
+    return text if isinstance(text, (Text, Param)) else None
+
+
+def _arguments(args: ast.arguments) -> Iterator[str]:
+    for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs):
+        yield arg.arg
+    for arg in (args.vararg, args.kwarg):
+        if arg is not None:
+            yield arg.arg
+
+
+def _defaults(args: ast.arguments) -> list[ast.expr]:
+    return [*args.defaults, *(d for d in args.kw_defaults if d is not None)]
+
+
+def _annotations(node: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.expr]:
+    args = node.args
+    for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
+        if arg is not None and arg.annotation is not None:
+            yield arg.annotation
+    if node.returns is not None:
+        yield node.returns
+
+
+def _argument(node: ast.Call, index: int, names: tuple[str, ...]) -> ast.expr | None:
+    if index < len(node.args) and not any(isinstance(a, ast.Starred) for a in node.args):
+        return node.args[index]
+    name = names[index] if index < len(names) else None
+    return next((k.value for k in node.keywords if k.arg == name), None)
+
+
+def _argument_or_keyword(node: ast.Call, index: int, keyword: str) -> ast.expr | None:
+    if index < len(node.args):
+        return node.args[index]
+    return next((k.value for k in node.keywords if k.arg == keyword), None)
+
+
+# --- the project's own attributes, and merging -----------------------------------------
+
+
+def _own_targets(
+    uses: list[Use], tokens: frozenset[str], patterns: tuple[str, ...]
+) -> frozenset[str]:
+    replaced = {u.target for u in uses if u.kind is Kind.PATCH and u.replaces}
+    sets: dict[str, list[Use]] = {}
+    reads: dict[str, list[Use]] = {}
+    for use in uses:
+        if use.kind is Kind.PATCH and use.replaces:
+            sets.setdefault(use.target, []).append(use)
+        elif use.kind is Kind.ATTRIBUTE:
+            reads.setdefault(use.target, []).append(use)
+    own = set()
+    for target, assigned in sets.items():
+        owner, _, name = target.rpartition(".")
+        lowered = name.lower()
+        if (
+            any(token in lowered for token in tokens)
+            or any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
+            or owner in replaced
+        ):
+            own.add(target)
+            continue
+        seen = reads.get(target, [])
+        if seen and all(
+            read.presence
+            or read.tolerated
+            or any(s.scope == read.scope and s.path == read.path and s.line < read.line
+                   for s in assigned)
+            for read in seen
+        ):  # fmt: skip
+            own.add(target)
+    return frozenset(own)
+
+
+def _is_own(use: Use, own: frozenset[str]) -> bool:
+    if use.kind is Kind.IMPORT:
+        return False
+    target = use.target
+    while target:
+        if target in own:
+            return True
+        target = target.rpartition(".")[0]
+    return False
+
+
+def _merge(uses: Iterable[Use]) -> tuple[Reference, ...]:
+    merged: dict[tuple[str, str, str, str | None], Reference] = {}
+    for use in uses:
+        package = use.target.split(".", 1)[0]
+        site = Site(use.path, use.line, use.guarded)
+        reference = Reference(package, use.target, use.kind, (site,), use.anchor, use.match)
+        key = reference.key
+        merged[key] = merged[key].merged(reference) if key in merged else reference
+    return tuple(sorted(merged.values(), key=lambda r: (r.key[:3], r.anchor or "")))

@@ -1,0 +1,98 @@
+"""What makes a site *guarded*: code that runs only when a test about upstream passed, so a
+miss there does not crash, it silently skips the patch.
+
+The tests that count are the ones issue 12 names: ``hasattr(x, "y")``, ``getattr(x, "y",
+default)``, a version comparison, and an ``is_*_available()`` call (``find_spec`` too: the
+same question asked of importlib). Both branches of such a test are guarded (the ``else`` of
+a version test is the code for the other releases), and so is the rest of a block after
+``if <test>: return`` (or ``raise``/``continue``/``break``). ``try`` with a handler and
+``with contextlib.suppress(...)`` are decided by the walker, which sees the statements.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator, Sequence
+
+_AVAILABLE = re.compile(r"^_*is_\w+_available$|^find_spec$")
+_VERSION = re.compile(r"version", re.IGNORECASE)
+_ORDERING = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+_EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+
+
+def _callee_name(node: ast.AST) -> str | None:
+    if not isinstance(node, ast.Call):
+        return None
+    func = node.func
+    if isinstance(func, ast.Name):
+        return func.id
+    return func.attr if isinstance(func, ast.Attribute) else None
+
+
+def is_presence_call(node: ast.AST) -> bool:
+    """``hasattr(x, "y")`` or ``getattr(x, "y", default)``: asks whether ``x.y`` exists."""
+    name = _callee_name(node)
+    if name == "hasattr":
+        return True
+    if name == "getattr" and isinstance(node, ast.Call):
+        return len(node.args) >= 3 or any(k.arg == "default" for k in node.keywords)
+    return False
+
+
+def _is_version_comparison(node: ast.Compare) -> bool:
+    # An ordering between two things one of which speaks of a version: Version(x) >= ...,
+    # transformers_version < "4.50", torch.__version__ > ... (== on a version is rare and
+    # usually a config value, not a release test).
+    if not any(isinstance(op, _ORDERING) for op in node.ops):
+        return False
+    return any(_VERSION.search(ast.unparse(side)) for side in (node.left, *node.comparators))
+
+
+def is_guard_test(test: ast.expr) -> bool:
+    """Whether a condition asks about upstream's presence, shape or version."""
+    for node in ast.walk(test):
+        if is_presence_call(node):
+            return True
+        name = _callee_name(node)
+        if name is not None and _AVAILABLE.match(name):
+            return True
+        if isinstance(node, ast.Compare) and _is_version_comparison(node):
+            return True
+    return False
+
+
+def is_type_checking(test: ast.expr) -> bool:
+    """``if TYPE_CHECKING:``: the block never runs, so it is no runtime dependency."""
+    if isinstance(test, ast.Name):
+        return test.id == "TYPE_CHECKING"
+    return isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+
+
+def exits(body: Sequence[ast.stmt]) -> bool:
+    """The block always leaves: what follows it in the enclosing block runs only when the
+    test that led into it failed."""
+    return bool(body) and isinstance(body[-1], _EXITS)
+
+
+def presence_tested(test: ast.expr, *, positive: bool = True) -> Iterator[tuple[ast.expr, str]]:
+    """The ``(object, name)`` pairs whose presence holds where ``test`` is ``positive``:
+    inside ``if hasattr(x, "y"):`` (or after ``if not hasattr(x, "y"): return``) ``x.y``
+    exists. Used to tell a project's own attribute, read only once known to be there."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        yield from presence_tested(test.operand, positive=not positive)
+    elif isinstance(test, ast.BoolOp):
+        # a and b holds: both hold; not (a or b) holds: neither does (so nothing is known present).
+        if isinstance(test.op, ast.And) == positive:
+            for value in test.values:
+                yield from presence_tested(value, positive=positive)
+    elif isinstance(test, ast.Compare) and len(test.ops) == 1:
+        # getattr(x, "y", None) is not None
+        if isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None:
+            holds = isinstance(test.ops[0], ast.IsNot) == positive
+            if holds and isinstance(test.ops[0], (ast.Is, ast.IsNot)):
+                yield from presence_tested(test.left, positive=True)
+    elif positive and is_presence_call(test) and isinstance(test, ast.Call):
+        obj, name = [*test.args, None, None][:2]
+        if obj is not None and isinstance(name, ast.Constant) and isinstance(name.value, str):
+            yield obj, name.value

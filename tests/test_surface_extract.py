@@ -1,0 +1,451 @@
+"""Extraction of a project's upstream surface, on small project trees written here."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from canary.errors import ParseError
+from canary.surface.extract import extract
+from canary.surface.model import Kind, Match, Reference
+
+UPSTREAM = ("transformers", "trl", "peft")
+
+
+def surface(tmp_path: Path, files: dict[str, str], **options) -> tuple[Reference, ...]:
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return extract(tmp_path, sorted(files), upstream=UPSTREAM, **options)
+
+
+def targets(references, kind: Kind) -> set[str]:
+    return {r.target for r in references if r.kind is kind}
+
+
+def one(references, kind: Kind, target: str, anchor: str | None = None) -> Reference:
+    found = [
+        r
+        for r in references
+        if r.kind is kind and r.target == target and (anchor is None or r.anchor == anchor)
+    ]
+    assert len(found) == 1, f"{kind} {target} {anchor!r}: {found}"
+    return found[0]
+
+
+def anchors(references, target: str) -> dict[str, Match | None]:
+    return {r.anchor: r.match for r in references if r.kind is Kind.ANCHOR and r.target == target}
+
+
+# --- imports ---------------------------------------------------------------------------
+
+
+def test_imports_anywhere_with_their_sites(tmp_path):
+    refs = surface(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/a.py": """\
+                import os
+                import transformers.models.llama.modeling_llama as ml
+                from trl import SFTTrainer
+                from . import b
+                import importlib
+
+                def load():
+                    from peft.tuners.lora import LoraLayer
+                    module = importlib.import_module("transformers.trainer")
+                    return __import__("trl.trainer")
+                """,
+            "pkg/b.py": "from trl import SFTTrainer\n",
+        },
+    )
+    assert targets(refs, Kind.IMPORT) == {
+        "transformers.models.llama.modeling_llama",
+        "trl.SFTTrainer",
+        "peft.tuners.lora.LoraLayer",
+        "transformers.trainer",
+        "trl.trainer",
+    }
+    sft = one(refs, Kind.IMPORT, "trl.SFTTrainer")
+    assert [(s.path, s.line) for s in sft.sites] == [("pkg/a.py", 3), ("pkg/b.py", 1)]
+    assert sft.package == "trl"
+    assert one(refs, Kind.IMPORT, "peft.tuners.lora.LoraLayer").sites[0].line == 8
+
+
+def test_guarded_imports_and_type_checking(tmp_path):
+    refs = surface(
+        tmp_path,
+        {
+            "m.py": """\
+                from typing import TYPE_CHECKING
+                try:
+                    from transformers.integrations import deepspeed
+                except ImportError:
+                    deepspeed = None
+                from transformers.utils import is_peft_available
+                if is_peft_available():
+                    from peft import PeftModel
+                else:
+                    from peft.old import PeftModel
+                if TYPE_CHECKING:
+                    from trl import GRPOTrainer
+                """
+        },
+    )
+    assert one(refs, Kind.IMPORT, "transformers.integrations.deepspeed").guarded
+    assert one(refs, Kind.IMPORT, "peft.PeftModel").guarded
+    assert one(refs, Kind.IMPORT, "peft.old.PeftModel").guarded
+    assert not one(refs, Kind.IMPORT, "transformers.utils.is_peft_available").guarded
+    assert "trl.GRPOTrainer" not in targets(refs, Kind.IMPORT)  # never runs
+
+
+# --- attribute chains ------------------------------------------------------------------
+
+
+def test_attribute_chains_through_aliases_stop_at_calls_and_runtime_attributes(tmp_path):
+    refs = surface(
+        tmp_path,
+        {
+            "m.py": """\
+                import transformers
+                from transformers.models.llama import modeling_llama as ml
+                models = transformers.models
+                def f(cfg):
+                    norm = ml.nn.LayerNorm
+                    model = transformers.AutoModel.from_pretrained(cfg).config.hidden
+                    name = ml.LlamaAttention.forward.__name__
+                    other = models.mistral.modeling_mistral.MistralModel
+                    cfg.transformers = 1
+                """
+        },
+    )
+    assert targets(refs, Kind.ATTRIBUTE) == {
+        "transformers.models",
+        # reported whole: where it leaves the package (nn is torch's) only resolution knows
+        "transformers.models.llama.modeling_llama.nn.LayerNorm",
+        "transformers.AutoModel.from_pretrained",
+        "transformers.models.llama.modeling_llama.LlamaAttention.forward",
+        "transformers.models.mistral.modeling_mistral.MistralModel",
+    }
+
+
+def test_names_bound_by_project_modules_and_star_imports(tmp_path):
+    refs = surface(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/_utils.py": "from transformers import Trainer\nimport trl as _trl\n",
+            "pkg/llama.py": "from ._utils import *\n",
+            # names nothing upstream: it is read because it imports a project module and
+            # names what project modules bind to upstream
+            "pkg/user.py": "from pkg.llama import *\n\nTrainer.train(None)\n",
+            "pkg/star.py": "from transformers.trainer import *\n\nx = Trainer.evaluate\n",
+            "pkg/mod.py": "from pkg import _utils\n\ny = _utils.Trainer.predict\n",
+        },
+    )
+    attrs = targets(refs, Kind.ATTRIBUTE)
+    assert "transformers.Trainer.train" in attrs
+    assert "transformers.trainer.Trainer.evaluate" in attrs  # the one upstream star import
+    assert "transformers.Trainer.predict" in attrs
+    assert not any(t.startswith("trl") for t in attrs)  # private names are not star-exported
+
+
+# --- patches ---------------------------------------------------------------------------
+
+
+def test_patch_targets(tmp_path):
+    refs = surface(
+        tmp_path,
+        {
+            "m.py": """\
+                from transformers.models.llama import modeling_llama
+                from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+                import transformers
+
+                def fast_forward(self, x):
+                    return x
+
+                modeling_llama.LlamaAttention.forward = fast_forward
+                setattr(modeling_llama.LlamaRMSNorm, "forward", fast_forward)
+                ALL_ATTENTION_FUNCTIONS["fast"] = fast_forward
+                transformers.utils.logging._default_log_level += 10
+                if hasattr(modeling_llama, "LlamaFlashAttention2"):
+                    modeling_llama.LlamaFlashAttention2.forward = fast_forward
+                """
+        },
+    )
+    assert targets(refs, Kind.PATCH) == {
+        "transformers.models.llama.modeling_llama.LlamaAttention.forward",
+        "transformers.models.llama.modeling_llama.LlamaRMSNorm.forward",
+        "transformers.modeling_utils.ALL_ATTENTION_FUNCTIONS",
+        "transformers.utils.logging._default_log_level",
+        "transformers.models.llama.modeling_llama.LlamaFlashAttention2.forward",
+    }
+    flash = "transformers.models.llama.modeling_llama.LlamaFlashAttention2"
+    assert one(refs, Kind.PATCH, f"{flash}.forward").guarded
+    assert one(refs, Kind.ATTRIBUTE, flash).guarded  # the hasattr itself
+    assert not one(refs, Kind.PATCH, "transformers.modeling_utils.ALL_ATTENTION_FUNCTIONS").guarded
+
+
+def test_guards_recognised(tmp_path):
+    refs = surface(
+        tmp_path,
+        {
+            "m.py": """\
+                import contextlib
+                from packaging.version import Version
+                import transformers
+                from transformers import trainer as t
+
+                def patch():
+                    if Version(transformers.__version__) >= Version("4.50"):
+                        t.Trainer.a = 1
+                    v = getattr(t.Trainer, "b", None)
+                    with contextlib.suppress(AttributeError):
+                        t.Trainer.c = 1
+                    ok = hasattr(t, "X") and t.X.d
+                    if not transformers.utils.is_torch_available():
+                        return
+                    t.Trainer.e = 1
+
+                def plain():
+                    t.Trainer.f = 1
+                """
+        },
+    )
+    trainer = "transformers.trainer.Trainer"
+    for name in "ace":
+        assert one(refs, Kind.PATCH, f"{trainer}.{name}").guarded, name
+    assert one(refs, Kind.ATTRIBUTE, f"{trainer}.b").guarded
+    assert one(refs, Kind.ATTRIBUTE, "transformers.trainer.X.d").guarded
+    assert not one(refs, Kind.PATCH, f"{trainer}.f").guarded
+    assert not one(refs, Kind.ATTRIBUTE, "transformers.__version__").guarded
+
+
+# --- sources and anchors ---------------------------------------------------------------
+
+
+def test_getsource_and_anchors_followed_through_assignments_and_dedent(tmp_path):
+    refs = surface(
+        tmp_path,
+        {
+            "m.py": """\
+                import inspect, re, textwrap
+                from transformers import Trainer
+                from transformers.models.llama import modeling_llama as ml
+
+                OLD = "loss = loss / self.args.gradient_accumulation_steps"
+                PATTERN = re.compile(r"def forward\\(self,.*?\\):", re.DOTALL)
+
+                def patch():
+                    source = inspect.getsource(Trainer.training_step)
+                    text = source
+                    if OLD in text:
+                        text = text.replace(OLD, "loss = loss")
+                    text = text.replace("loss = loss", "x")  # the project's own text
+                    start = text.find("def training_step(")
+                    body = textwrap.dedent(inspect.getsource(ml.LlamaModel.forward))
+                    body = body.replace("    hidden = self.norm(hidden)\\n", "")
+                    body = re.sub(r"return\\s+(\\w+)", "return fused", body, flags=re.M)
+                    n = body.count("causal_mask")
+                    if PATTERN.search(inspect.getsource(ml.LlamaAttention)):
+                        pass
+                """
+        },
+    )
+    assert targets(refs, Kind.SOURCE) == {
+        "transformers.Trainer.training_step",
+        "transformers.models.llama.modeling_llama.LlamaModel.forward",
+        "transformers.models.llama.modeling_llama.LlamaAttention",
+    }
+    assert anchors(refs, "transformers.Trainer.training_step") == {
+        "loss = loss / self.args.gradient_accumulation_steps": Match.EXACT,
+        "def training_step(": Match.EXACT,
+    }
+    assert anchors(refs, "transformers.models.llama.modeling_llama.LlamaModel.forward") == {
+        "    hidden = self.norm(hidden)\n": Match.DEDENTED,
+        r"(?m)return\s+(\w+)": Match.REGEX_DEDENTED,
+        "causal_mask": Match.DEDENTED,
+    }
+    assert anchors(refs, "transformers.models.llama.modeling_llama.LlamaAttention") == {
+        r"(?s)def forward\(self,.*?\):": Match.REGEX
+    }
+    anchor = one(refs, Kind.ANCHOR, "transformers.Trainer.training_step", "def training_step(")
+    assert [(s.line, s.guarded) for s in anchor.sites] == [(14, False)]
+
+
+def test_anchor_loops_over_pairs_dicts_and_constants_of_other_modules(tmp_path):
+    refs = surface(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/strings.py": 'SHARED = "self.gradient_checkpointing"\n',
+            "pkg/m.py": """\
+                import inspect
+                from transformers import Trainer
+                from .strings import SHARED
+
+                PAIRS = [("a_old", "a_new"), ("b_old", "b_new")]
+                CODE = {"list": "x.mean()", "array": "y.mean()"}
+
+                def patch():
+                    src = inspect.getsource(Trainer.evaluation_loop)
+                    for old, new in PAIRS:
+                        src = src.replace(old, new)
+                    for key, old in CODE.items():
+                        src = src.replace(old, "nanmean")
+                    for old, new in (("c_old", "c_new"),):
+                        src = src.replace(old, new)
+                    ok = all(value in src for value in CODE.values())
+                    ok = SHARED in src and CODE["list"] in src
+                """,
+        },
+    )
+    assert set(anchors(refs, "transformers.Trainer.evaluation_loop")) == {
+        "a_old",
+        "b_old",
+        "x.mean()",
+        "y.mean()",
+        "c_old",
+        "self.gradient_checkpointing",
+    }
+
+
+def test_helpers_that_return_or_transform_source(tmp_path):
+    refs = surface(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/utils.py": """\
+                import inspect
+                import re
+                import peft
+
+                def safe_source(obj):
+                    try:
+                        return inspect.getsource(obj)
+                    except OSError:
+                        return ""
+
+                def get_prep_code():
+                    return inspect.getsource(peft.utils.other.prepare_model_for_kbit_training)
+
+                def detab_code(code):
+                    spaces = re.match(r"([\\s\\t]{1,})", code).group(0)
+                    return re.sub(r"^" + spaces, "", code, flags=re.MULTILINE), spaces
+                """,
+            "pkg/m.py": """\
+                from transformers import Trainer
+                from pkg.utils import safe_source, get_prep_code, detab_code
+
+                def patch():
+                    src = safe_source(Trainer._maybe_log_save_evaluate)
+                    if "tr_loss_scalar = " in src:
+                        pass
+                    prep = get_prep_code()
+                    prep, _ = detab_code(prep)
+                    prep = prep.replace("for param in model.parameters():\\n", "")
+                """,
+        },
+    )
+    assert "transformers.Trainer._maybe_log_save_evaluate" in targets(refs, Kind.SOURCE)
+    assert anchors(refs, "transformers.Trainer._maybe_log_save_evaluate") == {
+        "tr_loss_scalar = ": Match.EXACT
+    }
+    prep = "peft.utils.other.prepare_model_for_kbit_training"
+    assert prep in targets(refs, Kind.SOURCE)
+    assert anchors(refs, prep) == {"for param in model.parameters():\n": Match.DEDENTED}
+
+
+def test_fstring_anchors_whole_when_literal_else_by_fragment(tmp_path):
+    refs = surface(
+        tmp_path,
+        {
+            "m.py": """\
+                import inspect
+                from transformers import Trainer
+                NAME = "compute_loss"
+
+                def patch(arg):
+                    src = inspect.getsource(Trainer)
+                    a = f"def {NAME}(self" in src
+                    b = src.replace(f"self.{arg}.step(", "")
+                """
+        },
+    )
+    expected = {"def compute_loss(self", "self.", ".step("}
+    assert set(anchors(refs, "transformers.Trainer")) == expected
+
+
+# --- the project's own attributes ------------------------------------------------------
+
+
+def test_own_attributes_are_not_dependencies(tmp_path):
+    refs = surface(
+        tmp_path,
+        {
+            "myproj/__init__.py": "",
+            "myproj/patch.py": """\
+                import inspect
+                from transformers import Trainer
+                from transformers.models.llama import modeling_llama as ml
+
+                def fast(self):
+                    pass
+
+                def patch():
+                    if hasattr(Trainer, "_original_evaluation_loop"):
+                        return
+                    Trainer._original_evaluation_loop = inspect.getsource(Trainer.evaluation_loop)
+                    Trainer.evaluation_loop = fast
+                    Trainer._myproj_patched = True
+                    ml.LlamaModel.forward = fast
+                    ml.LlamaModel.forward._is_fast = True
+                    ml.LlamaModel._cache = {}
+                    size = len(ml.LlamaModel._cache)
+                    Trainer._custom = 1
+                    Trainer.flag = 1
+
+                def check():
+                    if hasattr(Trainer, "_original_evaluation_loop"):
+                        return Trainer._original_evaluation_loop
+                    return Trainer._mine_extra
+
+                def later():
+                    return Trainer.flag
+                """,
+        },
+        own_attributes=("_custom",),
+    )
+    patched = targets(refs, Kind.PATCH)
+    assert "transformers.Trainer.evaluation_loop" in patched
+    assert "transformers.models.llama.modeling_llama.LlamaModel.forward" in patched
+    for own in (
+        "transformers.Trainer._original_evaluation_loop",  # read only once known set
+        "transformers.Trainer._myproj_patched",  # carries the project's name
+        "transformers.models.llama.modeling_llama.LlamaModel.forward._is_fast",  # on its own fn
+        "transformers.models.llama.modeling_llama.LlamaModel._cache",  # read after set
+        "transformers.Trainer._custom",  # configured
+    ):
+        assert own not in patched, own
+        assert own not in targets(refs, Kind.ATTRIBUTE), own
+    # read elsewhere without a test: upstream must have it
+    assert "transformers.Trainer.flag" in patched
+    # never set by the project: a dependency like any other
+    assert "transformers.Trainer._mine_extra" in targets(refs, Kind.ATTRIBUTE)
+
+
+# --- errors ----------------------------------------------------------------------------
+
+
+def test_a_file_that_does_not_parse_is_an_error_naming_it(tmp_path):
+    with pytest.raises(ParseError, match=r"broken\.py.*line 2.*exclude"):
+        surface(tmp_path, {"ok.py": "import transformers\n", "broken.py": "import trl\ndef (:\n"})
+
+
+def test_no_upstream_no_references(tmp_path):
+    assert surface(tmp_path, {"m.py": "import torch\ntorch.nn.Linear.forward = None\n"}) == ()
