@@ -449,3 +449,44 @@ def test_a_file_that_does_not_parse_is_an_error_naming_it(tmp_path):
 
 def test_no_upstream_no_references(tmp_path):
     assert surface(tmp_path, {"m.py": "import torch\ntorch.nn.Linear.forward = None\n"}) == ()
+
+
+# --- reading large modules lazily ------------------------------------------------------
+
+
+def test_functions_are_cut_from_the_text_and_keep_their_lines(tmp_path):
+    refs = surface(
+        tmp_path,
+        {
+            "m.py": '''\
+                """Docstring.
+                def not_code():
+                """
+                from transformers import Trainer
+                TEMPLATE = """
+                class Fake:
+                    Trainer.inside_a_string = 1
+                """
+
+                @decorator(
+                    arg=1,
+                )
+                def patch():
+                    Trainer.decorated = 1
+
+                class Helper:
+                    def run(self):
+                        return Trainer.in_class
+
+                def unrelated():
+                    return 1
+                X = {
+                1: Trainer.after_open_bracket}
+                ''',
+        },
+    )
+    assert {(r.target, r.sites[0].line) for r in refs if r.kind is not Kind.IMPORT} == {
+        ("transformers.Trainer.decorated", 14),
+        ("transformers.Trainer.in_class", 18),
+        ("transformers.Trainer.after_open_bracket", 23),
+    }

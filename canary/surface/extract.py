@@ -66,6 +66,7 @@ from typing import Any
 from canary.errors import ParseError
 from canary.surface import guards
 from canary.surface.model import Kind, Match, Reference, Site
+from canary.surface.segments import Definition, Statement, split_module
 from canary.surface.texts import (
     Literals,
     Param,
@@ -153,8 +154,18 @@ class ProjectModule:
 @dataclass(frozen=True)
 class ProjectFunction:
     module: str
-    node: ast.FunctionDef | ast.AsyncFunctionDef = field(compare=False, hash=False)
-    name: str = ""
+    name: str
+    # parsed, or a top-level definition parsed when first needed
+    definition: ast.FunctionDef | ast.AsyncFunctionDef | Definition = field(
+        compare=False, hash=False, repr=False
+    )
+
+    @property
+    def node(self) -> ast.FunctionDef | ast.AsyncFunctionDef:
+        node = self.definition
+        if isinstance(node, Definition):
+            node = node.node  # type: ignore[assignment]
+        return node  # type: ignore[return-value]
 
 
 Binding = Upstream | Stdlib | ProjectModule | ProjectFunction
@@ -222,12 +233,19 @@ class _Project:
             self.module_of[path] = name
             self.path_of.setdefault(name, path)
         self.own_tokens = _own_tokens(self.module_of.values())
+        self.children: dict[str, list[str]] = {}  # package -> its direct submodules
+        for name in self.path_of:
+            if "." in name:
+                self.children.setdefault(name.rpartition(".")[0], []).append(name)
         self._text: dict[str, bytes] = {}
         self._trees: dict[str, ast.Module] = {}
         self._exports: dict[str, _Exports] = {}
         self._summaries: dict[int, tuple[Value | None, tuple[str, ...]]] = {}
         self._takes_source: dict[int, bool] = {}
         self._lines: dict[str, list[bytes]] = {}
+        self._bodies: dict[str, list[Statement]] = {}
+        self._source_readers: dict[str, bool] = {}
+        self._reaches: dict[str, bool] = {}
 
     def text(self, path: str) -> bytes:
         if path not in self._text:
@@ -250,12 +268,53 @@ class _Project:
                 ) from None
         return self._trees[path]
 
-    def identifiers(self, path: str, node: ast.stmt) -> set[bytes]:
+    def body(self, path: str) -> list[Statement]:
+        """The module's top-level statements, functions and classes parsed lazily."""
+        if path not in self._bodies:
+            statements = None
+            try:
+                text = self.text(path).decode("utf-8").removeprefix("\ufeff")
+            except UnicodeDecodeError:
+                text = None  # another encoding (a coding cookie): the parser knows
+            if text is not None and "\x00" not in text:
+                statements = split_module(text, path, self._definition_node)
+            self._bodies[path] = statements if statements is not None else self.tree(path).body
+        return self._bodies[path]
+
+    def _definition_node(self, path: str, definition: Definition) -> ast.stmt:
+        """A cut that does not parse on its own: the file's own parse decides (and names
+        the real syntax error if there is one)."""
+        for node in self.tree(path).body:
+            lines = [node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))]
+            if min(lines) == definition.first_line:
+                return node
+        raise ParseError(
+            f"{self.root / path}: cannot find the definition of {definition.name} at line "
+            f"{definition.first_line} in its own parse",
+            cause="a file of the target does not parse",
+        )
+
+    def reaches(self, module: str) -> bool:
+        """A project module binds something to upstream (or is a package one of whose
+        modules does): reading its names may reach upstream."""
+        if module not in self._reaches:
+            self._reaches[module] = False  # a cycle: what is known so far
+            exports = self.exports(module) if module in self.path_of else None
+            found = exports is not None and (
+                bool(exports.upstream_stars)
+                or any(isinstance(b, Upstream) for b in exports.names.values())
+            )
+            self._reaches[module] = found or any(
+                self.reaches(child) for child in self.children.get(module, ())
+            )
+        return self._reaches[module]
+
+    def identifiers(self, path: str, node: ast.stmt) -> set[str]:
         """The identifiers written in a statement's lines (a cheap look before walking it)."""
         if path not in self._lines:
             self._lines[path] = self.text(path).splitlines()
         lines = self._lines[path][node.lineno - 1 : node.end_lineno]
-        return set(_IDENTIFIER.findall(b"\n".join(lines)))
+        return {i.decode() for i in _IDENTIFIER.findall(b"\n".join(lines))}
 
     def is_upstream(self, dotted: str) -> bool:
         return dotted.split(".", 1)[0] in self.upstream
@@ -295,7 +354,7 @@ class _Project:
     def summary(self, function: ProjectFunction) -> tuple[Value | None, tuple[str, ...]]:
         """What a project helper returns, in terms of its parameters (:class:`Param`), and
         its parameter names."""
-        key = id(function.node)
+        key = id(function.definition)
         if key not in self._summaries:
             self._summaries[key] = (None, ())  # recursion: nothing known yet
             walker = _Walker(self, self.path_of[function.module], emit=False)
@@ -304,15 +363,23 @@ class _Project:
 
     def takes_source(self, function: ProjectFunction) -> bool:
         """The helper calls ``getsource`` itself (or it could not return a source)."""
-        key = id(function.node)
+        key = id(function.definition)
         if key not in self._takes_source:
+            definition = function.definition
+            text = definition.text if isinstance(definition, Definition) else None
             path = self.path_of[function.module]
-            self._takes_source[key] = b"getsource" in self.text(path) and any(
+            mentions = "getsource" in text if text is not None else self._mentions_source(path)
+            self._takes_source[key] = mentions and any(
                 (isinstance(n, ast.Name) and n.id == "getsource")
                 or (isinstance(n, ast.Attribute) and n.attr == "getsource")
                 for n in ast.walk(function.node)
             )
         return self._takes_source[key]
+
+    def _mentions_source(self, path: str) -> bool:
+        if path not in self._source_readers:
+            self._source_readers[path] = b"getsource" in self.text(path)
+        return self._source_readers[path]
 
     def paths_to_walk(self) -> Iterator[str]:
         """The files that can reference upstream (see the module docstring)."""
@@ -345,6 +412,9 @@ class _Project:
 
 
 _IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+_IMPORT_STATEMENT = re.compile(
+    r"(?m)^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import|import[ \t]+([\w.]+))"
+)
 
 
 def _module_name(path: str, packages: set[str]) -> str:
@@ -431,49 +501,74 @@ class _Walker:
         self.function = 0
         self.returns: Value | None = None
         self.summarising = False
-        self.interesting: frozenset[bytes] | None = None
+        self.interesting: frozenset[str] | None = None
 
     # entry points
 
     def walk_module(self) -> None:
-        tree = self.project.tree(self.path)
         self.bind_module_level()
         self.interesting = self._interesting()
-        self.block(tree.body)
+        self.block(self.project.body(self.path))
 
-    def _interesting(self) -> frozenset[bytes] | None:
+    def _interesting(self) -> frozenset[str] | None:
         """The names a module-level function or class must mention to reference upstream
         (None: any name may, under a ``from <upstream> import *``)."""
         if self.upstream_stars:
             return None
-        names = {b"import", b"__import__", b"getsource", b"import_module"}
+        names = {"__import__", "getsource", "import_module"}
         for name, binding in self.module_scope.names.items():
-            if isinstance(binding, (Upstream, Stdlib, ProjectModule)) or (
-                isinstance(binding, ProjectFunction) and self.project.takes_source(binding)
+            if (
+                isinstance(binding, Upstream)
+                or (isinstance(binding, ProjectModule) and self.project.reaches(binding.name))
+                or (isinstance(binding, ProjectFunction) and self.project.takes_source(binding))
             ):
-                names.add(name.encode())
+                names.add(name)
         names.update(
-            name.encode()
-            for name, value in self.module_scope.values.items()
-            if isinstance(value, Text)
+            name for name, value in self.module_scope.values.items() if isinstance(value, Text)
         )
         return frozenset(names)
 
-    def _skippable(self, node: ast.stmt) -> bool:
+    def _skippable(self, node: ast.stmt | Definition) -> bool:
         """A top-level function or class that mentions nothing upstream-bound: walking it
         could find nothing (most of a large project's code)."""
-        return (
-            self.scope is self.module_scope
-            and self.interesting is not None
-            and not self.interesting & self.project.identifiers(self.path, node)
+        if self.scope is not self.module_scope or self.interesting is None:
+            return False
+        if isinstance(node, Definition):
+            names, text = node.identifiers, node.text
+        else:
+            names, text = self.project.identifiers(self.path, node), None
+        if self.interesting & names:
+            return False
+        if "import" not in names:
+            return True
+        if text is None:  # a function inside a module-level block: rare, walk it
+            return False
+        return not any(
+            self.project.is_upstream(module) or self.project.reaches(module)
+            for module in self._imported(text)
         )
+
+    def _imported(self, text: str) -> Iterator[str]:
+        """The modules a function's import statements name, made absolute."""
+        for match in _IMPORT_STATEMENT.finditer(text):
+            relative, dotted = match.group(1) or "", match.group(2) or match.group(3) or ""
+            if not relative:
+                yield dotted
+                continue
+            package = self.module.split(".")
+            if not self.is_package:
+                package = package[:-1]
+            package = (
+                package[: len(package) - (len(relative) - 1)] if len(relative) > 1 else package
+            )
+            yield ".".join([*package, *([dotted] if dotted else [])])
 
     def bind_module_level(self) -> None:
         """Module-level bindings only (imports, aliases, constants, functions), so a
         function sees names bound after it, as Python does at call time."""
         emit, self.emit = self.emit, False
         try:
-            for node in self.project.tree(self.path).body:
+            for node in self.project.body(self.path):
                 self.statement(node, nested=False)
         finally:
             self.emit = emit
@@ -515,6 +610,9 @@ class _Walker:
     def statement(self, node: ast.stmt, *, nested: bool = True) -> None:
         """One statement; ``nested`` False: the module-level binding pass, which enters
         blocks but evaluates no expression and no function or class body."""
+        if isinstance(node, Definition):
+            self.definition(node, nested)
+            return
         handler = _STATEMENTS.get(type(node))
         if handler is not None:
             handler(self, node, nested)
@@ -522,6 +620,16 @@ class _Walker:
             for child in ast.iter_child_nodes(node):
                 if isinstance(child, ast.expr):
                     self.expr(child)
+
+    def definition(self, definition: Definition, nested: bool) -> None:
+        """A top-level function or class not parsed yet: bound by name, parsed only to be
+        walked."""
+        if nested and not self._skippable(definition):
+            self.statement(definition.node, nested=nested)
+        elif definition.kind == "def":
+            self.bind(definition.name, ProjectFunction(self.module, definition.name, definition))
+        else:
+            self.bind(definition.name, None)
 
     def s_import(self, node: ast.Import | ast.ImportFrom, nested: bool) -> None:
         if isinstance(node, ast.Import):
@@ -640,7 +748,7 @@ class _Walker:
         self.body(node.finalbody, nested)
 
     def s_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, nested: bool) -> None:
-        self.scope.names[node.name] = ProjectFunction(self.module, node, node.name)
+        self.scope.names[node.name] = ProjectFunction(self.module, node.name, node)
         self.scope.values.pop(node.name, None)
         if not nested:
             return
@@ -720,10 +828,6 @@ class _Walker:
         for name, value in exports.values.items():
             if not name.startswith("_"):
                 self.scope.values[name] = value
-        if self.scope is self.module_scope:
-            for star in exports.upstream_stars:
-                if star not in self.upstream_stars:
-                    self.upstream_stars.append(star)
 
     def _absolute(self, node: ast.ImportFrom) -> str | None:
         if not node.level:

@@ -40,26 +40,42 @@ def is_presence_call(node: ast.AST) -> bool:
     return False
 
 
+def _speaks_of_version(node: ast.expr) -> bool:
+    for part in ast.walk(node):
+        name = part.id if isinstance(part, ast.Name) else getattr(part, "attr", None)
+        if isinstance(name, str) and _VERSION.search(name):
+            return True
+    return False
+
+
 def _is_version_comparison(node: ast.Compare) -> bool:
     # An ordering between two things one of which speaks of a version: Version(x) >= ...,
     # transformers_version < "4.50", torch.__version__ > ... (== on a version is rare and
     # usually a config value, not a release test).
     if not any(isinstance(op, _ORDERING) for op in node.ops):
         return False
-    return any(_VERSION.search(ast.unparse(side)) for side in (node.left, *node.comparators))
+    return any(_speaks_of_version(side) for side in (node.left, *node.comparators))
 
 
 def is_guard_test(test: ast.expr) -> bool:
-    """Whether a condition asks about upstream's presence, shape or version."""
-    for node in ast.walk(test):
-        if is_presence_call(node):
-            return True
-        name = _callee_name(node)
-        if name is not None and _AVAILABLE.match(name):
-            return True
-        if isinstance(node, ast.Compare) and _is_version_comparison(node):
-            return True
-    return False
+    """Whether a condition asks about upstream's presence, shape or version: the test
+    itself, or a part of it joined by ``and``/``or``/``not`` (or an argument of a call, as
+    in ``callable(getattr(x, "y", None))``)."""
+    if isinstance(test, (ast.BoolOp, ast.UnaryOp)):
+        parts = test.values if isinstance(test, ast.BoolOp) else [test.operand]
+        return any(is_guard_test(part) for part in parts)
+    if isinstance(test, ast.Compare):
+        return _is_version_comparison(test) or any(
+            is_guard_test(side) for side in (test.left, *test.comparators)
+        )
+    if not isinstance(test, ast.Call):
+        return False
+    name = _callee_name(test)
+    return (
+        is_presence_call(test)
+        or (name is not None and _AVAILABLE.match(name) is not None)
+        or any(isinstance(a, ast.Call) and is_guard_test(a) for a in test.args)
+    )
 
 
 def is_type_checking(test: ast.expr) -> bool:
