@@ -214,6 +214,11 @@ def test_guards_recognised(tmp_path):
 
                 def plain():
                     t.Trainer.f = 1
+
+                def floor():
+                    if Version(transformers.__version__) < Version("4.46"):
+                        raise ImportError("needs transformers 4.46")
+                    t.Trainer.g = 1  # a miss still crashes: no silent skip
                 """
         },
     )
@@ -223,6 +228,7 @@ def test_guards_recognised(tmp_path):
     assert one(refs, Kind.ATTRIBUTE, f"{trainer}.b").guarded
     assert one(refs, Kind.ATTRIBUTE, "transformers.trainer.X.d").guarded
     assert not one(refs, Kind.PATCH, f"{trainer}.f").guarded
+    assert not one(refs, Kind.PATCH, f"{trainer}.g").guarded
     assert not one(refs, Kind.ATTRIBUTE, "transformers.__version__").guarded
 
 

@@ -602,7 +602,7 @@ class _Walker:
             self.statement(node)
             if isinstance(node, ast.If) and guards.exits(node.body):
                 # what follows runs only where the test failed
-                if guards.is_guard_test(node.test):
+                if guards.exits(node.body, silently=True) and guards.is_guard_test(node.test):
                     self.guarded += 1
                 self.present |= self._present(node.test, positive=False)
         self.guarded, self.present = saved

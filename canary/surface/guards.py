@@ -5,7 +5,7 @@ The tests that count are the ones issue 12 names: ``hasattr(x, "y")``, ``getattr
 default)``, a version comparison, and an ``is_*_available()`` call (``find_spec`` too: the
 same question asked of importlib). Both branches of such a test are guarded (the ``else`` of
 a version test is the code for the other releases), and so is the rest of a block after
-``if <test>: return`` (or ``raise``/``continue``/``break``). ``try`` with a handler and
+``if <test>: return`` (or ``continue``/``break``; not ``raise``, which is no silent skip). ``try`` with a handler and
 ``with contextlib.suppress(...)`` are decided by the walker, which sees the statements.
 """
 
@@ -19,6 +19,7 @@ _AVAILABLE = re.compile(r"^_*is_\w+_available$|^find_spec$")
 _VERSION = re.compile(r"version", re.IGNORECASE)
 _ORDERING = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
 _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
+_SILENT_EXITS = (ast.Return, ast.Continue, ast.Break)
 
 
 def _callee_name(node: ast.AST) -> str | None:
@@ -85,10 +86,12 @@ def is_type_checking(test: ast.expr) -> bool:
     return isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
 
 
-def exits(body: Sequence[ast.stmt]) -> bool:
+def exits(body: Sequence[ast.stmt], *, silently: bool = False) -> bool:
     """The block always leaves: what follows it in the enclosing block runs only when the
-    test that led into it failed."""
-    return bool(body) and isinstance(body[-1], _EXITS)
+    test that led into it failed. ``silently``: by ``return``/``continue``/``break``, not by
+    ``raise`` (after ``if version < floor: raise ImportError`` a miss still crashes, loudly:
+    that is no guard)."""
+    return bool(body) and isinstance(body[-1], _SILENT_EXITS if silently else _EXITS)
 
 
 def presence_tested(test: ast.expr, *, positive: bool = True) -> Iterator[tuple[ast.expr, str]]:
