@@ -414,6 +414,7 @@ def test_own_attributes_are_not_dependencies(tmp_path):
                     ml.LlamaModel._cache = {}
                     size = len(ml.LlamaModel._cache)
                     Trainer._custom = 1
+                    Trainer._kept_step = Trainer.training_step
                     Trainer.flag = 1
 
                 def check():
@@ -422,7 +423,8 @@ def test_own_attributes_are_not_dependencies(tmp_path):
                     return Trainer._mine_extra
 
                 def later():
-                    return Trainer.flag
+                    done = getattr(Trainer.train, "_myproj_done", False)
+                    return Trainer.flag, Trainer.myproj_public
                 """,
         },
         own_attributes=("_custom",),
@@ -436,6 +438,7 @@ def test_own_attributes_are_not_dependencies(tmp_path):
         "transformers.models.llama.modeling_llama.LlamaModel.forward._is_fast",  # on its own fn
         "transformers.models.llama.modeling_llama.LlamaModel._cache",  # read after set
         "transformers.Trainer._custom",  # configured
+        "transformers.Trainer._kept_step",  # upstream's original, kept beside it
     ):
         assert own not in patched, own
         assert own not in targets(refs, Kind.ATTRIBUTE), own
@@ -443,6 +446,9 @@ def test_own_attributes_are_not_dependencies(tmp_path):
     assert "transformers.Trainer.flag" in patched
     # never set by the project: a dependency like any other
     assert "transformers.Trainer._mine_extra" in targets(refs, Kind.ATTRIBUTE)
+    # a marker read only (set elsewhere, on a copy) is the project's too; a public name is not
+    assert "transformers.Trainer.train._myproj_done" not in targets(refs, Kind.ATTRIBUTE)
+    assert "transformers.Trainer.myproj_public" in targets(refs, Kind.ATTRIBUTE)
 
 
 # --- errors ----------------------------------------------------------------------------

@@ -35,11 +35,13 @@ What is followed, and where it stops:
 - **Guarded** sites: inside ``try`` with a handler or ``with suppress(...)``, under a test
   :mod:`canary.surface.guards` recognises, or in a ``hasattr`` / three-argument ``getattr``
   itself. ``if TYPE_CHECKING:`` blocks never run and are skipped.
-- **The project's own attributes** on upstream objects are not dependencies: an attribute
-  whose name carries the project's name (``_unsloth_patched``, from its top-level packages)
-  or matches ``own_attributes``; an attribute of something the project itself replaced
-  (``X.forward = mine; X.forward._marker = True``); and one the project reads only after
-  setting it (later in the same function, or under a ``hasattr`` test of it). An attribute
+- **The project's own attributes** on upstream objects are not dependencies, set or read: a
+  private attribute whose name carries the project's name (``_unsloth_patched``, from its
+  top-level packages; public names are left alone, upstream has ``use_liger_kernel``) or
+  one matching ``own_attributes``; an attribute of something the project itself replaced
+  (``X.forward = mine; X.forward._marker = True``); one that keeps upstream's original
+  beside it (``X._orig_forward = X.forward``); and one the project reads only after setting
+  it (later in the same function, or under a ``hasattr`` test of it). An attribute
   that is only ever assigned and never read is still a patch: replacing a name upstream no
   longer uses silently does nothing, which is what the surface exists to catch.
 
@@ -187,6 +189,7 @@ class Use:
     presence: bool = False  # hasattr(x, "y") / getattr(x, "y", default): asks, needs nothing
     tolerated: bool = False  # under a test that x.y is there
     replaces: bool = False  # a PATCH that replaces the object (not an item in it)
+    stash: bool = False  # X._orig_f = X.f: keeps upstream's original beside it
 
 
 def extract(
@@ -864,7 +867,11 @@ class _Walker:
             binding, steps, complete = self.chain(target)
             if isinstance(binding, Upstream) and steps:
                 kind = Kind.PATCH if complete else Kind.ATTRIBUTE
-                self.use(kind, binding.path, target, replaces=complete)
+                original = self.binding(value)
+                stash = isinstance(original, Upstream) and (
+                    original.path.rpartition(".")[0] == binding.path.rpartition(".")[0]
+                )
+                self.use(kind, binding.path, target, replaces=complete, stash=stash)
                 if augmented is not None and complete:
                     self.use(Kind.ATTRIBUTE, binding.path, target)
             self.chain_root(target)
@@ -1361,6 +1368,7 @@ class _Walker:
         match: Match | None = None,
         presence: bool = False,
         replaces: bool = False,
+        stash: bool = False,
     ) -> None:
         if not self.emit:
             return
@@ -1377,6 +1385,7 @@ class _Walker:
                 presence=presence,
                 tolerated=target in self.present,
                 replaces=replaces,
+                stash=stash,
             )
         )
 
@@ -1493,15 +1502,14 @@ def _own_targets(
             sets.setdefault(use.target, []).append(use)
         elif use.kind is Kind.ATTRIBUTE:
             reads.setdefault(use.target, []).append(use)
-    own = set()
+    own = {
+        target
+        for target in {u.target for u in uses if u.kind is not Kind.IMPORT}
+        if _named_own(target.rpartition(".")[2], tokens, patterns)
+    }
     for target, assigned in sets.items():
-        owner, _, name = target.rpartition(".")
-        lowered = name.lower()
-        if (
-            any(token in lowered for token in tokens)
-            or any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
-            or owner in replaced
-        ):
+        owner = target.rpartition(".")[0]
+        if owner in replaced or any(s.stash for s in assigned):
             own.add(target)
             continue
         seen = reads.get(target, [])
@@ -1514,6 +1522,15 @@ def _own_targets(
         ):  # fmt: skip
             own.add(target)
     return frozenset(own)
+
+
+def _named_own(name: str, tokens: frozenset[str], patterns: tuple[str, ...]) -> bool:
+    """A private name that carries the project's name (``_unsloth_patched``), or one the
+    configuration lists. Public names are left alone: upstream has ``use_liger_kernel``."""
+    if any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns):
+        return True
+    lowered = name.lower()
+    return name.startswith("_") and any(token in lowered for token in tokens)
 
 
 def _is_own(use: Use, own: frozenset[str]) -> bool:

@@ -5,8 +5,9 @@ The tests that count are the ones issue 12 names: ``hasattr(x, "y")``, ``getattr
 default)``, a version comparison, and an ``is_*_available()`` call (``find_spec`` too: the
 same question asked of importlib). Both branches of such a test are guarded (the ``else`` of
 a version test is the code for the other releases), and so is the rest of a block after
-``if <test>: return`` (or ``continue``/``break``; not ``raise``, which is no silent skip). ``try`` with a handler and
-``with contextlib.suppress(...)`` are decided by the walker, which sees the statements.
+``if <test>: return`` (or ``continue``/``break``; not ``raise``, which is no silent skip).
+``try`` with a handler and ``with contextlib.suppress(...)`` are decided by the walker,
+which sees the statements.
 """
 
 from __future__ import annotations
