@@ -120,6 +120,9 @@ def test_attribute_chains_through_aliases_stop_at_calls_and_runtime_attributes(t
                     name = ml.LlamaAttention.forward.__name__
                     other = models.mistral.modeling_mistral.MistralModel
                     cfg.transformers = 1
+                    ml.ALL_LAYERNORM_LAYERS.append(norm)
+                    ml.logger.warning_once("x")
+                    ml.LlamaModel.update(cfg)
                 """
         },
     )
@@ -130,6 +133,10 @@ def test_attribute_chains_through_aliases_stop_at_calls_and_runtime_attributes(t
         "transformers.AutoModel.from_pretrained",
         "transformers.models.llama.modeling_llama.LlamaAttention.forward",
         "transformers.models.mistral.modeling_mistral.MistralModel",
+        # a list's and a logger's methods are not upstream's API; the values are
+        "transformers.models.llama.modeling_llama.ALL_LAYERNORM_LAYERS",
+        "transformers.models.llama.modeling_llama.logger",
+        "transformers.models.llama.modeling_llama.LlamaModel.update",
     }
 
 

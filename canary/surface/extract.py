@@ -14,8 +14,9 @@ What is followed, and where it stops:
   nn.LayerNorm``): where a chain leaves the package (``nn`` is torch's) is only known from
   the upstream tree, so resolution cuts it there and says so. A chain stops at a call, a
   subscript, and at the attributes Python itself gives every object (``__name__``,
-  ``__dict__``, ``__wrapped__``, ...): those say nothing about upstream. A bare imported
-  name is its import; only chains that go further are attribute references.
+  ``__dict__``, ``__wrapped__``, ...), and a list/dict/logger method called on a value named
+  like one (``MAPPING.append``, ``logger.addFilter``): those say nothing about upstream. A
+  bare imported name is its import; only chains that go further are attribute references.
 - **Patches**: assignment to an upstream chain (``x.y.forward = ...``, also ``+=``),
   ``setattr(x, "name", ...)`` with a literal name, and item assignment into an upstream
   mapping (the reference is the mapping).
@@ -133,6 +134,15 @@ _RE_FLAGS_ARGUMENT = {
     "finditer": 2, "split": 3,
 }  # fmt: skip
 _TRY = (ast.Try, ast.TryStar) if sys.version_info >= (3, 11) else (ast.Try,)
+# Methods of lists, dicts, sets and loggers, cut from a chain whose owner is named like a
+# module-level value (ALL_CAPS or a logger): upstream promises the value, not its type's API.
+_VALUE_METHODS = frozenset(
+    {"append", "extend", "insert", "remove", "pop", "clear", "copy", "get", "setdefault",
+     "update", "items", "keys", "values", "add", "discard", "addFilter", "removeFilter",
+     "addHandler", "removeHandler", "setLevel", "debug", "info", "warning", "warning_once",
+     "error", "exception", "critical"}
+)  # fmt: skip
+_VALUE_NAME = re.compile(r"^_*[A-Z][A-Z0-9_]*$|logger$")
 _DEDENTING_HELPER = re.compile(r"dedent|detab", re.IGNORECASE)
 # Top-level folders that are no project's name.
 _GENERIC_FOLDERS = frozenset({"src", "lib", "tests", "test", "docs", "examples", "scripts"})
@@ -1025,7 +1035,13 @@ class _Walker:
     def e_attribute(self, node: ast.Attribute) -> None:
         binding, steps, _ = self.chain(node)
         if isinstance(binding, Upstream) and steps:
-            self.use(Kind.ATTRIBUTE, binding.path, node)
+            owner, _, name = binding.path.rpartition(".")
+            if name in _VALUE_METHODS and _VALUE_NAME.search(owner.rpartition(".")[2]):
+                # MAPPING.append(...), logger.addFilter(...): a method of a value, not
+                # upstream API; the value itself is the reference
+                binding, steps = Upstream(owner), steps - 1
+            if steps:
+                self.use(Kind.ATTRIBUTE, binding.path, node)
         self.chain_root(node)
 
     def e_boolean(self, node: ast.BoolOp) -> None:
