@@ -39,12 +39,15 @@ What is followed, and where it stops:
 - **The project's own attributes** on upstream objects are not dependencies, set or read: a
   private attribute whose name carries the project's name (``_unsloth_patched``, from its
   top-level packages; public names are left alone, upstream has ``use_liger_kernel``) or
-  one matching ``own_attributes``; an attribute of something the project itself replaced
-  (``X.forward = mine; X.forward._marker = True``); one that keeps upstream's original
-  beside it (``X._orig_forward = X.forward``); and one the project reads only after setting
-  it (later in the same function, or under a ``hasattr`` test of it). An attribute
-  that is only ever assigned and never read is still a patch: replacing a name upstream no
-  longer uses silently does nothing, which is what the surface exists to catch.
+  matches ``own_attributes``; a literal marker on something the project replaced
+  (``X.forward = mine; X.forward._fast = True``); one that keeps upstream's original beside
+  it (``X._orig_forward = X.forward``); and one it sets only where a test said it is not
+  there (``if hasattr(X, "_orig"): return`` before it, or a backfill under ``if not
+  hasattr(...)``). Reads prove nothing either way: patching a name and then calling it is
+  the normal case, and ``f = getattr(peft, "get_peft_model", None)`` before replacing it is
+  a dependency. An attribute only ever assigned is a patch: replacing a name upstream no
+  longer uses silently does nothing, which is what the surface exists to catch; one upstream
+  never had is missing on every release, and ``own_attributes`` names it.
 
 Which files are read: each file that names an upstream package (or calls ``getsource``),
 then each file that imports a project module and names something project modules bind to
@@ -197,9 +200,10 @@ class Use:
     match: Match | None = None
     scope: int = 0  # the function it is in (0: module level)
     presence: bool = False  # hasattr(x, "y") / getattr(x, "y", default): asks, needs nothing
-    tolerated: bool = False  # under a test that x.y is there
+    unset: bool = False  # under a test that x.y is not there (yet)
     replaces: bool = False  # a PATCH that replaces the object (not an item in it)
     stash: bool = False  # X._orig_f = X.f: keeps upstream's original beside it
+    constant: bool = False  # set to a literal (True, a name): a marker
 
 
 def extract(
@@ -878,10 +882,16 @@ class _Walker:
             if isinstance(binding, Upstream) and steps:
                 kind = Kind.PATCH if complete else Kind.ATTRIBUTE
                 original = self.binding(value)
-                stash = isinstance(original, Upstream) and (
-                    original.path.rpartition(".")[0] == binding.path.rpartition(".")[0]
+                # X._orig_f = X.f; but X.f = saved_f (saved_f = X.f) restores, it keeps nothing
+                stash = (
+                    isinstance(original, Upstream)
+                    and original.path != binding.path
+                    and original.path.rpartition(".")[0] == binding.path.rpartition(".")[0]
                 )
-                self.use(kind, binding.path, target, replaces=complete, stash=stash)
+                constant = isinstance(value, ast.Constant)
+                self.use(
+                    kind, binding.path, target, replaces=complete, stash=stash, constant=constant
+                )
                 if augmented is not None and complete:
                     self.use(Kind.ATTRIBUTE, binding.path, target)
             self.chain_root(target)
@@ -1012,11 +1022,13 @@ class _Walker:
         return None
 
     def _present(self, test: ast.expr, *, positive: bool) -> frozenset[str]:
+        """What holds about upstream attributes where ``test`` is ``positive``: "+x.y" (it is
+        there), "-x.y" (it is not)."""
         found = set()
-        for obj, name in guards.presence_tested(test, positive=positive):
+        for obj, name, present in guards.presence_tested(test, positive=positive):
             binding, _, complete = self.chain(obj)
             if isinstance(binding, Upstream) and complete:
-                found.add(f"{binding.path}.{name}")
+                found.add(f"{'+' if present else '-'}{binding.path}.{name}")
         return frozenset(found)
 
     # expressions
@@ -1385,6 +1397,7 @@ class _Walker:
         presence: bool = False,
         replaces: bool = False,
         stash: bool = False,
+        constant: bool = False,
     ) -> None:
         if not self.emit:
             return
@@ -1399,9 +1412,10 @@ class _Walker:
                 match=match,
                 scope=self.function,
                 presence=presence,
-                tolerated=target in self.present,
+                unset=f"-{target}" in self.present,
                 replaces=replaces,
                 stash=stash,
+                constant=constant,
             )
         )
 
@@ -1512,12 +1526,9 @@ def _own_targets(
 ) -> frozenset[str]:
     replaced = {u.target for u in uses if u.kind is Kind.PATCH and u.replaces}
     sets: dict[str, list[Use]] = {}
-    reads: dict[str, list[Use]] = {}
     for use in uses:
         if use.kind is Kind.PATCH and use.replaces:
             sets.setdefault(use.target, []).append(use)
-        elif use.kind is Kind.ATTRIBUTE:
-            reads.setdefault(use.target, []).append(use)
     own = {
         target
         for target in {u.target for u in uses if u.kind is not Kind.IMPORT}
@@ -1525,17 +1536,8 @@ def _own_targets(
     }
     for target, assigned in sets.items():
         owner = target.rpartition(".")[0]
-        if owner in replaced or any(s.stash for s in assigned):
-            own.add(target)
-            continue
-        seen = reads.get(target, [])
-        if seen and all(
-            read.presence
-            or read.tolerated
-            or any(s.scope == read.scope and s.path == read.path and s.line < read.line
-                   for s in assigned)
-            for read in seen
-        ):  # fmt: skip
+        marker = owner in replaced and all(s.constant for s in assigned)
+        if marker or any(s.stash for s in assigned) or all(s.unset for s in assigned):
             own.add(target)
     return frozenset(own)
 

@@ -95,24 +95,29 @@ def exits(body: Sequence[ast.stmt], *, silently: bool = False) -> bool:
     return bool(body) and isinstance(body[-1], _SILENT_EXITS if silently else _EXITS)
 
 
-def presence_tested(test: ast.expr, *, positive: bool = True) -> Iterator[tuple[ast.expr, str]]:
-    """The ``(object, name)`` pairs whose presence holds where ``test`` is ``positive``:
-    inside ``if hasattr(x, "y"):`` (or after ``if not hasattr(x, "y"): return``) ``x.y``
-    exists. Used to tell a project's own attribute, read only once known to be there."""
+def presence_tested(
+    test: ast.expr, *, positive: bool = True
+) -> Iterator[tuple[ast.expr, str, bool]]:
+    """What ``test`` being ``positive`` says about attributes: ``(object, name, present)``.
+    Inside ``if hasattr(x, "y"):`` ``x.y`` is present; after ``if hasattr(x, "y"): return``
+    it is absent. Used to tell a project's own attribute: one it sets only where it knows
+    the attribute is not there yet, or reads only once it knows it is."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         yield from presence_tested(test.operand, positive=not positive)
     elif isinstance(test, ast.BoolOp):
-        # a and b holds: both hold; not (a or b) holds: neither does (so nothing is known present).
+        # a and b holds: both hold; a or b fails: both fail. Otherwise nothing is known.
         if isinstance(test.op, ast.And) == positive:
             for value in test.values:
                 yield from presence_tested(value, positive=positive)
     elif isinstance(test, ast.Compare) and len(test.ops) == 1:
         # getattr(x, "y", None) is not None
-        if isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None:
+        is_none = (
+            isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None
+        )
+        if is_none and isinstance(test.ops[0], (ast.Is, ast.IsNot)):
             holds = isinstance(test.ops[0], ast.IsNot) == positive
-            if holds and isinstance(test.ops[0], (ast.Is, ast.IsNot)):
-                yield from presence_tested(test.left, positive=True)
-    elif positive and is_presence_call(test) and isinstance(test, ast.Call):
+            yield from presence_tested(test.left, positive=holds)
+    elif is_presence_call(test) and isinstance(test, ast.Call):
         obj, name = [*test.args, None, None][:2]
         if obj is not None and isinstance(name, ast.Constant) and isinstance(name.value, str):
-            yield obj, name.value
+            yield obj, name.value, positive
