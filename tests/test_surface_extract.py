@@ -422,6 +422,10 @@ def test_own_attributes_are_not_dependencies(tmp_path):
                     size = len(ml.LlamaModel._cache)
                     Trainer._custom = 1
                     Trainer._kept_step = Trainer.training_step
+                    Trainer.training_step = fast
+
+                def unpatch():
+                    Trainer.training_step = Trainer._kept_step  # a restore keeps nothing
                     Trainer.flag = 1
 
                 def check():
@@ -445,6 +449,7 @@ def test_own_attributes_are_not_dependencies(tmp_path):
     )
     patched = targets(refs, Kind.PATCH)
     assert "transformers.Trainer.evaluation_loop" in patched
+    assert "transformers.Trainer.training_step" in patched
     assert "transformers.models.llama.modeling_llama.LlamaModel.forward" in patched
     for own in (
         "transformers.Trainer._original_evaluation_loop",  # read only once known set

@@ -202,7 +202,7 @@ class Use:
     presence: bool = False  # hasattr(x, "y") / getattr(x, "y", default): asks, needs nothing
     unset: bool = False  # under a test that x.y is not there (yet)
     replaces: bool = False  # a PATCH that replaces the object (not an item in it)
-    stash: bool = False  # X._orig_f = X.f: keeps upstream's original beside it
+    stash: str | None = None  # X._orig_f = X.f: the original it keeps beside it (X.f)
     constant: bool = False  # set to a literal (True, a name): a marker
 
 
@@ -882,11 +882,15 @@ class _Walker:
             if isinstance(binding, Upstream) and steps:
                 kind = Kind.PATCH if complete else Kind.ATTRIBUTE
                 original = self.binding(value)
-                # X._orig_f = X.f; but X.f = saved_f (saved_f = X.f) restores, it keeps nothing
+                # X._orig_f = X.f keeps upstream's original under a private name of its own;
+                # X.f = saved_f (saved_f = X.f) and X.f = X._orig_f restore, they keep nothing
                 stash = (
-                    isinstance(original, Upstream)
+                    original.path
+                    if isinstance(original, Upstream)
                     and original.path != binding.path
+                    and binding.path.rpartition(".")[2].startswith("_")
                     and original.path.rpartition(".")[0] == binding.path.rpartition(".")[0]
+                    else None
                 )
                 constant = isinstance(value, ast.Constant)
                 self.use(
@@ -1396,7 +1400,7 @@ class _Walker:
         match: Match | None = None,
         presence: bool = False,
         replaces: bool = False,
-        stash: bool = False,
+        stash: str | None = None,
         constant: bool = False,
     ) -> None:
         if not self.emit:
@@ -1537,7 +1541,9 @@ def _own_targets(
     for target, assigned in sets.items():
         owner = target.rpartition(".")[0]
         marker = owner in replaced and all(s.constant for s in assigned)
-        if marker or any(s.stash for s in assigned) or all(s.unset for s in assigned):
+        # a stash of something itself a stash (X._a = X._b) is a restore of the other way
+        stash = any(s.stash and not s.stash.rpartition(".")[2].startswith("_") for s in assigned)
+        if marker or stash or all(s.unset for s in assigned):
             own.add(target)
     return frozenset(own)
 
