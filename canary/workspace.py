@@ -453,6 +453,14 @@ class Workspace:
                     break
         return {path: load(path) for path in sorted(tree.paths_read) if path not in declared}
 
+    def read(self, case: Case, paths: Sequence[str]) -> dict[str, bytes | None]:
+        """The files' bytes as the case's tree has them (None where absent), unparsed: for
+        a reader that needs the text or its digest, not the code index."""
+        state = self._state(case)
+        if state.pending is not None:
+            _wait(state.pending)  # a failed prefetch is this case's failure here too
+        return self._read(state, paths)
+
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,287 @@
+"""Resolution of a surface against releases: outcomes, anchors as the project applies them,
+results remembered by the digests of the files they were decided from, errors by case."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pytest
+
+from canary import codeindex
+from canary.cache import Cache
+from canary.errors import Drift, FetchError
+from canary.surface.anchors import anchor_outcome, getsource_text
+from canary.surface.memo import Memo
+from canary.surface.model import Kind, Match, Outcome, Reference, Site
+from canary.surface.resolve import resolve, resolve_case
+from canary.workspace import Case, FetchPolicy, Workspace
+
+TRAINER_V1 = b"""\
+from torch import nn
+
+
+class Trainer:
+    def compute_loss(self, model, inputs):
+        loss = model(**inputs).loss
+        return loss / self.args.gradient_accumulation_steps
+
+    def train(self):
+        pass
+"""
+# 2.0 renamed compute_loss and reformatted the division.
+TRAINER_V2 = TRAINER_V1.replace(b"compute_loss", b"_compute_loss").replace(
+    b"loss / self", b"loss /  self"
+)
+INIT = b"from .trainer import Trainer\n"
+
+
+@dataclass
+class FakeLookup:
+    found: bool | None
+    path: str | None = None
+    qualname: str | None = None
+    kind: str | None = None
+    why: str = ""
+    function: codeindex.Function | None = None
+    cls: codeindex.Class | None = None
+
+
+class FakeTree:
+    """The part of canary.symbols.PackageTree resolution relies on: a dotted name's module
+    is its longest prefix that is a file; the rest is a qualname in it, or leaves the
+    package through a name the module imports (unknown)."""
+
+    lookups: list[str]  # shared by every tree of a test: how many lookups really ran
+
+    def __init__(self, import_name: str, load) -> None:
+        self.import_name = import_name
+        self.load = load
+
+    def lookup(self, dotted: str) -> FakeLookup:
+        FakeTree.lookups.append(dotted)
+        parts = dotted.split(".")
+        for cut in range(len(parts), 0, -1):
+            stem = "/".join(parts[:cut])
+            for path in (f"{stem}.py", f"{stem}/__init__.py"):
+                module = self.load(path)
+                if module is None:
+                    continue
+                rest = parts[cut:]
+                if not rest:
+                    return FakeLookup(True, path, None, "module")
+                if rest[0] in module.imports and module.imports[rest[0]].module == "torch":
+                    return FakeLookup(None, path, rest[0], why=f"{rest[0]} leaves {stem}")
+                try:
+                    found = module.find(".".join(rest))
+                except Drift as exc:
+                    return FakeLookup(False, path, ".".join(rest), why=str(exc))
+                if isinstance(found, codeindex.Function):
+                    return FakeLookup(True, path, found.qualname, "function", function=found)
+                return FakeLookup(True, path, found.qualname, "class", cls=found)
+        return FakeLookup(False, why=f"no module for {dotted}")
+
+
+@pytest.fixture(autouse=True)
+def _count_lookups():
+    FakeTree.lookups = []
+
+
+class Source:
+    def __init__(self, case: Case, trees: dict[str, dict[str, bytes]], failing: set[str]):
+        self.package, self.ref = case.package, case.label
+        self.files = trees[case.label]
+        self.failing = failing
+
+    @property
+    def description(self) -> str:
+        return f"{self.package} {self.ref} from the test"
+
+    def fetch(self, paths: Sequence[str]) -> dict[str, bytes | None]:
+        if self.ref in self.failing:
+            raise FetchError(f"{self.description}: connection reset")
+        return {path: self.files.get(path) for path in paths}
+
+
+def workspace(tmp_path, trees, failing=()) -> Workspace:
+    return Workspace(
+        lambda case: Source(case, trees, set(failing)),
+        Cache(tmp_path / "cache"),
+        FetchPolicy(),
+        parse_processes=0,
+    )
+
+
+def ref(target: str, kind: Kind = Kind.ATTRIBUTE, anchor=None, match=None) -> Reference:
+    return Reference("toy", target, kind, (Site("proj/patch.py", 3),), anchor, match)
+
+
+TREES = {
+    "1.0": {"toy/__init__.py": INIT, "toy/trainer.py": TRAINER_V1},
+    "1.1": {"toy/__init__.py": INIT, "toy/trainer.py": TRAINER_V1},
+    "2.0": {"toy/__init__.py": INIT, "toy/trainer.py": TRAINER_V2},
+}
+CASES = {"toy": [Case("toy", label, "index") for label in TREES]}
+
+
+def test_outcomes_per_release_say_what_is_there(tmp_path):
+    refs = [
+        ref("toy.trainer.Trainer.compute_loss", Kind.PATCH),
+        ref("toy.trainer.Trainer.train"),
+        ref("toy.trainer.nn.LayerNorm"),  # leaves the package at nn: never missing
+        ref("toy.models.llama", Kind.IMPORT),
+    ]
+    ws = workspace(tmp_path, TREES)
+    found = {r.reference.target: r for r in resolve(refs, CASES, ws, make_tree=FakeTree)}
+
+    patch = found["toy.trainer.Trainer.compute_loss"]
+    assert patch.outcomes == {"1.0": Outcome.OK, "1.1": Outcome.OK, "2.0": Outcome.MISSING}
+    assert "compute_loss" in patch.why["2.0"]
+    assert "_compute_loss" in patch.why["2.0"]  # the drift lists what is there instead
+    assert set(patch.why) == {"2.0"}  # ok needs no why
+    assert set(found["toy.trainer.Trainer.train"].outcomes.values()) == {Outcome.OK}
+    assert set(found["toy.trainer.nn.LayerNorm"].outcomes.values()) == {Outcome.UNKNOWN}
+    assert set(found["toy.models.llama"].outcomes.values()) == {Outcome.MISSING}
+
+
+def test_only_the_references_of_the_case_package_are_resolved(tmp_path):
+    other = Reference("peft", "peft.tuners.lora.LoraLayer", Kind.ATTRIBUTE, ())
+    decided = resolve_case(
+        [ref("toy.trainer.Trainer"), other],
+        CASES["toy"][0],
+        workspace(tmp_path, TREES),
+        make_tree=FakeTree,
+    )
+    assert list(decided) == [ref("toy.trainer.Trainer").key]
+
+
+DIVISION = "        return loss / self.args.gradient_accumulation_steps\n"
+
+
+@pytest.mark.parametrize(
+    ("anchor", "match", "expected"),
+    [
+        (DIVISION, Match.EXACT, ["ok", "missing"]),  # 2.0 reformatted: .replace is exact
+        ("loss / self.args", Match.EXACT, ["ok", "missing"]),
+        ("def compute_loss(self, model, inputs):\n    loss", Match.DEDENTED, ["ok", "ok"]),
+        ("def compute_loss(self, model, inputs):\n    loss", Match.EXACT, ["missing", "missing"]),
+        (r"return loss /\s+self\.args", Match.REGEX, ["ok", "ok"]),
+        ("    def compute_loss", Match.EXACT, ["ok", "ok"]),  # inspect keeps the indent
+    ],
+)
+def test_anchors_apply_as_the_project_applies_them(tmp_path, anchor, match, expected):
+    anchored = ref("toy.trainer.Trainer.compute_loss", Kind.ANCHOR, anchor, match)
+    trees = {"1.0": TREES["1.0"], "2.0": {**TREES["2.0"], "toy/trainer.py": TRAINER_V1}}
+    trees["2.0"]["toy/trainer.py"] = TRAINER_V1.replace(b"loss / self", b"loss /  self")
+    cases = {"toy": [Case("toy", "1.0", "index"), Case("toy", "2.0", "index")]}
+    (found,) = resolve([anchored], cases, workspace(tmp_path, trees), make_tree=FakeTree)
+    assert [found.outcomes[v].value for v in ("1.0", "2.0")] == expected
+    if expected[1] == "missing":
+        assert found.why["2.0"].startswith("Trainer.compute_loss (toy/trainer.py): ")
+
+
+def test_an_anchor_on_a_renamed_function_is_missing_with_the_lookup_reason(tmp_path):
+    anchored = ref("toy.trainer.Trainer.compute_loss", Kind.ANCHOR, "loss", Match.EXACT)
+    (found,) = resolve([anchored], CASES, workspace(tmp_path, TREES), make_tree=FakeTree)
+    assert found.outcomes["2.0"] is Outcome.MISSING
+    assert "_compute_loss" in found.why["2.0"]
+
+
+def test_an_anchor_on_a_module_reads_the_whole_file(tmp_path):
+    anchored = ref("toy.trainer", Kind.ANCHOR, "from torch import nn\n", Match.EXACT)
+    gone = ref("toy.trainer", Kind.ANCHOR, "import torch.nn as nn", Match.EXACT)
+    found = resolve([anchored, gone], CASES, workspace(tmp_path, TREES), make_tree=FakeTree)
+    assert set(found[0].outcomes.values()) == {Outcome.OK}
+    assert set(found[1].outcomes.values()) == {Outcome.MISSING}
+
+
+def test_identical_files_are_resolved_once_in_a_run_and_never_again(tmp_path):
+    refs = [ref("toy.trainer.Trainer.compute_loss", Kind.PATCH), ref("toy.trainer.Trainer.train")]
+    first = resolve(refs, CASES, workspace(tmp_path, TREES), make_tree=FakeTree)
+    # 1.0 and 1.1 have the same files: 1.1 is recalled; 2.0 differs: decided again.
+    assert FakeTree.lookups == [r.target for r in refs] * 2
+
+    FakeTree.lookups = []
+    again = resolve(refs, CASES, workspace(tmp_path, TREES), make_tree=FakeTree)
+    assert FakeTree.lookups == []  # a later run: every result from the cache
+    assert again == first
+
+
+def test_a_file_the_lookup_did_not_read_does_not_matter(tmp_path):
+    trees = {**TREES, "1.1": {**TREES["1.1"], "toy/other.py": b"x = 1\n"}}
+    refs = [ref("toy.trainer.Trainer"), ref("toy.Trainer")]  # toy/__init__.py is the same
+    resolve(refs, CASES, workspace(tmp_path, trees), make_tree=FakeTree)
+    assert FakeTree.lookups == ["toy.trainer.Trainer", "toy.Trainer", "toy.trainer.Trainer"]
+
+
+def test_a_file_found_absent_is_part_of_what_was_decided(tmp_path):
+    # 1.1 adds a module toy/trainer/Trainer.py: the lookup on 1.0 looked for it first.
+    trees = {**TREES, "1.1": {**TREES["1.1"], "toy/trainer/Trainer.py": b""}}
+    resolve([ref("toy.trainer.Trainer")], CASES, workspace(tmp_path, trees), make_tree=FakeTree)
+    assert len(FakeTree.lookups) == 3
+
+
+def test_results_of_other_code_are_not_reused(tmp_path):
+    refs = [ref("toy.trainer.Trainer")]
+    resolve(refs, CASES, workspace(tmp_path, TREES), make_tree=FakeTree)
+    FakeTree.lookups = []
+    memo = Memo(Cache(tmp_path / "cache"), salt="another resolver")
+    resolve(refs, CASES, workspace(tmp_path, TREES), memo=memo, make_tree=FakeTree)
+    assert len(FakeTree.lookups) == 2
+
+
+def test_a_damaged_memo_blob_is_decided_again(tmp_path):
+    refs = [ref("toy.trainer.Trainer")]
+    resolve(refs, CASES, workspace(tmp_path, TREES), make_tree=FakeTree)
+    for blob in (tmp_path / "cache" / "blobs" / "surface-resolution").rglob("*.entry"):
+        header, _, _ = blob.read_bytes().partition(b"\n")
+        blob.write_bytes(header + b"\n" + b"garbage")
+    FakeTree.lookups = []
+    (found,) = resolve(refs, CASES, workspace(tmp_path, TREES), make_tree=FakeTree)
+    assert len(FakeTree.lookups) == 2
+    assert set(found.outcomes.values()) == {Outcome.OK}
+
+
+def test_a_release_that_cannot_be_read_is_an_error_not_an_outcome(tmp_path):
+    errors = []
+    (found,) = resolve(
+        [ref("toy.trainer.Trainer")],
+        CASES,
+        workspace(tmp_path, TREES, failing={"1.1"}),
+        make_tree=FakeTree,
+        on_error=lambda case, exc: errors.append((case.label, str(exc))),
+    )
+    assert list(found.outcomes) == ["1.0", "2.0"]
+    assert errors == [("1.1", "toy 1.1 from the test: connection reset")]
+    with pytest.raises(FetchError):
+        resolve(
+            [ref("toy.trainer.Trainer")],
+            CASES,
+            workspace(tmp_path, TREES, failing={"1.1"}),
+            make_tree=FakeTree,
+        )
+
+
+SOURCE = getsource_text("    def f(self):\n        return  x.replace('a', 'b')")
+
+
+@pytest.mark.parametrize(
+    ("anchor", "match", "outcome", "why"),
+    [
+        ("return  x", Match.EXACT, "ok", ""),
+        ("return x", Match.EXACT, "missing", "found only after collapsing whitespace"),
+        ("def f(self):\n    return", Match.EXACT, "missing", "only in textwrap.dedent(source)"),
+        ("def f(self):\n    return", Match.DEDENTED, "ok", ""),
+        ("def f(self):\n    pass", Match.EXACT, "missing", "its first line ('def f(self):')"),
+        ("'b')\n", Match.EXACT, "ok", ""),  # inspect keeps the last line's newline
+        (r"^\s+return", Match.REGEX, "unknown", "only with re.MULTILINE"),
+        (r"^def f", Match.REGEX_DEDENTED, "ok", ""),
+        (r"return\s+y", Match.REGEX, "missing", "matches nowhere"),
+        (r"return (", Match.REGEX, "unknown", "does not compile"),
+    ],
+)
+def test_anchor_matching(anchor, match, outcome, why):
+    found, reason = anchor_outcome(SOURCE, anchor, match)
+    assert found.value == outcome
+    assert why in reason
+    assert bool(reason) == bool(why)
