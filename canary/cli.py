@@ -9,6 +9,10 @@
 * ``report RESULTS.json... [--format terminal|markdown|json|github]``: the matrix of a run
   written by ``pytest canary --canary-json RESULTS.json``. Exit status: 0 all clear, 1
   drift found, 2 nothing or not everything was checked (errors, an unreadable file).
+* ``surface TARGET... [--tags PKG=V1,V2] [--offline] [--format ...] [-o FILE] [--baseline
+  FILE [--update-baseline]]``: every upstream symbol, patch target and source anchor a
+  project uses, on every release (see :mod:`canary.surface.command`). Exit status: 0
+  nothing missing, 1 missing inside a target's declared range, 2 not everything checked.
 
 Every command that reads tags.toml takes ``--tags-file PATH`` (``--canary-tags-file`` under
 pytest). Output piped into a reader that stops early (``| head``) ends quietly.
@@ -22,7 +26,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from canary.errors import CanaryError
+from canary.errors import CanaryError, ConfigError
 from canary.report.render import FORMATS
 from canary.tags import load_tags, stable_releases, update_tags_file
 from canary.workspace import Case
@@ -51,6 +55,8 @@ def _command(argv: list[str]) -> int:
     try:
         if args.command == "report":
             return _report(args)
+        if args.command == "surface":
+            return _surface(args)
         if args.new:
             return _new_tags(args.tags_file)
         return _tags(args.tags_file, update=args.update)
@@ -104,7 +110,53 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="exit 0 whatever the run found (an unreadable results file still exits 2)",
     )
+    _add_surface(commands)
     return parser
+
+
+def _add_surface(commands: argparse._SubParsersAction) -> None:
+    surface = commands.add_parser(
+        "surface",
+        help="every upstream symbol, patch target and anchor a project uses, on every release",
+        description="Resolve a project's dependency surface against every release in "
+        "tags.toml. Exit status: 0 nothing missing, 1 a reference missing on a release inside "
+        "a target's declared range (not accepted), 2 not everything was checked.",
+    )
+    surface.add_argument(
+        "targets", nargs="+", metavar="TARGET", help="a source folder, a .whl or NAME==VERSION"
+    )
+    surface.add_argument(
+        "--tags",
+        action="append",
+        default=[],
+        metavar="PKG=V1,V2",
+        help="only these releases of PKG, as --canary-tags (repeatable)",
+    )
+    surface.add_argument(
+        "--offline", action="store_true", help="the cache only; pip is never started"
+    )
+    surface.add_argument("--format", choices=FORMATS, default="terminal", help="default: terminal")
+    surface.add_argument("-o", "--output", type=Path, help="write the report here, not stdout")
+    surface.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="FILE",
+        help="accept the findings recorded in FILE: only new ones fail",
+    )
+    surface.add_argument(
+        "--update-baseline",
+        action="store_true",
+        help="(re)write --baseline FILE with every current finding, and exit 0",
+    )
+    surface.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="[tool.canary.surface] settings from FILE instead of each target's pyproject",
+    )
+    surface.add_argument(
+        "--tags-file", type=Path, default=Path("tags.toml"), help="default: ./tags.toml"
+    )
 
 
 def _tags(path: Path, *, update: bool) -> int:
@@ -145,6 +197,34 @@ def _new_tags(path: Path) -> int:
     else:  # stdout stays empty: it is read as pytest arguments
         print(f"canary: every stable release on the index is listed in {path}", file=sys.stderr)
     return 0
+
+
+def _surface(args: argparse.Namespace) -> int:
+    from canary.surface import command
+
+    if args.update_baseline and args.baseline is None:
+        raise ConfigError("--update-baseline needs --baseline FILE: the file to write")
+    options = command.SurfaceOptions(
+        targets=tuple(args.targets),
+        tags=tuple(args.tags),
+        offline=args.offline,
+        tags_file=args.tags_file,
+        config=args.config,
+        baseline=args.baseline,
+        update_baseline=args.update_baseline,
+    )
+    surface_run = command.run_surface(options, fmt=args.format)
+    if args.output is not None:
+        args.output.write_text(surface_run.text, encoding="utf-8")
+    else:
+        sys.stdout.write(surface_run.text)
+    sys.stdout.flush()
+    for line in command.verdict(surface_run):
+        print(line, file=sys.stderr)
+    if args.update_baseline:
+        print(f"canary: wrote {args.baseline}", file=sys.stderr)
+        return 0
+    return surface_run.exit_status
 
 
 def _report(args: argparse.Namespace) -> int:

@@ -3,19 +3,22 @@ results remembered by the digests of the files they were decided from, errors by
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+import json
+from pathlib import Path
 
 import pytest
+from packaging.specifiers import SpecifierSet
+from surface_fakes import FakeTree, workspace
 
-from canary import codeindex
 from canary.cache import Cache
-from canary.errors import Drift, FetchError
+from canary.errors import ConfigError, FetchError
 from canary.surface.anchors import anchor_outcome, getsource_text
+from canary.surface.baseline import load_baseline, write_baseline
+from canary.surface.findings import findings, in_range
 from canary.surface.memo import Memo
-from canary.surface.model import Kind, Match, Outcome, Reference, Site
+from canary.surface.model import Kind, Match, Outcome, Reference, Resolved, Site, Target
 from canary.surface.resolve import resolve, resolve_case
-from canary.workspace import Case, FetchPolicy, Workspace
+from canary.workspace import Case
 
 TRAINER_V1 = b"""\
 from torch import nn
@@ -36,80 +39,9 @@ TRAINER_V2 = TRAINER_V1.replace(b"compute_loss", b"_compute_loss").replace(
 INIT = b"from .trainer import Trainer\n"
 
 
-@dataclass
-class FakeLookup:
-    found: bool | None
-    path: str | None = None
-    qualname: str | None = None
-    kind: str | None = None
-    why: str = ""
-    function: codeindex.Function | None = None
-    cls: codeindex.Class | None = None
-
-
-class FakeTree:
-    """The part of canary.symbols.PackageTree resolution relies on: a dotted name's module
-    is its longest prefix that is a file; the rest is a qualname in it, or leaves the
-    package through a name the module imports (unknown)."""
-
-    lookups: list[str]  # shared by every tree of a test: how many lookups really ran
-
-    def __init__(self, import_name: str, load) -> None:
-        self.import_name = import_name
-        self.load = load
-
-    def lookup(self, dotted: str) -> FakeLookup:
-        FakeTree.lookups.append(dotted)
-        parts = dotted.split(".")
-        for cut in range(len(parts), 0, -1):
-            stem = "/".join(parts[:cut])
-            for path in (f"{stem}.py", f"{stem}/__init__.py"):
-                module = self.load(path)
-                if module is None:
-                    continue
-                rest = parts[cut:]
-                if not rest:
-                    return FakeLookup(True, path, None, "module")
-                if rest[0] in module.imports and module.imports[rest[0]].module == "torch":
-                    return FakeLookup(None, path, rest[0], why=f"{rest[0]} leaves {stem}")
-                try:
-                    found = module.find(".".join(rest))
-                except Drift as exc:
-                    return FakeLookup(False, path, ".".join(rest), why=str(exc))
-                if isinstance(found, codeindex.Function):
-                    return FakeLookup(True, path, found.qualname, "function", function=found)
-                return FakeLookup(True, path, found.qualname, "class", cls=found)
-        return FakeLookup(False, why=f"no module for {dotted}")
-
-
 @pytest.fixture(autouse=True)
 def _count_lookups():
     FakeTree.lookups = []
-
-
-class Source:
-    def __init__(self, case: Case, trees: dict[str, dict[str, bytes]], failing: set[str]):
-        self.package, self.ref = case.package, case.label
-        self.files = trees[case.label]
-        self.failing = failing
-
-    @property
-    def description(self) -> str:
-        return f"{self.package} {self.ref} from the test"
-
-    def fetch(self, paths: Sequence[str]) -> dict[str, bytes | None]:
-        if self.ref in self.failing:
-            raise FetchError(f"{self.description}: connection reset")
-        return {path: self.files.get(path) for path in paths}
-
-
-def workspace(tmp_path, trees, failing=()) -> Workspace:
-    return Workspace(
-        lambda case: Source(case, trees, set(failing)),
-        Cache(tmp_path / "cache"),
-        FetchPolicy(),
-        parse_processes=0,
-    )
 
 
 def ref(target: str, kind: Kind = Kind.ATTRIBUTE, anchor=None, match=None) -> Reference:
@@ -285,3 +217,131 @@ def test_anchor_matching(anchor, match, outcome, why):
     assert found.value == outcome
     assert why in reason
     assert bool(reason) == bool(why)
+
+
+# -- findings: what is held against a project ---------------------------------------------
+
+
+def resolved(target: str, outcomes: dict[str, str], why: dict[str, str] | None = None):
+    return Resolved(ref(target), {v: Outcome(o) for v, o in outcomes.items()}, why or {})
+
+
+SPREAD = {"1.0": "missing", "1.1": "missing", "2.0": "missing", "2.1": "unknown"}
+
+
+def test_a_miss_counts_only_inside_the_declared_range():
+    project = Target("proj", "0.1", {"toy": ">=1.1,<2.1"})
+    (finding,) = findings([resolved("toy.a", SPREAD, {"2.0": "gone"})], project)
+    assert finding.missing == {"1.1": "", "2.0": "gone"}  # 1.0 is outside, 2.1 unknown
+    assert finding.new == ("1.1", "2.0")
+    assert finding.fails
+    assert findings([resolved("toy.a", {"1.0": "ok", "2.1": "unknown"})], project) == ()
+
+
+def test_an_undeclared_package_constrains_nothing():
+    (finding,) = findings([resolved("toy.a", SPREAD)], Target("proj", None, {}))
+    assert finding.new == ("1.0", "1.1", "2.0")
+
+
+def test_a_pre_release_counts_as_inside_a_range_that_reaches_it():
+    assert in_range("2.0.0rc1", SpecifierSet(">=2.0"))  # a pre-release of X counts as X
+    assert not in_range("2.0.0.dev0", SpecifierSet("<2.0"))
+    assert in_range("main", SpecifierSet(">=1.0,!=1.5"))  # newer than every release
+    assert not in_range("main", SpecifierSet(">=1.0,<=2.0"))
+
+
+def test_accepted_misses_do_not_fail():
+    def expected_absent(reference: Reference, version: str) -> str | None:
+        return "removed on purpose in 2.0" if version.startswith("2.") else None
+
+    (finding,) = findings(
+        [resolved("toy.a", SPREAD)], Target("proj", None), accepts=[expected_absent]
+    )
+    assert finding.accepted == {"2.0": "removed on purpose in 2.0"}
+    assert finding.new == ("1.0", "1.1")
+    (finding,) = findings(
+        [resolved("toy.a", {"2.0": "missing"})], Target("proj", None), accepts=[expected_absent]
+    )
+    assert not finding.fails
+
+
+def test_a_requirement_that_is_no_specifier_is_a_config_error():
+    with pytest.raises(ConfigError, match=r"proj declares toy'=>1'.*PEP 440"):
+        findings([resolved("toy.a", SPREAD)], Target("proj", None, {"toy": "=>1"}))
+
+
+# -- baseline: only new findings fail -----------------------------------------------------
+
+
+def baseline_of(tmp_path, found, packages=None) -> Path:
+    path = tmp_path / "surface-baseline.json"
+    write_baseline(path, packages or {"toy": ["1.0", "1.1", "2.0"]}, found)
+    return path
+
+
+def test_a_baseline_accepts_exactly_what_was_missing_when_it_was_written(tmp_path):
+    project = Target("proj", None)
+    before = findings(
+        [resolved("toy.a", {"1.0": "ok", "1.1": "missing", "2.0": "missing"})], project
+    )
+    baseline = load_baseline(baseline_of(tmp_path, before))
+    accepts = [baseline.accepts("proj")]
+
+    # 1.0 was fine then and is missing now: new. A release the baseline never saw (2.5)
+    # stands as the nearest older one it saw (2.0: missing), 0.9 as the oldest (1.0: ok).
+    now = {"0.9": "missing", "1.0": "missing", "1.1": "missing", "2.0": "missing", "2.5": "missing"}
+    (finding,) = findings([resolved("toy.a", now)], project, accepts=accepts)
+    assert finding.new == ("0.9", "1.0")
+    assert finding.accepted["2.5"].startswith(f"in the baseline {tmp_path}")
+    assert "missing on 2.0 when it was written" in finding.accepted["2.5"]
+
+    # Another project's finding, or another reference, is not accepted by it.
+    (other,) = findings(
+        [resolved("toy.a", now)], Target("other", None), accepts=[baseline.accepts("other")]
+    )
+    assert other.new == tuple(now)
+    (another,) = findings([resolved("toy.b", now)], project, accepts=accepts)
+    assert another.new == tuple(now)
+
+
+def test_a_baseline_names_what_no_finding_matches_any_more(tmp_path):
+    project = Target("proj", None)
+    old = findings(
+        [resolved("toy.a", {"1.0": "missing"}), resolved("toy.b", {"1.0": "missing"})], project
+    )
+    baseline = load_baseline(baseline_of(tmp_path, old))
+    now = findings(
+        [resolved("toy.a", {"1.0": "missing"})], project, accepts=[baseline.accepts("proj")]
+    )
+    assert baseline.stale(now) == [("proj", ref("toy.b").key)]
+
+
+def test_the_baseline_file_is_sorted_json_that_reviews_as_a_diff(tmp_path):
+    project = Target("proj", None)
+    found = findings(
+        [resolved("toy.b", {"1.0": "missing"}), resolved("toy.a", {"1.0": "missing"})], project
+    )
+    data = json.loads(baseline_of(tmp_path, found).read_text())
+    assert data["canary_surface_baseline"] == 1
+    assert [entry["target"] for entry in data["findings"]] == ["toy.a", "toy.b"]
+    assert data["findings"][0] == {
+        "project": "proj", "package": "toy", "target": "toy.a", "kind": "attribute",
+        "anchor": None, "missing": ["1.0"],
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, r"no such file; write it with --baseline .* --update-baseline"),
+        ("{not json", "not readable as JSON"),
+        ('{"findings": []}', "not a canary surface baseline"),
+        ('{"canary_surface_baseline": 1, "packages": {}, "findings": [{}]}', "lacks 'project'"),
+    ],
+)
+def test_a_baseline_that_cannot_be_read_says_how_to_write_one(tmp_path, content, message):
+    path = tmp_path / "baseline.json"
+    if content is not None:
+        path.write_text(content)
+    with pytest.raises(ConfigError, match=message):
+        load_baseline(path)

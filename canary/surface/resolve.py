@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from canary import codeindex
-from canary.errors import InfrastructureError
+from canary.errors import InfrastructureError, Subject
 from canary.surface.anchors import anchor_outcome, getsource_text
 from canary.surface.memo import Memo
 from canary.surface.model import Kind, Match, Outcome, Reference, Resolved
@@ -136,6 +136,48 @@ def salt() -> str:
         for source in sources:
             digest.update(source.read_bytes())
     return digest.hexdigest()
+
+
+class WorkspaceSources:
+    """The anchored functions of references on each release, read through the workspace
+    (what :mod:`canary.surface.report` diffs between the last release where an anchor
+    applied and the first where it does not). A release that cannot be read has no
+    function to show: None, as for one that lacks it."""
+
+    def __init__(
+        self,
+        workspace: Workspace,
+        cases: Mapping[str, Sequence[Case]],
+        *,
+        make_tree: MakeTree | None = None,
+    ) -> None:
+        self.workspace = workspace
+        self.cases = {(c.package, c.label): c for listed in cases.values() for c in listed}
+        self.make_tree = make_tree or _package_tree
+
+    def locate(self, reference: Reference, version: str) -> Subject | None:
+        case = self.cases.get((reference.package, version))
+        if case is None:
+            return None
+        files = _CaseFiles(self.workspace, case)
+        try:
+            lookup = self.make_tree(reference.target.partition(".")[0], files.module).lookup(
+                reference.target
+            )
+        except InfrastructureError:
+            return None
+        if not lookup.found or lookup.path is None:
+            return None
+        return Subject(lookup.path, lookup.qualname)
+
+    def module(self, package: str, version: str, path: str) -> codeindex.Module | None:
+        case = self.cases.get((package, version))
+        if case is None:
+            return None
+        try:
+            return _CaseFiles(self.workspace, case).module(path)
+        except InfrastructureError:
+            return None
 
 
 class _CaseFiles:

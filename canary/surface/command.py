@@ -1,0 +1,305 @@
+"""One surface run: targets -> references -> outcomes on every release -> findings -> exit.
+
+The releases are the static tier's cases (tags.toml, ``--tags`` filtering them like
+``--canary-tags``), read through the same workspace, cache and code index. Exit status as
+``report``'s: 0 nothing missing, 1 a reference missing on a release inside a target's
+declared range and not accepted (it wins over errors: it is the finding), 2 nothing or
+not everything was checked (a release that could not be read, a target with no upstream
+reference).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from canary.errors import InfrastructureError
+from canary.report.matrix import DASH
+from canary.report.results import EXIT_CLEAR, EXIT_DRIFT, EXIT_INFRASTRUCTURE
+from canary.report.verdict import CaseError, describe, group_errors
+from canary.run import Run, RunOptions, open_run
+from canary.surface.baseline import Baseline, load_baseline, write_baseline
+from canary.surface.findings import Accepts, Finding, findings
+from canary.surface.memo import Memo
+from canary.surface.model import Outcome, Reference, SurfaceResult, Target
+from canary.surface.resolve import MakeTree, WorkspaceSources, resolve, salt
+from canary.workspace import Case, Workspace
+
+TARGETS_FOLDER = "surface-targets"  # under the cache: wheels of NAME==VERSION targets
+
+
+@dataclass(frozen=True)
+class SurfaceOptions:
+    """What ``python -m canary surface`` was asked, as given."""
+
+    targets: tuple[str, ...]
+    tags: tuple[str, ...] = ()  # "PKG=V1,V2", as --canary-tags
+    offline: bool = False
+    tags_file: Path = Path("tags.toml")
+    config: Path | None = None  # instead of each target's [tool.canary.surface]
+    baseline: Path | None = None
+    update_baseline: bool = False
+    workers: int = 4
+
+
+@dataclass(frozen=True)
+class Surface:
+    """One target's surface: the project, the references it makes, and the misses its
+    configuration accepts (``expected_absent``)."""
+
+    target: Target
+    references: tuple[Reference, ...]
+    accepts: Accepts | None = None
+
+
+@dataclass
+class SurfaceRun:
+    """What a surface run found, and what it could not check."""
+
+    result: SurfaceResult
+    findings: tuple[Finding, ...]  # every finding, accepted or not
+    errors: list[tuple[Case, InfrastructureError]] = field(default_factory=list)
+    empty: tuple[str, ...] = ()  # targets without a single upstream reference
+    stale: int = 0  # baseline entries no finding matches any more
+    seconds: dict[str, float] = field(default_factory=dict)  # per phase
+    recalled: int = 0  # outcomes recalled from the file digests
+    decided: int = 0  # outcomes looked up afresh
+    text: str = ""  # the rendered report
+
+    @property
+    def failing(self) -> tuple[Finding, ...]:
+        return tuple(f for f in self.findings if f.fails)
+
+    @property
+    def exit_status(self) -> int:
+        if self.failing:
+            return EXIT_DRIFT
+        checked = any(self.result.packages.values())
+        if self.errors or self.empty or not checked:
+            return EXIT_INFRASTRUCTURE
+        return EXIT_CLEAR
+
+
+def run_surface(
+    options: SurfaceOptions, *, fmt: str = "json", make_tree: MakeTree | None = None
+) -> SurfaceRun:
+    """Extract every target, resolve its references on every release, decide findings
+    and render them in ``fmt`` (while the releases are at hand: the report diffs anchored
+    functions); with ``update_baseline``, write the findings as the baseline."""
+    baseline = None  # bad input stops the run before any work
+    if options.baseline is not None and not options.update_baseline:
+        baseline = load_baseline(options.baseline)
+    run = open_run(
+        RunOptions(
+            tags=options.tags,
+            offline=options.offline,
+            tags_file=options.tags_file,
+            workers=options.workers,
+        ),
+        Path.cwd(),
+    )
+    try:
+        started = time.perf_counter()
+        surfaces = _extract(options, run)
+        extracted = time.perf_counter() - started
+        surface_run = check_surfaces(
+            surfaces, run.workspace, run.cases, baseline=baseline, make_tree=make_tree
+        )
+        started = time.perf_counter()
+        cases = {package: run.cases(package) for package in surface_run.result.packages}
+        sources = WorkspaceSources(run.workspace, cases, make_tree=make_tree)
+        surface_run.text = render(surface_run, fmt, sources=sources)
+        rendered = time.perf_counter() - started
+    finally:
+        run.close()
+    surface_run.seconds = {"extract": extracted, **surface_run.seconds, "render": rendered}
+    if options.update_baseline and options.baseline is not None:
+        write_baseline(options.baseline, surface_run.result.packages, surface_run.findings)
+    return surface_run
+
+
+def _extract(options: SurfaceOptions, run: Run) -> list[Surface]:
+    """Each target opened (a wheel of ``NAME==VERSION`` kept under the cache) and its
+    references to the packages in tags.toml."""
+    from canary.surface.extract import extract
+    from canary.surface.targets import open_target
+
+    cache = run.workspace.cache
+    download_dir = cache.root / TARGETS_FOLDER if cache is not None else Path(TARGETS_FOLDER)
+    surfaces = []
+    for spec in options.targets:
+        loaded = open_target(spec, download_dir=download_dir, offline=options.offline)
+        references = extract(loaded.root, loaded.files, upstream=run.tags.packages)
+        config = _config(loaded.config, options.config)
+        surfaces.append(Surface(loaded.target, tuple(references), config.accepts))
+    return surfaces
+
+
+def check_surfaces(
+    surfaces: Sequence[Surface],
+    workspace: Workspace,
+    cases_of: Callable[[str], Sequence[Case]],
+    *,
+    baseline: Baseline | None = None,
+    make_tree: MakeTree | None = None,
+) -> SurfaceRun:
+    """Resolve the surfaces' references on every case of their packages (``cases_of``:
+    a package's cases, oldest first) and decide each target's findings."""
+    references = _merged(surface.references for surface in surfaces)
+    packages = sorted({ref.package for ref in references})
+    cases = {package: cases_of(package) for package in packages}
+    errors: list[tuple[Case, InfrastructureError]] = []
+    memo = Memo(workspace.cache, salt())
+    started = time.perf_counter()
+    _start_reading(workspace, [case for listed in cases.values() for case in listed])
+    resolved = resolve(
+        references,
+        cases,
+        workspace,
+        memo=memo,
+        make_tree=make_tree,
+        on_error=lambda case, exc: errors.append((case, exc)),
+    )
+    seconds = {"resolve": time.perf_counter() - started}
+    failed = {case for case, _ in errors}
+    checked = {
+        package: tuple(case.label for case in listed if case not in failed)
+        for package, listed in cases.items()
+    }
+    by_key = {item.reference.key: item for item in resolved}
+    found: list[Finding] = []
+    for surface in surfaces:
+        accepts = [a for a in (surface.accepts,) if a is not None]
+        if baseline is not None:
+            accepts.append(baseline.accepts(surface.target.name))
+        own = (by_key[ref.key] for ref in surface.references)
+        found += findings(own, surface.target, accepts=accepts)
+    result = SurfaceResult(tuple(s.target for s in surfaces), checked, resolved)
+    return SurfaceRun(
+        result,
+        tuple(found),
+        errors,
+        empty=tuple(s.target.name for s in surfaces if not s.references),
+        stale=len(baseline.stale(found)) if baseline is not None else 0,
+        seconds=seconds,
+        recalled=memo.hits,
+        decided=memo.misses,
+    )
+
+
+def _merged(groups: Iterable[Sequence[Reference]]) -> tuple[Reference, ...]:
+    """One reference per key across targets, sites merged, in first-seen order."""
+    merged: dict[tuple, Reference] = {}
+    for group in groups:
+        for ref in group:
+            merged[ref.key] = merged[ref.key].merged(ref) if ref.key in merged else ref
+    return tuple(merged.values())
+
+
+def _start_reading(workspace: Workspace, cases: Sequence[Case]) -> None:
+    """Read one file of every case in parallel first: a cold cache downloads each
+    release's wheel here, several at a time, instead of one by one during resolution. A
+    failure is the case's own and is raised again when the case is resolved."""
+
+    def first_read(case: Case) -> None:
+        # The workspace keeps a failure: the case fails fast when resolved.
+        with contextlib.suppress(InfrastructureError):
+            workspace.read(case, [f"{case.package}/__init__.py"])
+
+    with ThreadPoolExecutor(max(1, workspace.workers)) as pool:
+        list(pool.map(first_read, cases))
+
+
+def _config(own: object, given: Path | None) -> object:
+    """The configuration in force: the file given on the command line, else the target's."""
+    if given is None:
+        return own
+    from canary.surface.config import load_config
+
+    return load_config(given)
+
+
+def summary(surface_run: SurfaceRun) -> str:
+    """A plain terminal summary: per package, outcomes counted over references x releases;
+    then every finding inside a declared range, the failing ones first."""
+    result = surface_run.result
+    lines = []
+    for target in result.targets:
+        requires = ", ".join(f"{p}{s}" for p, s in sorted(target.requires.items())) or "nothing"
+        lines.append(f"{target.name} {target.version or ''} (requires {requires})".rstrip())
+    for package, labels in result.packages.items():
+        counts: dict[Outcome, int] = dict.fromkeys(Outcome, 0)
+        refs = [r for r in result.references if r.reference.package == package]
+        for item in refs:
+            for outcome in item.outcomes.values():
+                counts[outcome] += 1
+        spread = ", ".join(f"{outcome.value} {n:,}" for outcome, n in counts.items())
+        lines.append(f"{package}: {len(refs):,} references on {len(labels)} releases: {spread}")
+    ordered = sorted(surface_run.findings, key=lambda f: (not f.fails, f.target, f.reference.key))
+    for finding in ordered:
+        ref = finding.reference
+        site = ref.sites[0] if ref.sites else None
+        where = f"{site.path}:{site.line}" if site else "?"
+        versions = list(finding.new if finding.fails else finding.missing)
+        state = "MISSING" if finding.fails else "accepted"
+        first_why = finding.missing[versions[0]]
+        anchor = f" anchor {ref.anchor!r:.60}" if ref.anchor is not None else ""
+        lines.append(
+            f"{state} {ref.target} [{ref.kind.value}{anchor}] {finding.target} {where} "
+            f"on {_releases(versions)}: {first_why}"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def verdict(surface_run: SurfaceRun) -> list[str]:
+    """The errors grouped by cause, then the one-line verdict (``canary: ...``)."""
+    errors = [
+        CaseError(case.package, case.label, exc.cause or str(exc))
+        for case, exc in surface_run.errors
+    ]
+    lines = [describe(group) for group in group_errors(errors)]
+    lines += [f"{name}: no reference to an upstream package found" for name in surface_run.empty]
+    failing = surface_run.failing
+    if failing:
+        misses = sum(len(f.new) for f in failing)
+        lines.append(
+            f"canary: surface broken: {len(failing):,} reference(s) missing inside the declared "
+            f"range ({misses:,} reference x release), not accepted"
+        )
+    elif errors or surface_run.empty or not any(surface_run.result.packages.values()):
+        lines.append("canary: not everything was checked")
+    else:
+        accepted = len(surface_run.findings)
+        lines.append(
+            "canary: all clear" + (f" ({accepted:,} accepted finding(s))" if accepted else "")
+        )
+    if surface_run.stale:
+        lines.append(
+            f"canary: {surface_run.stale} baseline entries no longer missing: "
+            "drop them with --update-baseline"
+        )
+    return lines
+
+
+def _releases(labels: Sequence[str]) -> str:
+    if len(labels) == 1:
+        return labels[0]
+    return f"{labels[0]}{DASH}{labels[-1]} ({len(labels)} releases)"
+
+
+def render(surface_run: SurfaceRun, fmt: str, *, sources: WorkspaceSources | None = None) -> str:
+    """The run in ``fmt``: ``json`` is the contract (:meth:`SurfaceResult.to_json`); the
+    others are :mod:`canary.surface.report`'s, or the plain summary where it is absent."""
+    if fmt == "json":
+        return json.dumps(surface_run.result.to_json(), indent=1) + "\n"
+    try:
+        from canary.surface.report import render as render_report
+    except ImportError:  # the reports are built beside this command
+        return summary(surface_run)
+    held = {(f.reference.key, version) for f in surface_run.findings for version in f.new}
+    return render_report(surface_run.result, fmt, findings=held, sources=sources)

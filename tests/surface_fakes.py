@@ -1,0 +1,83 @@
+"""Fakes for the surface tests: a package tree with the lookup resolution relies on, and
+a workspace over small in-memory trees, one per release."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from canary import codeindex
+from canary.cache import Cache
+from canary.errors import Drift, FetchError
+from canary.workspace import Case, FetchPolicy, Workspace
+
+
+@dataclass
+class FakeLookup:
+    found: bool | None
+    path: str | None = None
+    qualname: str | None = None
+    kind: str | None = None
+    why: str = ""
+    function: codeindex.Function | None = None
+    cls: codeindex.Class | None = None
+
+
+class FakeTree:
+    """The part of canary.symbols.PackageTree resolution relies on: a dotted name's module
+    is its longest prefix that is a file; the rest is a qualname in it, or leaves the
+    package through a name the module imports (unknown)."""
+
+    lookups: list[str]  # shared by every tree of a test: how many lookups really ran
+
+    def __init__(self, import_name: str, load) -> None:
+        self.import_name = import_name
+        self.load = load
+
+    def lookup(self, dotted: str) -> FakeLookup:
+        FakeTree.lookups.append(dotted)
+        parts = dotted.split(".")
+        for cut in range(len(parts), 0, -1):
+            stem = "/".join(parts[:cut])
+            for path in (f"{stem}.py", f"{stem}/__init__.py"):
+                module = self.load(path)
+                if module is None:
+                    continue
+                rest = parts[cut:]
+                if not rest:
+                    return FakeLookup(True, path, None, "module")
+                if rest[0] in module.imports and module.imports[rest[0]].module == "torch":
+                    return FakeLookup(None, path, rest[0], why=f"{rest[0]} leaves {stem}")
+                try:
+                    found = module.find(".".join(rest))
+                except Drift as exc:
+                    return FakeLookup(False, path, ".".join(rest), why=str(exc))
+                if isinstance(found, codeindex.Function):
+                    return FakeLookup(True, path, found.qualname, "function", function=found)
+                return FakeLookup(True, path, found.qualname, "class", cls=found)
+        return FakeLookup(False, why=f"no module for {dotted}")
+
+
+class Source:
+    def __init__(self, case: Case, trees: dict[str, dict[str, bytes]], failing: set[str]):
+        self.package, self.ref = case.package, case.label
+        self.files = trees[case.label]
+        self.failing = failing
+
+    @property
+    def description(self) -> str:
+        return f"{self.package} {self.ref} from the test"
+
+    def fetch(self, paths: Sequence[str]) -> dict[str, bytes | None]:
+        if self.ref in self.failing:
+            raise FetchError(f"{self.description}: connection reset")
+        return {path: self.files.get(path) for path in paths}
+
+
+def workspace(tmp_path, trees, failing=()) -> Workspace:
+    return Workspace(
+        lambda case: Source(case, trees, set(failing)),
+        Cache(tmp_path / "cache"),
+        FetchPolicy(),
+        parse_processes=0,
+    )

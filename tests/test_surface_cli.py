@@ -1,0 +1,135 @@
+"""The surface command: targets' references checked on every release, findings per target,
+the baseline, the verdict and the exit status (0 / 1 / 2, as ``report``'s)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from surface_fakes import FakeTree, workspace
+
+from canary import cli
+from canary.surface.baseline import load_baseline, write_baseline
+from canary.surface.command import Surface, SurfaceRun, check_surfaces, render, verdict
+from canary.surface.model import Kind, Reference, Site, SurfaceResult, Target
+from canary.workspace import Case
+
+TRAINER = b"class Trainer:\n    def compute_loss(self, model, inputs):\n        return 1\n"
+RENAMED = TRAINER.replace(b"compute_loss", b"_compute_loss")
+TREES = {
+    "1.0": {"toy/__init__.py": b"", "toy/trainer.py": TRAINER},
+    "2.0": {"toy/__init__.py": b"", "toy/trainer.py": RENAMED},
+}
+CASES = {"toy": [Case("toy", label, "index") for label in TREES]}
+
+
+@pytest.fixture(autouse=True)
+def _count_lookups():
+    FakeTree.lookups = []
+
+
+def ref(target: str, path: str, line: int, kind: Kind = Kind.PATCH) -> Reference:
+    return Reference("toy", target, kind, (Site(path, line),))
+
+
+LOSS = "toy.trainer.Trainer.compute_loss"
+OLD = Surface(Target("old", "1", {"toy": "<2"}), (ref(LOSS, "old/patch.py", 3),))
+NEW = Surface(Target("new", "1", {"toy": ">=1"}), (ref(LOSS, "new/patch.py", 7),))
+
+
+def check(tmp_path, surfaces, failing=(), **kwargs) -> SurfaceRun:
+    ws = workspace(tmp_path, TREES, failing)
+    return check_surfaces(surfaces, ws, CASES.__getitem__, make_tree=FakeTree, **kwargs)
+
+
+def test_one_reference_of_two_targets_is_resolved_once_and_judged_by_each_range(tmp_path):
+    run = check(tmp_path, [OLD, NEW])
+    (resolved,) = run.result.references
+    assert [site.path for site in resolved.reference.sites] == ["new/patch.py", "old/patch.py"]
+    assert FakeTree.lookups == [LOSS, LOSS]  # one per release, not per target
+    # Gone in 2.0: outside old's range (<2), inside new's.
+    assert [(f.target, f.new) for f in run.findings] == [("new", ("2.0",))]
+    assert run.exit_status == 1
+    assert run.result.packages == {"toy": ("1.0", "2.0")}
+    assert verdict(run)[-1].startswith("canary: surface broken: 1 reference(s) missing")
+
+
+def test_all_clear_is_zero(tmp_path):
+    run = check(tmp_path, [OLD])
+    assert run.findings == ()
+    assert run.exit_status == 0
+    assert verdict(run) == ["canary: all clear"]
+
+
+def test_a_release_that_cannot_be_read_means_not_everything_was_checked(tmp_path):
+    run = check(tmp_path, [OLD], failing={"1.0"})
+    assert run.result.packages == {"toy": ("2.0",)}
+    assert run.exit_status == 2
+    lines = verdict(run)
+    assert lines[0] == "1 error: toy 1.0 from the test: connection reset: toy 1.0"
+    assert lines[-1] == "canary: not everything was checked"
+    # A finding wins over errors: it is what the run found.
+    assert check(tmp_path, [NEW], failing={"1.0"}).exit_status == 1
+
+
+def test_a_target_without_upstream_references_was_not_checked(tmp_path):
+    run = check(tmp_path, [OLD, Surface(Target("empty", None), ())])
+    assert run.exit_status == 2
+    assert "empty: no reference to an upstream package found" in verdict(run)
+
+
+def test_expected_absent_and_the_baseline_accept_misses(tmp_path):
+    def expected_absent(reference, version):
+        return "renamed upstream, patched elsewhere" if reference.target == LOSS else None
+
+    accepted = Surface(NEW.target, NEW.references, expected_absent)
+    run = check(tmp_path, [accepted])
+    assert run.exit_status == 0
+    assert run.findings[0].accepted == {"2.0": "renamed upstream, patched elsewhere"}
+    assert verdict(run) == ["canary: all clear (1 accepted finding(s))"]
+
+    path = tmp_path / "baseline.json"
+    write_baseline(path, {"toy": ["1.0", "2.0"]}, check(tmp_path, [NEW]).findings)
+    run = check(tmp_path, [NEW], baseline=load_baseline(path))
+    assert run.exit_status == 0
+    gone = Surface(NEW.target, (ref("toy.trainer.Trainer.train", "new/patch.py", 9),))
+    run = check(tmp_path, [NEW, gone], baseline=load_baseline(path))
+    assert [f.reference.target for f in run.failing] == ["toy.trainer.Trainer.train"]
+
+
+def test_a_baseline_entry_no_finding_matches_is_named(tmp_path):
+    path = tmp_path / "baseline.json"
+    write_baseline(path, {"toy": ["1.0", "2.0"]}, check(tmp_path, [NEW]).findings)
+    run = check(tmp_path, [OLD], baseline=load_baseline(path))
+    assert run.stale == 1
+    assert "1 baseline entries no longer missing" in verdict(run)[-1]
+
+
+def test_json_is_the_contract(tmp_path):
+    data = json.loads(render(check(tmp_path, [OLD, NEW]), "json"))
+    assert set(data) == {"targets", "packages", "references"}
+    assert data["targets"][0] == {"name": "old", "version": "1", "requires": {"toy": "<2"}}
+    assert data["packages"] == {"toy": ["1.0", "2.0"]}
+    (reference,) = data["references"]
+    assert reference["outcomes"] == {"1.0": "ok", "2.0": "missing"}
+    assert reference["kind"] == "patch"
+    assert reference["sites"][0] == {"path": "new/patch.py", "line": 7, "guarded": False}
+    assert SurfaceResult.from_json(data).to_json() == data
+
+
+def test_update_baseline_needs_the_file_to_write(capsys):
+    assert cli.main(["surface", "proj", "--update-baseline"]) == 2
+    assert "--update-baseline needs --baseline FILE" in capsys.readouterr().err
+
+
+def test_a_missing_baseline_says_how_to_write_it(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tags.toml").write_text(
+        '[packages.toy]\nrepo = "o/toy"\npackage_dir = ""\nfloor = "1.0"\nversions = ["1.0"]\n'
+    )
+    monkeypatch.setenv("CANARY_CACHE_DIR", str(tmp_path / "cache"))
+    status = cli.main(["surface", str(tmp_path), "--baseline", "b.json", "--offline"])
+    assert status == 2
+    assert "no such file; write it with --baseline b.json --update-baseline" in (
+        capsys.readouterr().err
+    )
