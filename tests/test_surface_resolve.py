@@ -345,3 +345,12 @@ def test_a_baseline_that_cannot_be_read_says_how_to_write_one(tmp_path, content,
         path.write_text(content)
     with pytest.raises(ConfigError, match=message):
         load_baseline(path)
+
+
+def test_a_warm_run_reads_one_digest_table_per_release_not_every_file(tmp_path):
+    refs = [ref("toy.trainer.Trainer.compute_loss", Kind.PATCH), ref("toy.Trainer")]
+    resolve(refs, CASES, workspace(tmp_path, TREES), make_tree=FakeTree)
+    again = workspace(tmp_path, TREES)
+    resolve(refs, CASES, again, make_tree=FakeTree)
+    assert again.stats.files_from_cache == 0  # every digest from the release's table
+    assert again.stats.files_fetched == 0

@@ -10,6 +10,7 @@ reads digests instead of parsing.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from collections.abc import Callable, Hashable, Mapping
@@ -18,7 +19,8 @@ from dataclasses import dataclass, field
 from canary.cache import Cache
 from canary.surface.model import Outcome
 
-RESOLUTIONS = "surface-resolution"  # the cache's blob namespace
+RESOLUTIONS = "surface-resolution"  # the cache's blob namespaces
+DIGESTS = "surface-digests"
 
 Digests = tuple[str | None, ...]  # one per path of a group; None: the file is absent
 Decided = tuple[Outcome, str]  # the outcome and why
@@ -117,3 +119,30 @@ def _decode(blob: bytes) -> _Remembered:
     except (ValueError, KeyError, TypeError):
         return _Remembered()
     return _Remembered(groups)
+
+
+class ReleaseDigests:
+    """The digest of each file of one release that a lookup asked for (None: absent),
+    kept in one cache blob per release: a released file never changes, so a warm run
+    reads one blob per release instead of every file it remembers results by. ``key``
+    None (a branch, a local tree) keeps nothing on disk."""
+
+    def __init__(self, cache: Cache | None, key: str | None) -> None:
+        self.cache = cache if key is not None else None
+        self.key = key or ""
+        self.digests: dict[str, str | None] = {}
+        self._saved = 0
+        if self.cache is not None and (blob := self.cache.read_blob(DIGESTS, self._name)):
+            with contextlib.suppress(ValueError, TypeError, AttributeError):
+                self.digests = {str(p): d for p, d in json.loads(blob).items()}
+                self._saved = len(self.digests)
+
+    def save(self) -> None:
+        if self.cache is not None and len(self.digests) > self._saved:
+            blob = json.dumps(self.digests, sort_keys=True).encode()
+            self.cache.write_blob(DIGESTS, self._name, blob)
+            self._saved = len(self.digests)
+
+    @property
+    def _name(self) -> str:
+        return hashlib.sha256(self.key.encode()).hexdigest()

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 from canary import codeindex
 from canary.errors import InfrastructureError, Subject
 from canary.surface.anchors import anchor_outcome, getsource_text
-from canary.surface.memo import Memo
+from canary.surface.memo import Memo, ReleaseDigests
 from canary.surface.model import Kind, Match, Outcome, Reference, Resolved
 from canary.workspace import Case, Workspace
 
@@ -116,6 +116,7 @@ def resolve_case(
             read, known = _decide(ref, files, make_tree or _package_tree)
             memo.remember(ref.key, read, *known)
         decided[ref.key] = known
+    files.known.save()
     if own:
         memo.save()
     return decided
@@ -181,13 +182,17 @@ class WorkspaceSources:
 
 
 class _CaseFiles:
-    """One case's files as a lookup sees them: digests (read once per case), modules
-    (through the workspace's code index) and text."""
+    """One case's files as a lookup sees them: digests (read once per release, ever,
+    for a release; once per run for a branch or a local tree), modules (through the
+    workspace's code index) and text."""
 
     def __init__(self, workspace: Workspace, case: Case) -> None:
         self.workspace = workspace
         self.case = case
-        self._digests: dict[str, str | None] = {}
+        released = case.source == "index" and not case.mutable
+        key = f"{case.source}\0{case.package}\0{case.label}" if released else None
+        self.known = ReleaseDigests(workspace.cache, key)
+        self._digests = self.known.digests
 
     def read(self, paths: set[str]) -> None:
         wanted = sorted(paths - self._digests.keys())
