@@ -63,12 +63,14 @@ class Source:
         self.package, self.ref = case.package, case.label
         self.files = trees[case.label]
         self.failing = failing
+        self.requests: list[tuple[str, ...]] = []
 
     @property
     def description(self) -> str:
         return f"{self.package} {self.ref} from the test"
 
     def fetch(self, paths: Sequence[str]) -> dict[str, bytes | None]:
+        self.requests.append(tuple(paths))
         if self.ref in self.failing:
             raise FetchError(f"{self.description}: connection reset")
         return {path: self.files.get(path) for path in paths}

@@ -127,30 +127,34 @@ def test_an_anchor_on_a_module_reads_the_whole_file(tmp_path):
     assert set(found[1].outcomes.values()) == {Outcome.MISSING}
 
 
-def test_identical_files_are_resolved_once_in_a_run_and_never_again(tmp_path):
-    refs = [ref("toy.trainer.Trainer.compute_loss", Kind.PATCH), ref("toy.trainer.Trainer.train")]
+def test_a_release_is_resolved_once_ever(tmp_path):
+    refs = [ref("toy.trainer.Trainer.compute_loss", Kind.PATCH), ref("toy.Trainer")]
     first = resolve(refs, CASES, workspace(tmp_path, TREES), make_tree=FakeTree)
-    # 1.0 and 1.1 have the same files: 1.1 is recalled; 2.0 differs: decided again.
-    assert FakeTree.lookups == [r.target for r in refs] * 2
+    assert FakeTree.lookups == [r.target for r in refs] * 3
 
     FakeTree.lookups = []
-    again = resolve(refs, CASES, workspace(tmp_path, TREES), make_tree=FakeTree)
-    assert FakeTree.lookups == []  # a later run: every result from the cache
+    warm = workspace(tmp_path, TREES)
+    again = resolve(refs, CASES, warm, make_tree=FakeTree)
+    assert FakeTree.lookups == []  # a later run: every outcome from the cache
     assert again == first
+    assert warm.stats.files_from_cache == warm.stats.files_fetched == 0  # no file read
 
 
-def test_a_file_the_lookup_did_not_read_does_not_matter(tmp_path):
-    trees = {**TREES, "1.1": {**TREES["1.1"], "toy/other.py": b"x = 1\n"}}
-    refs = [ref("toy.trainer.Trainer"), ref("toy.Trainer")]  # toy/__init__.py is the same
-    resolve(refs, CASES, workspace(tmp_path, trees), make_tree=FakeTree)
-    assert FakeTree.lookups == ["toy.trainer.Trainer", "toy.Trainer", "toy.trainer.Trainer"]
+def test_a_tree_that_can_change_is_decided_afresh_every_run(tmp_path):
+    local = {"toy": [Case("toy", "1.0", "local")]}
+    for _ in range(2):
+        resolve([ref("toy.Trainer")], local, workspace(tmp_path, TREES), make_tree=FakeTree)
+    assert FakeTree.lookups == ["toy.Trainer"] * 2
 
 
-def test_a_file_found_absent_is_part_of_what_was_decided(tmp_path):
-    # 1.1 adds a module toy/trainer/Trainer.py: the lookup on 1.0 looked for it first.
-    trees = {**TREES, "1.1": {**TREES["1.1"], "toy/trainer/Trainer.py": b""}}
-    resolve([ref("toy.trainer.Trainer")], CASES, workspace(tmp_path, trees), make_tree=FakeTree)
-    assert len(FakeTree.lookups) == 3
+def test_a_cold_release_is_read_in_one_pass_not_file_by_file(tmp_path):
+    refs = [ref("toy.trainer.Trainer.compute_loss", Kind.PATCH), ref("toy.trainer.nn.Linear")]
+    ws = workspace(tmp_path, TREES)
+    resolve(refs, CASES, ws, make_tree=FakeTree)
+    sources = [ws._state(case).tree.source for case in CASES["toy"]]
+    # The prefetch reads every file the targets' prefixes name, in one request each.
+    assert [len(source.requests) for source in sources] == [1, 1, 1]
+    assert "toy/trainer/nn/__init__.py" in sources[0].requests[0]
 
 
 def test_results_of_other_code_are_not_reused(tmp_path):
@@ -159,7 +163,7 @@ def test_results_of_other_code_are_not_reused(tmp_path):
     FakeTree.lookups = []
     memo = Memo(Cache(tmp_path / "cache"), salt="another resolver")
     resolve(refs, CASES, workspace(tmp_path, TREES), memo=memo, make_tree=FakeTree)
-    assert len(FakeTree.lookups) == 2
+    assert len(FakeTree.lookups) == 3
 
 
 def test_a_damaged_memo_blob_is_decided_again(tmp_path):
@@ -170,7 +174,7 @@ def test_a_damaged_memo_blob_is_decided_again(tmp_path):
         blob.write_bytes(header + b"\n" + b"garbage")
     FakeTree.lookups = []
     (found,) = resolve(refs, CASES, workspace(tmp_path, TREES), make_tree=FakeTree)
-    assert len(FakeTree.lookups) == 2
+    assert len(FakeTree.lookups) == 3
     assert set(found.outcomes.values()) == {Outcome.OK}
 
 
@@ -345,12 +349,3 @@ def test_a_baseline_that_cannot_be_read_says_how_to_write_one(tmp_path, content,
         path.write_text(content)
     with pytest.raises(ConfigError, match=message):
         load_baseline(path)
-
-
-def test_a_warm_run_reads_one_digest_table_per_release_not_every_file(tmp_path):
-    refs = [ref("toy.trainer.Trainer.compute_loss", Kind.PATCH), ref("toy.Trainer")]
-    resolve(refs, CASES, workspace(tmp_path, TREES), make_tree=FakeTree)
-    again = workspace(tmp_path, TREES)
-    resolve(refs, CASES, again, make_tree=FakeTree)
-    assert again.stats.files_from_cache == 0  # every digest from the release's table
-    assert again.stats.files_fetched == 0

@@ -10,13 +10,12 @@ reference).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import time
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from canary.errors import InfrastructureError
 from canary.report.matrix import DASH
@@ -29,6 +28,9 @@ from canary.surface.memo import Memo
 from canary.surface.model import Outcome, Reference, SurfaceResult, Target
 from canary.surface.resolve import MakeTree, WorkspaceSources, resolve, salt
 from canary.workspace import Case, Workspace
+
+if TYPE_CHECKING:  # built beside this module; imported where a target is opened
+    from canary.surface.config import SurfaceConfig
 
 TARGETS_FOLDER = "surface-targets"  # under the cache: wheels of NAME==VERSION targets
 
@@ -131,13 +133,36 @@ def _extract(options: SurfaceOptions, run: Run) -> list[Surface]:
 
     cache = run.workspace.cache
     download_dir = cache.root / TARGETS_FOLDER if cache is not None else Path(TARGETS_FOLDER)
+    upstream = tuple(run.tags.packages)
     surfaces = []
     for spec in options.targets:
-        loaded = open_target(spec, download_dir=download_dir, offline=options.offline)
-        references = extract(loaded.root, loaded.files, upstream=run.tags.packages)
-        config = _config(loaded.config, options.config)
-        surfaces.append(Surface(loaded.target, tuple(references), config.accepts))
+        loaded = open_target(
+            spec,
+            download_dir=download_dir,
+            offline=options.offline,
+            config=options.config,
+            packages=upstream,
+        )
+        references = extract(
+            loaded.root,
+            loaded.files,
+            upstream=upstream,
+            own_attributes=loaded.config.own_attributes,
+        )
+        surfaces.append(Surface(loaded.target, references, _expected_absent(loaded.config)))
     return surfaces
+
+
+def _expected_absent(config: SurfaceConfig) -> Accepts | None:
+    """The target's ``expected_absent`` entries as an acceptance (None: it has none)."""
+    if not config.expected_absent:
+        return None
+
+    def accepts(reference: Reference, version: str) -> str | None:
+        entry = config.accepted(reference, version)
+        return f"expected_absent in {config.origin}: {entry.reason}" if entry else None
+
+    return accepts
 
 
 def check_surfaces(
@@ -156,7 +181,6 @@ def check_surfaces(
     errors: list[tuple[Case, InfrastructureError]] = []
     memo = Memo(workspace.cache, salt())
     started = time.perf_counter()
-    _start_reading(workspace, [case for listed in cases.values() for case in listed])
     resolved = resolve(
         references,
         cases,
@@ -199,29 +223,6 @@ def _merged(groups: Iterable[Sequence[Reference]]) -> tuple[Reference, ...]:
         for ref in group:
             merged[ref.key] = merged[ref.key].merged(ref) if ref.key in merged else ref
     return tuple(merged.values())
-
-
-def _start_reading(workspace: Workspace, cases: Sequence[Case]) -> None:
-    """Read one file of every case in parallel first: a cold cache downloads each
-    release's wheel here, several at a time, instead of one by one during resolution. A
-    failure is the case's own and is raised again when the case is resolved."""
-
-    def first_read(case: Case) -> None:
-        # The workspace keeps a failure: the case fails fast when resolved.
-        with contextlib.suppress(InfrastructureError):
-            workspace.read(case, [f"{case.package}/__init__.py"])
-
-    with ThreadPoolExecutor(max(1, workspace.workers)) as pool:
-        list(pool.map(first_read, cases))
-
-
-def _config(own: object, given: Path | None) -> object:
-    """The configuration in force: the file given on the command line, else the target's."""
-    if given is None:
-        return own
-    from canary.surface.config import load_config
-
-    return load_config(given)
 
 
 def summary(surface_run: SurfaceRun) -> str:

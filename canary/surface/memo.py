@@ -1,42 +1,42 @@
-"""Resolution results remembered by the files they were decided from.
+"""Resolution results remembered per reference and release, in the cache.
 
-Whether a reference resolves on a release depends on the few upstream files its lookup
-read and on nothing else. Keyed by the reference and the SHA-256 of each of those files
-(a file found absent counts too), an outcome decided on one release is reused on every
-release whose files are identical, in this run and, through one cache blob per
-reference, in later runs: most files are the same across patch releases, so a warm run
-reads digests instead of parsing.
+A released version's files never change (the cache relies on it), so what a reference
+resolved to on a release is decided once, ever: a warm run reads one small blob per
+reference instead of parsing anything. A tree that can change under its name (a branch, a
+local checkout) is never remembered.
+
+Why per release and not per digest of the files a lookup read: every lookup reads the
+package's root ``__init__.py`` (attribute access starts there), and every release's root
+carries its own ``__version__``, so no two releases ever share that set of files. What
+patch releases do share, identical files, is shared where it costs: the content-hash code
+index parses each distinct file once.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 
 from canary.cache import Cache
 from canary.surface.model import Outcome
 
-RESOLUTIONS = "surface-resolution"  # the cache's blob namespaces
-DIGESTS = "surface-digests"
+RESOLUTIONS = "surface-resolution"  # the cache's blob namespace
 
-Digests = tuple[str | None, ...]  # one per path of a group; None: the file is absent
 Decided = tuple[Outcome, str]  # the outcome and why
 
 
 @dataclass
 class _Remembered:
-    """One reference's results: per set of paths a lookup read (sorted), the outcome
-    for each combination of their digests seen so far."""
+    """One reference's results: release -> (outcome, why)."""
 
-    groups: dict[tuple[str, ...], dict[Digests, Decided]] = field(default_factory=dict)
+    releases: dict[str, Decided] = field(default_factory=dict)
     changed: bool = False
 
 
 class Memo:
-    """What earlier lookups decided, in memory and (with a cache) on disk.
+    """What earlier runs decided, in memory and (with a cache) on disk.
 
     ``salt`` names everything else an outcome depends on (the resolver's code, the code
     index's format): a result decided by other code is never reused.
@@ -49,29 +49,25 @@ class Memo:
         self.misses = 0
         self._entries: dict[Hashable, _Remembered] = {}
 
-    def paths(self, key: Hashable) -> set[str]:
-        """Every path a remembered result of ``key`` was decided from (to read them in one
-        go before recalling)."""
-        return {path for paths in self._entry(key).groups for path in paths}
+    def recall(self, key: Hashable, release: str | None) -> Decided | None:
+        """The outcome remembered for ``key`` on ``release`` (None: a tree that can
+        change, never remembered)."""
+        found = self._entry(key).releases.get(release) if release is not None else None
+        if found is None:
+            self.misses += 1
+        else:
+            self.hits += 1
+        return found
 
-    def recall(self, key: Hashable, digest: Callable[[str], str | None]) -> Decided | None:
-        """The outcome remembered for ``key`` on files with these digests (``digest(path)``
-        on the release at hand), or None when no lookup read exactly these files."""
-        for paths, results in self._entry(key).groups.items():
-            found = results.get(tuple(digest(path) for path in paths))
-            if found is not None:
-                self.hits += 1
-                return found
-        self.misses += 1
-        return None
+    def knows(self, key: Hashable, release: str | None) -> bool:
+        """Whether an outcome of ``key`` on ``release`` is remembered (not counted)."""
+        return release is not None and release in self._entry(key).releases
 
-    def remember(
-        self, key: Hashable, files: Mapping[str, str | None], outcome: Outcome, why: str
-    ) -> None:
-        """``key`` resolved to ``outcome`` from exactly ``files`` (path -> digest)."""
+    def remember(self, key: Hashable, release: str | None, outcome: Outcome, why: str) -> None:
+        if release is None:
+            return
         entry = self._entry(key)
-        paths = tuple(sorted(files))
-        entry.groups.setdefault(paths, {})[tuple(files[p] for p in paths)] = (outcome, why)
+        entry.releases[release] = (outcome, why)
         entry.changed = True
 
     def save(self) -> None:
@@ -95,54 +91,18 @@ class Memo:
 
 
 def _encode(entry: _Remembered) -> bytes:
-    groups = [
-        {
-            "paths": list(paths),
-            "results": [[list(d), outcome.value, why] for d, (outcome, why) in results.items()],
-        }
-        for paths, results in entry.groups.items()
-    ]
-    return json.dumps({"groups": groups}, sort_keys=True).encode()
+    releases = {release: [outcome.value, why] for release, (outcome, why) in entry.releases.items()}
+    return json.dumps(releases, sort_keys=True).encode()
 
 
 def _decode(blob: bytes) -> _Remembered:
-    """A blob that does not read as one (hand edit, another canary) is forgotten: it is
+    """A blob that does not read as one (a hand edit, another canary) is forgotten: it is
     derived data, decided again."""
     try:
-        groups = {
-            tuple(group["paths"]): {
-                tuple(digests): (Outcome(outcome), str(why))
-                for digests, outcome, why in group["results"]
-            }
-            for group in json.loads(blob)["groups"]
+        releases = {
+            str(release): (Outcome(outcome), str(why))
+            for release, (outcome, why) in json.loads(blob).items()
         }
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, TypeError, AttributeError):
         return _Remembered()
-    return _Remembered(groups)
-
-
-class ReleaseDigests:
-    """The digest of each file of one release that a lookup asked for (None: absent),
-    kept in one cache blob per release: a released file never changes, so a warm run
-    reads one blob per release instead of every file it remembers results by. ``key``
-    None (a branch, a local tree) keeps nothing on disk."""
-
-    def __init__(self, cache: Cache | None, key: str | None) -> None:
-        self.cache = cache if key is not None else None
-        self.key = key or ""
-        self.digests: dict[str, str | None] = {}
-        self._saved = 0
-        if self.cache is not None and (blob := self.cache.read_blob(DIGESTS, self._name)):
-            with contextlib.suppress(ValueError, TypeError, AttributeError):
-                self.digests = {str(p): d for p, d in json.loads(blob).items()}
-                self._saved = len(self.digests)
-
-    def save(self) -> None:
-        if self.cache is not None and len(self.digests) > self._saved:
-            blob = json.dumps(self.digests, sort_keys=True).encode()
-            self.cache.write_blob(DIGESTS, self._name, blob)
-            self._saved = len(self.digests)
-
-    @property
-    def _name(self) -> str:
-        return hashlib.sha256(self.key.encode()).hexdigest()
+    return _Remembered(releases)

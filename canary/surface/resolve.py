@@ -1,11 +1,12 @@
 """Each reference on each release: ``ok``, ``missing`` or ``unknown``.
 
 References are resolved through the same workspace the static tier uses (its sources,
-cache and code index): a dotted target by :class:`canary.symbols.PackageTree` over the
-release's files, an anchor on the exact text ``inspect.getsource`` would give for the
-function it is applied to (:mod:`canary.surface.anchors`). A lookup's outcome depends only
-on the files it read, so it is remembered by their digests (:mod:`canary.surface.memo`):
-identical files across patch releases are resolved once, ever.
+cache and code index): a dotted target by :class:`canary.symbols.PackageTree`, one per
+release, over that release's files; an anchor on the exact text ``inspect.getsource``
+would give for the function it is applied to (:mod:`canary.surface.anchors`). An outcome
+on a release is decided once, ever (:mod:`canary.surface.memo`); the releases that still
+have references to decide are fetched and parsed ahead, several at a time, as the static
+tier's prefetch does, and each release's files are read in one pass.
 
 A release whose files cannot be read or parsed is an error of that release (nothing was
 checked there), never an outcome.
@@ -23,7 +24,7 @@ from typing import Any, Protocol
 from canary import codeindex
 from canary.errors import InfrastructureError, Subject
 from canary.surface.anchors import anchor_outcome, getsource_text
-from canary.surface.memo import Memo, ReleaseDigests
+from canary.surface.memo import Memo
 from canary.surface.model import Kind, Match, Outcome, Reference, Resolved
 from canary.workspace import Case, Workspace
 
@@ -44,7 +45,7 @@ class Lookup(Protocol):
     found: bool | None  # None: cannot be decided statically
     path: str | None
     qualname: str | None
-    kind: str | None
+    kind: str
     why: str
     function: codeindex.Function | None
     cls: codeindex.Class | None
@@ -72,12 +73,25 @@ def resolve(
     memo = memo if memo is not None else Memo(workspace.cache, salt())
     outcomes: dict[Key, dict[str, Outcome]] = {ref.key: {} for ref in references}
     why: dict[Key, dict[str, str]] = {ref.key: {} for ref in references}
+    by_package: dict[str, list[Reference]] = {}
+    for ref in references:
+        by_package.setdefault(ref.package, []).append(ref)
+    # Download and parse ahead, in parallel, only what is still to decide: a warm run
+    # reads no upstream file at all.
+    plan = {}
+    for package, mine in by_package.items():
+        for case in cases.get(package, ()):
+            pending = [ref for ref in mine if not memo.knows(ref.key, release_of(case))]
+            if pending:
+                plan[case] = set().union(*(candidate_paths(ref.target) for ref in pending))
+    workspace.prefetch(plan)
     try:
-        for package in sorted({ref.package for ref in references}):
+        for package, mine in sorted(by_package.items()):
+            hints: set[str] = set()  # what the lookups read on earlier releases
             for case in cases.get(package, ()):
                 try:
                     decided = resolve_case(
-                        references, case, workspace, memo=memo, make_tree=make_tree
+                        mine, case, workspace, memo=memo, make_tree=make_tree, hints=hints
                     )
                 except InfrastructureError as exc:
                     if on_error is None:
@@ -100,32 +114,67 @@ def resolve_case(
     *,
     memo: Memo | None = None,
     make_tree: MakeTree | None = None,
+    hints: set[str] | None = None,
 ) -> dict[Key, Decided]:
     """The outcome and why of each reference of ``case.package`` on that case (key ->
     (outcome, why); why is "" for ok). Raises the case's InfrastructureError when its
-    files cannot be read or parsed."""
+    files cannot be read or parsed. ``hints``: paths worth reading in one pass before the
+    lookups (what the same lookups read on another release); the paths read here are
+    added to it."""
     own = memo is None
     memo = memo if memo is not None else Memo(workspace.cache, salt())
-    files = _CaseFiles(workspace, case)
-    mine = [ref for ref in references if ref.package == case.package]
-    # A warm run reads every file its remembered results depend on in one go.
-    files.read({path for ref in mine for path in memo.paths(ref.key)})
+    release = release_of(case)
     decided: dict[Key, Decided] = {}
-    for ref in mine:
-        if (known := memo.recall(ref.key, files.digest)) is None:
-            read, known = _decide(ref, files, make_tree or _package_tree)
-            memo.remember(ref.key, read, *known)
-        decided[ref.key] = known
-    files.known.save()
+    pending = []
+    for ref in references:
+        if ref.package != case.package:
+            continue
+        if (known := memo.recall(ref.key, release)) is not None:
+            decided[ref.key] = known
+        else:
+            pending.append(ref)
+    if pending:
+        files = _CaseFiles(workspace, case)
+        files.read(set(hints or ()).union(*(candidate_paths(ref.target) for ref in pending)))
+        # One tree per release: what it learns of the package serves every lookup.
+        tree = (make_tree or _package_tree)(case.package, files.load)
+        for ref in pending:
+            known = decided[ref.key] = _outcome(ref, tree.lookup(ref.target), files)
+            memo.remember(ref.key, release, *known)
+        if hints is not None:
+            hints.update(files.loaded)
     if own:
         memo.save()
     return decided
 
 
+def release_of(case: Case) -> str | None:
+    """What names the case's files for ever: a release, or a commit; None for a tree
+    that can change under its name (a branch, a local checkout)."""
+    if case.source == "local" or (case.mutable and case.commit is None):
+        return None
+    return f"{case.source}:{case.package}:{case.label}"
+
+
+def candidate_paths(dotted: str) -> set[str]:
+    """The files a lookup of ``dotted`` reads first: each prefix as a package or a
+    module (``a/__init__.py``, ``a/b/__init__.py``, ``a/b.py``, ...)."""
+    parts = dotted.split(".")
+    found = set()
+    for end in range(1, len(parts) + 1):
+        if not parts[end - 1].isidentifier():
+            break
+        stem = "/".join(parts[:end])
+        found.add(f"{stem}/__init__.py")
+        if end > 1:
+            found.add(f"{stem}.py")
+    return found
+
+
 @functools.cache
 def salt() -> str:
-    """What a remembered result depends on besides the files: the code index's format,
-    this resolver's format and the source of the code that decides."""
+    """What a remembered result depends on besides the release: the code index's
+    format, this resolver's format and the source of the code that decides."""
     digest = hashlib.sha256(f"{codeindex.INDEX_KEY}\0{RESOLUTION_FORMAT}".encode())
     for name in _DECIDING_MODULES:
         try:
@@ -160,11 +209,9 @@ class WorkspaceSources:
         case = self.cases.get((reference.package, version))
         if case is None:
             return None
-        files = _CaseFiles(self.workspace, case)
         try:
-            lookup = self.make_tree(reference.target.partition(".")[0], files.module).lookup(
-                reference.target
-            )
+            tree = self.make_tree(case.package, _CaseFiles(self.workspace, case).load)
+            lookup = tree.lookup(reference.target)
         except InfrastructureError:
             return None
         if not lookup.found or lookup.path is None:
@@ -176,61 +223,37 @@ class WorkspaceSources:
         if case is None:
             return None
         try:
-            return _CaseFiles(self.workspace, case).module(path)
+            return _CaseFiles(self.workspace, case).load(path)
         except InfrastructureError:
             return None
 
 
 class _CaseFiles:
-    """One case's files as a lookup sees them: digests (read once per release, ever,
-    for a release; once per run for a branch or a local tree), modules (through the
-    workspace's code index) and text."""
+    """One case's files as a lookup reads them: modules through the workspace's code
+    index, a module's whole text; ``loaded``: every path a lookup asked for."""
 
     def __init__(self, workspace: Workspace, case: Case) -> None:
         self.workspace = workspace
         self.case = case
-        released = case.source == "index" and not case.mutable
-        key = f"{case.source}\0{case.package}\0{case.label}" if released else None
-        self.known = ReleaseDigests(workspace.cache, key)
-        self._digests = self.known.digests
+        self.loaded: set[str] = set()
+        self._absent: set[str] = set()
 
     def read(self, paths: set[str]) -> None:
-        wanted = sorted(paths - self._digests.keys())
-        if wanted:
-            for path, content in self.workspace.read(self.case, wanted).items():
-                self._digests[path] = _sha256(content)
+        """Read ``paths`` in one go: on a cold release, one pass over its wheel instead of
+        one per file."""
+        if paths:
+            read = self.workspace.read(self.case, sorted(paths))
+            self._absent.update(path for path, content in read.items() if content is None)
 
-    def digest(self, path: str) -> str | None:
-        if path not in self._digests:
-            self.read({path})
-        return self._digests[path]
-
-    def module(self, path: str) -> codeindex.Module | None:
-        if self.digest(path) is None:
+    def load(self, path: str) -> codeindex.Module | None:
+        self.loaded.add(path)
+        if path in self._absent:
             return None
         return self.workspace.snapshot(self.case, [path]).modules[path]
 
     def text(self, path: str) -> str | None:
         content = self.workspace.read(self.case, [path])[path]
         return None if content is None else content.decode("utf-8", errors="replace")
-
-
-def _decide(
-    ref: Reference, files: _CaseFiles, make_tree: MakeTree
-) -> tuple[dict[str, str | None], Decided]:
-    """Resolve ``ref`` afresh; also returns every file the lookup read (path -> digest)."""
-    read: dict[str, str | None] = {}
-
-    def load(path: str) -> codeindex.Module | None:
-        read[path] = files.digest(path)
-        return files.module(path)
-
-    # A tree per lookup: the files it reads are exactly those this outcome depends on.
-    lookup = make_tree(ref.target.partition(".")[0], load).lookup(ref.target)
-    decided = _outcome(ref, lookup, files)
-    if lookup.path is not None and ref.kind is Kind.ANCHOR:
-        read.setdefault(lookup.path, files.digest(lookup.path))  # a module's whole text
-    return read, decided
 
 
 def _outcome(ref: Reference, lookup: Lookup, files: _CaseFiles) -> Decided:
@@ -262,7 +285,3 @@ def _package_tree(import_name: str, load: Load) -> PackageTree:
     from canary.symbols import PackageTree as Tree  # until the engine is on every branch
 
     return Tree(import_name, load)
-
-
-def _sha256(content: bytes | None) -> str | None:
-    return None if content is None else hashlib.sha256(content).hexdigest()
