@@ -155,6 +155,23 @@ def test_a_damaged_kept_wheel_is_downloaded_again_not_trusted(fake_pip, wheel, t
     assert source.kept_wheel.read_bytes() == wheel.read_bytes()
 
 
+def test_a_kept_wheel_read_file_by_file_is_opened_once(fake_pip, wheel, tmp_path, monkeypatch):
+    source = fake_pip("ok")
+    source.wheel_dir = tmp_path / "wheels"
+    source.fetch([])  # downloads and keeps it
+    opened = []
+    real = zipfile.ZipFile
+    monkeypatch.setattr(zipfile, "ZipFile", lambda *a, **k: opened.append(a) or real(*a, **k))
+
+    for path in ["pkg/__init__.py", "pkg/sub/mod.py", "pkg/absent.py"]:
+        assert source.fetch([path]) == {path: WHEEL_MEMBERS.get(path)}
+    assert len(opened) == 1
+    # A wheel kept again (downloaded anew after damage) is read afresh, not the old one.
+    source.kept_wheel.write_bytes(source.kept_wheel.read_bytes() + b"\0" * 8)
+    assert source.fetch(["pkg/sub/mod.py"]) == {"pkg/sub/mod.py": MOD}
+    assert len(opened) == 2
+
+
 def test_a_failed_download_keeps_nothing(fake_pip, tmp_path):
     source = fake_pip("not a zip")
     source.wheel_dir = tmp_path / "wheels"

@@ -21,6 +21,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -82,8 +83,9 @@ class IndexSource:
         kept = self.kept_wheel
         if kept is not None and kept.is_file():
             try:
-                return read_wheel_members(kept, paths, origin=self.description)
+                return KEPT_WHEELS.read(kept, paths, origin=self.description)
             except FetchError as exc:  # damaged on disk: forget it and download it again
+                KEPT_WHEELS.forget(kept)
                 with contextlib.suppress(OSError):
                     kept.unlink()
                 if self.offline:
@@ -217,6 +219,50 @@ def read_wheel_members(
             return {path: archive.read(path) if path in names else None for path in paths}
     except (zipfile.BadZipFile, OSError) as exc:
         raise FetchError(f"{origin}: {wheel.name} is not a readable wheel: {exc}") from None
+
+
+class OpenWheels:
+    """The last few kept wheels, held open: a reader that asks for one file at a time
+    (the surface's lookups, thousands per release) reads a wheel's directory once instead
+    of once per file (a tenth of a second for transformers)."""
+
+    def __init__(self, limit: int = 8) -> None:
+        self.limit = limit
+        self._open: dict[tuple[str, int, int], tuple[zipfile.ZipFile, frozenset[str]]] = {}
+        self._lock = threading.Lock()
+
+    def read(self, wheel: Path, paths: Sequence[str], *, origin: str) -> dict[str, bytes | None]:
+        """As :func:`read_wheel_members`, through the open wheel."""
+        with self._lock:
+            try:
+                archive, names = self._opened(wheel)
+                return {path: archive.read(path) if path in names else None for path in paths}
+            except (zipfile.BadZipFile, OSError) as exc:
+                self._close(str(wheel))
+                raise FetchError(f"{origin}: {wheel.name} is not a readable wheel: {exc}") from None
+
+    def forget(self, wheel: Path) -> None:
+        with self._lock:
+            self._close(str(wheel))
+
+    def _opened(self, wheel: Path) -> tuple[zipfile.ZipFile, frozenset[str]]:
+        stat = wheel.stat()
+        key = (str(wheel), stat.st_mtime_ns, stat.st_size)  # a wheel downloaded again
+        if key not in self._open:
+            self._close(str(wheel))
+            while len(self._open) >= self.limit:
+                self._close(next(iter(self._open))[0])
+            archive = zipfile.ZipFile(wheel)
+            self._open[key] = (archive, frozenset(archive.namelist()))
+        return self._open[key]
+
+    def _close(self, wheel: str) -> None:
+        for key in [key for key in self._open if key[0] == wheel]:
+            self._open.pop(key)[0].close()
+
+
+# One per process: every source of the process reads kept wheels through it.
+KEPT_WHEELS = OpenWheels()
 
 
 def _tail(text: str, limit: int = 600) -> str:
