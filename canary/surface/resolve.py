@@ -71,40 +71,77 @@ def resolve(
     oldest first). A case that cannot be read is handed to ``on_error`` and left out of
     every outcome (without ``on_error`` it is raised)."""
     memo = memo if memo is not None else Memo(workspace.cache, salt())
-    outcomes: dict[Key, dict[str, Outcome]] = {ref.key: {} for ref in references}
-    why: dict[Key, dict[str, str]] = {ref.key: {} for ref in references}
     by_package: dict[str, list[Reference]] = {}
     for ref in references:
         by_package.setdefault(ref.package, []).append(ref)
-    # Download and parse ahead, in parallel, only what is still to decide: a warm run
-    # reads no upstream file at all.
-    plan = {}
-    for package, mine in by_package.items():
-        for case in cases.get(package, ()):
-            pending = [ref for ref in mine if not memo.knows(ref.key, release_of(case))]
-            if pending:
-                plan[case] = set().union(*(candidate_paths(ref.target) for ref in pending))
-    workspace.prefetch(plan)
+    decided: dict[Case, dict[Key, Decided]] = {}
+    tried: set[Case] = set()
+    hints: dict[str, set[str]] = {package: set() for package in by_package}
+
+    def decide(case: Case) -> None:
+        tried.add(case)
+        try:
+            decided[case] = resolve_case(
+                by_package[case.package],
+                case,
+                workspace,
+                memo=memo,
+                make_tree=make_tree,
+                hints=hints[case.package],
+            )
+        except InfrastructureError as exc:
+            if on_error is None:
+                raise
+            on_error(case, exc)
+
+    # Only what is still to decide is read: a warm run reads no upstream file at all.
+    # One release of each package first (the newest), alone: what its lookups read is
+    # then fetched and parsed ahead for every other release, several at a time.
+    pending = {
+        package: [
+            case
+            for case in cases.get(package, ())
+            if any(not memo.knows(ref.key, release_of(case)) for ref in mine)
+        ]
+        for package, mine in by_package.items()
+    }
+    first = [listed[-1] for listed in pending.values() if listed]
     try:
-        for package, mine in sorted(by_package.items()):
-            hints: set[str] = set()  # what the lookups read on earlier releases
+        workspace.prefetch({case: _candidates(by_package[case.package]) for case in first})
+        for case in first:
+            decide(case)
+        workspace.prefetch(
+            {
+                case: _candidates(by_package[package]) | hints[package]
+                for package, listed in pending.items()
+                for case in listed[:-1]
+            }
+        )
+        for package in sorted(by_package):
             for case in cases.get(package, ()):
-                try:
-                    decided = resolve_case(
-                        mine, case, workspace, memo=memo, make_tree=make_tree, hints=hints
-                    )
-                except InfrastructureError as exc:
-                    if on_error is None:
-                        raise
-                    on_error(case, exc)
-                    continue
-                for key, (outcome, reason) in decided.items():
-                    outcomes[key][case.label] = outcome
-                    if reason:
-                        why[key][case.label] = reason
+                if case not in tried:
+                    decide(case)
     finally:
         memo.save()  # what was decided before an error is still worth keeping
-    return tuple(Resolved(ref, outcomes[ref.key], why[ref.key]) for ref in references)
+    ordered = [case for package in sorted(by_package) for case in cases.get(package, ())]
+    return tuple(
+        _resolved(ref, [(c, decided[c]) for c in ordered if c in decided]) for ref in references
+    )
+
+
+def _resolved(ref: Reference, decided: Sequence[tuple[Case, Mapping[Key, Decided]]]) -> Resolved:
+    outcomes, why = {}, {}
+    for case, found in decided:
+        if case.package == ref.package:
+            outcome, reason = found[ref.key]
+            outcomes[case.label] = outcome
+            if reason:
+                why[case.label] = reason
+    return Resolved(ref, outcomes, why)
+
+
+def _candidates(references: Sequence[Reference]) -> set[str]:
+    return set().union(*(candidate_paths(ref.target) for ref in references))
 
 
 def resolve_case(
