@@ -15,7 +15,6 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from canary.errors import InfrastructureError
 from canary.report.matrix import DASH
@@ -23,14 +22,12 @@ from canary.report.results import EXIT_CLEAR, EXIT_DRIFT, EXIT_INFRASTRUCTURE
 from canary.report.verdict import CaseError, describe, group_errors
 from canary.run import Run, RunOptions, open_run
 from canary.surface.baseline import Baseline, load_baseline, write_baseline
+from canary.surface.config import SurfaceConfig
 from canary.surface.findings import Accepts, Finding, findings
 from canary.surface.memo import Memo
 from canary.surface.model import Outcome, Reference, SurfaceResult, Target
 from canary.surface.resolve import MakeTree, WorkspaceSources, resolve, salt
 from canary.workspace import Case, Workspace
-
-if TYPE_CHECKING:  # built beside this module; imported where a target is opened
-    from canary.surface.config import SurfaceConfig
 
 TARGETS_FOLDER = "surface-targets"  # under the cache: wheels of NAME==VERSION targets
 
