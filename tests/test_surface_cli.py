@@ -4,6 +4,7 @@ the baseline, the verdict and the exit status (0 / 1 / 2, as ``report``'s)."""
 from __future__ import annotations
 
 import json
+import zipfile
 
 import pytest
 from surface_fakes import FakeTree, workspace
@@ -133,3 +134,101 @@ def test_a_missing_baseline_says_how_to_write_it(tmp_path, capsys, monkeypatch):
     assert "no such file; write it with --baseline b.json --update-baseline" in (
         capsys.readouterr().err
     )
+
+
+# -- the command, end to end: a project folder against toy releases kept as wheels --------
+
+TAGS = """\
+[packages.toy]
+repo = "o/toy"
+package_dir = ""
+floor = "1.0"
+versions = [{versions}]
+"""
+PATCH = """\
+from toy.trainer import Trainer
+
+
+def compute_loss(self, model, inputs):
+    return 0
+
+
+Trainer.compute_loss = compute_loss
+"""
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """A project patching toy's Trainer.compute_loss, toy 1.0 and 2.0 kept as wheels
+    (2.0 renamed the method), tags.toml listing them, and the cwd there."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CANARY_CACHE_DIR", str(tmp_path / "cache"))
+    for version, files in TREES.items():
+        wheel = tmp_path / "cache" / "wheels" / "toy" / f"toy-{version}.whl"
+        wheel.parent.mkdir(parents=True, exist_ok=True)
+        with zipfile.ZipFile(wheel, "w") as archive:
+            for name, content in files.items():
+                archive.writestr(name, content)
+    (tmp_path / "tags.toml").write_text(TAGS.format(versions='"1.0", "2.0"'))
+    root = tmp_path / "proj"
+    (root / "proj").mkdir(parents=True)
+    (root / "proj" / "__init__.py").write_text("")
+    (root / "proj" / "patch.py").write_text(PATCH)
+    requires(root, ">=1.0")
+    return root
+
+
+def requires(root, specifier: str) -> None:
+    (root / "pyproject.toml").write_text(
+        f'[project]\nname = "proj"\nversion = "0.1"\ndependencies = ["toy{specifier}"]\n'
+    )
+
+
+def surface(*args: str) -> int:
+    return cli.main(["surface", "proj", "--offline", *args])
+
+
+def test_the_command_finds_a_patch_target_upstream_renamed(project, capsys):
+    assert surface("--format", "json", "-o", "out.json") == 1
+    data = json.loads((project.parent / "out.json").read_text())
+    assert data["targets"] == [{"name": "proj", "version": "0.1", "requires": {"toy": ">=1.0"}}]
+    assert data["packages"] == {"toy": ["1.0", "2.0"]}
+    patch = next(r for r in data["references"] if r["kind"] == "patch")
+    assert patch["target"] == LOSS
+    assert patch["sites"] == [{"path": "proj/patch.py", "line": 8, "guarded": False}]
+    assert patch["outcomes"] == {"1.0": "ok", "2.0": "missing"}
+    assert "_compute_loss" in patch["why"]["2.0"]
+    assert "canary: surface broken: 1 reference(s)" in capsys.readouterr().err
+
+
+def test_a_release_outside_the_declared_range_is_not_held_against_it(project):
+    requires(project, "<2")
+    assert surface() == 0
+
+
+def test_a_baseline_written_then_compared(project, capsys):
+    assert surface("--baseline", "b.json", "--update-baseline") == 0
+    assert "canary: wrote b.json" in capsys.readouterr().err
+    assert surface("--baseline", "b.json") == 0
+    assert "canary: all clear (1 accepted finding(s))" in capsys.readouterr().err
+
+
+def test_expected_absent_in_the_project_accepts_a_miss(project):
+    with (project / "pyproject.toml").open("a") as toml:
+        toml.write(
+            '[[tool.canary.surface.expected_absent]]\ntarget = "toy.trainer.Trainer.*"\n'
+            'versions = ">=2"\nreason = "renamed in 2.0, patched elsewhere"\n'
+        )
+    assert surface() == 0
+
+
+def test_a_release_not_in_the_cache_offline_is_not_checked(project, capsys):
+    (project.parent / "tags.toml").write_text(TAGS.format(versions='"1.0", "2.0", "3.0"'))
+    requires(project, "<2")
+    assert surface("--format", "json", "-o", "out.json") == 2
+    err = capsys.readouterr().err
+    assert "1 error: not in the cache (offline): toy 3.0" in err
+    assert err.rstrip().endswith("canary: not everything was checked")
+    assert json.loads((project.parent / "out.json").read_text())["packages"] == {
+        "toy": ["1.0", "2.0"]
+    }
