@@ -349,3 +349,16 @@ def test_a_baseline_that_cannot_be_read_says_how_to_write_one(tmp_path, content,
         path.write_text(content)
     with pytest.raises(ConfigError, match=message):
         load_baseline(path)
+
+
+def test_the_real_package_tree_resolves_through_the_workspace(tmp_path):
+    refs = [
+        ref("toy.trainer.Trainer.compute_loss", Kind.PATCH),
+        ref("toy.Trainer.train"),  # re-exported by toy/__init__.py
+        ref("toy.trainer.nn.LayerNorm"),  # leaves the package at nn: never missing
+        ref("toy.trainer.Trainer.compute_loss", Kind.ANCHOR, DIVISION, Match.EXACT),
+    ]
+    found = resolve(refs, CASES, workspace(tmp_path, TREES))
+    outcomes = [[r.outcomes[v].value for v in ("1.0", "2.0")] for r in found]
+    assert outcomes == [["ok", "missing"], ["ok", "ok"], ["unknown", "unknown"], ["ok", "missing"]]
+    assert "_compute_loss" in found[0].why["2.0"]
