@@ -461,6 +461,13 @@ class Workspace:
             _wait(state.pending)  # a failed prefetch is this case's failure here too
         return self._read(state, paths)
 
+    def listdir(self, case: Case, folder: str) -> list[str] | None:
+        """The entries of ``folder`` in the case's tree, where its source can list it (a
+        kept wheel, a local tree); None otherwise. Read after the case's files: a wheel is
+        kept once a first file of it was read."""
+        listdir = getattr(self._state(case).tree.source, "listdir", None)
+        return listdir(folder) if listdir is not None else None
+
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)

@@ -484,3 +484,21 @@ def test_version_from_setup_py(text, expected):
 )
 def test_version_from_setup_cfg(text, expected):
     assert versions.version_from_setup_cfg(text) == expected
+
+
+def test_a_kept_wheel_and_a_local_tree_list_their_folders(fake_pip, wheel, tmp_path, tree):
+    """What transformers' define_import_structure reads (a folder's entries) is only known
+    from a listing: a kept wheel lists its names, a local tree its directory; a wheel not
+    kept yet cannot list, and says so with None rather than an empty folder."""
+    source = fake_pip("ok")
+    source.wheel_dir = tmp_path / "wheels"
+    assert source.listdir("pkg") is None  # nothing kept yet
+    source.fetch(["pkg/__init__.py"])
+    assert source.listdir("pkg") == ["__init__.py", "sub"]
+    assert source.listdir("pkg/sub/") == ["mod.py"]
+    assert source.listdir("pkg/none") is None
+
+    base = tree({"src/pkg/__init__.py": LITERAL_INIT, "src/pkg/sub/mod.py": "x = 1\n"})
+    local = LocalSource.from_path("pkg", base)
+    assert local.listdir("pkg/sub") == ["mod.py"]
+    assert local.listdir("pkg/none") is None

@@ -11,7 +11,7 @@ cache in front of them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Protocol, runtime_checkable
 
 
@@ -35,3 +35,13 @@ class Source(Protocol):
         ``None`` for a file it merely failed to fetch.
         """
         ...
+
+
+def folder_entries(names: Iterable[str], folder: str) -> list[str] | None:
+    """The entries directly inside ``folder`` ("transformers/models") among the file paths
+    ``names`` ("transformers/models/llama/__init__.py" gives "llama"); None when none lies
+    there. What a source that can list its tree answers to ``listdir``."""
+    prefix = folder.rstrip("/") + "/"
+    entries = {name[len(prefix) :].split("/")[0] for name in names if name.startswith(prefix)}
+    entries.discard("")
+    return sorted(entries) or None

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from canary.errors import CacheDamaged, FetchError, IndexUnreachable, OfflineMiss, RefNotFound
-from canary.sources import pipfailure
+from canary.sources import folder_entries, pipfailure
 from canary.sources.health import HostHealth
 
 # The index as HostHealth sees it: pip hides which host it tried, so the index is one "host".
@@ -116,6 +116,18 @@ class IndexSource:
             found = read_wheel_members(wheel, paths, origin=self.description)
             os.replace(wheel, kept)
         return found
+
+    def listdir(self, folder: str) -> list[str] | None:
+        """The entries of ``folder`` in the kept wheel; None when no wheel is kept yet (a
+        lookup then falls back on what the package's own files say)."""
+        kept = self.kept_wheel
+        if kept is None or not kept.is_file():
+            return None
+        try:
+            names = KEPT_WHEELS.names(kept, origin=self.description)
+        except FetchError:
+            return None  # damaged: the next fetch replaces it, the lookup is not the place
+        return folder_entries(names, folder)
 
     @property
     def _listing(self) -> str:
@@ -237,6 +249,15 @@ class OpenWheels:
             try:
                 archive, names = self._opened(wheel)
                 return {path: archive.read(path) if path in names else None for path in paths}
+            except (zipfile.BadZipFile, OSError) as exc:
+                self._close(str(wheel))
+                raise FetchError(f"{origin}: {wheel.name} is not a readable wheel: {exc}") from None
+
+    def names(self, wheel: Path, *, origin: str) -> frozenset[str]:
+        """Every path in the wheel."""
+        with self._lock:
+            try:
+                return self._opened(wheel)[1]
             except (zipfile.BadZipFile, OSError) as exc:
                 self._close(str(wheel))
                 raise FetchError(f"{origin}: {wheel.name} is not a readable wheel: {exc}") from None

@@ -51,6 +51,13 @@ class LocalSource:
                 raise FetchError(f"{self.description}: cannot read {path}: {exc}") from None
         return found
 
+    def listdir(self, folder: str) -> list[str] | None:
+        """The entries of ``folder`` in the tree, None where there is no such folder."""
+        try:
+            return sorted(entry.name for entry in (self.root / folder).iterdir()) or None
+        except OSError:
+            return None
+
 
 def _repository_root(root: Path) -> Path:
     """Where the packaging files are: above ``src/`` in a src layout, else the root itself."""

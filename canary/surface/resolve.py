@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from canary import codeindex
+from canary import codeindex, symbols
 from canary.errors import InfrastructureError, Subject
 from canary.surface.anchors import anchor_outcome, getsource_text
 from canary.surface.memo import Memo
@@ -174,7 +174,7 @@ def resolve_case(
         files = _CaseFiles(workspace, case)
         files.read(set(hints or ()).union(*(candidate_paths(ref.target) for ref in pending)))
         # One tree per release: what it learns of the package serves every lookup.
-        tree = (make_tree or _package_tree)(case.package, files.load)
+        tree = _tree(files, make_tree)
         for ref in pending:
             known = decided[ref.key] = _outcome(ref, tree.lookup(ref.target), files)
             memo.remember(ref.key, release, *known)
@@ -240,14 +240,15 @@ class WorkspaceSources:
     ) -> None:
         self.workspace = workspace
         self.cases = {(c.package, c.label): c for listed in cases.values() for c in listed}
-        self.make_tree = make_tree or _package_tree
+        self.make_tree = make_tree
 
     def locate(self, reference: Reference, version: str) -> Subject | None:
         case = self.cases.get((reference.package, version))
         if case is None:
             return None
         try:
-            tree = self.make_tree(case.package, _CaseFiles(self.workspace, case).load)
+            files = _CaseFiles(self.workspace, case)
+            tree = _tree(files, self.make_tree)
             lookup = tree.lookup(reference.target)
         except InfrastructureError:
             return None
@@ -288,6 +289,9 @@ class _CaseFiles:
             return None
         return self.workspace.snapshot(self.case, [path]).modules[path]
 
+    def listdir(self, folder: str) -> list[str] | None:
+        return self.workspace.listdir(self.case, folder)
+
     def text(self, path: str) -> str | None:
         content = self.workspace.read(self.case, [path])[path]
         return None if content is None else content.decode("utf-8", errors="replace")
@@ -318,7 +322,10 @@ def _source_of(lookup: Lookup, files: _CaseFiles) -> str | None:
     return None
 
 
-def _package_tree(import_name: str, load: Load) -> PackageTree:
-    from canary.symbols import PackageTree as Tree  # until the engine is on every branch
-
-    return Tree(import_name, load)
+def _tree(files: _CaseFiles, make_tree: MakeTree | None) -> PackageTree:
+    """The case's package tree: ``make_tree``'s (a test's), else the real one, able to
+    list its folders where the source can (a kept wheel, a local tree): transformers'
+    ``define_import_structure`` reads folders, and only a listing proves a name absent."""
+    if make_tree is not None:
+        return make_tree(files.case.package, files.load)
+    return symbols.PackageTree(files.case.package, files.load, listdir=files.listdir)

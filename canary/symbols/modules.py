@@ -64,7 +64,7 @@ class ModuleFiles:
         children = []
         for entry in sorted(entries):
             stem = entry.removesuffix(".py")
-            if entry == "__init__.py" or not stem.isidentifier():
+            if entry in ("__init__.py", "__pycache__") or not stem.isidentifier():
                 continue
             if stem.startswith(("convert_", "modular_")):
                 continue
