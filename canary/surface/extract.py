@@ -64,13 +64,15 @@ import builtins
 import fnmatch
 import re
 import sys
-from collections.abc import Callable, Collection, Iterable, Iterator
-from dataclasses import dataclass, field
+from collections import Counter
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from canary.errors import ParseError
 from canary.surface import guards
+from canary.surface.config import SourceRegistry
 from canary.surface.model import Kind, Match, Reference, Site
 from canary.surface.segments import Definition, Statement, split_module
 from canary.surface.texts import (
@@ -206,25 +208,55 @@ class Use:
     constant: bool = False  # set to a literal (True, a name): a marker
 
 
+@dataclass(frozen=True)
+class Survey:
+    """What extraction found, and what it saw but could not follow (reason -> sites): an
+    anchor with no certain target is left out, never guessed (a wrong target is a false
+    alarm)."""
+
+    references: tuple[Reference, ...]
+    skipped: Mapping[str, int]
+
+
 def extract(
     root: Path,
     files: Iterable[str],
     *,
     upstream: Collection[str],
     own_attributes: Collection[str] = (),
+    registries: Collection[SourceRegistry] = (),
 ) -> tuple[Reference, ...]:
     """The references of the project at ``root`` (``files`` relative, "/"-separated) to the
     packages whose import names are ``upstream``, one per key with every site, sorted.
     ``own_attributes``: fnmatch patterns of attribute names the project puts on upstream
-    objects itself (beyond those carrying its name)."""
+    objects itself (beyond those carrying its name); ``registries``: the project's source
+    registries (``[tool.canary.surface]``)."""
+    return survey(
+        root, files, upstream=upstream, own_attributes=own_attributes, registries=registries
+    ).references
+
+
+def survey(
+    root: Path,
+    files: Iterable[str],
+    *,
+    upstream: Collection[str],
+    own_attributes: Collection[str] = (),
+    registries: Collection[SourceRegistry] = (),
+) -> Survey:
+    """:func:`extract`, with what could not be followed."""
     project = _Project(root, tuple(files), frozenset(upstream))
     uses: list[Use] = []
     for path in project.paths_to_walk():
         walker = _Walker(project, path, emit=True)
         walker.walk_module()
         uses.extend(walker.uses)
+    for registry in registries:
+        uses.extend(project.registered_anchors(registry))
+    uses.extend(project.applied_uses)
     own = _own_targets(uses, project.own_tokens, tuple(own_attributes))
-    return _merge(use for use in uses if not _is_own(use, own))
+    references = _merge(use for use in uses if not _is_own(use, own))
+    return Survey(references, dict(sorted(project.skipped.items())))
 
 
 # --- the project: its modules, their bindings and helpers ---------------------------------
@@ -263,6 +295,9 @@ class _Project:
         self._bodies: dict[str, list[Statement]] = {}
         self._source_readers: dict[str, bool] = {}
         self._reaches: dict[str, bool] = {}
+        self._applied: set[tuple[object, ...]] = set()
+        self.applied_uses: list[Use] = []  # anchors found in helpers given a source
+        self.skipped: Counter[str] = Counter()
 
     def text(self, path: str) -> bytes:
         if path not in self._text:
@@ -398,6 +433,85 @@ class _Project:
             self._source_readers[path] = b"getsource" in self.text(path)
         return self._source_readers[path]
 
+    def apply(
+        self,
+        function: ProjectFunction,
+        values: Mapping[int, Value],
+        *,
+        selector: int | None = None,
+        selected: frozenset[str] | None = None,
+        depth: int = 0,
+    ) -> None:
+        """Walk a project function as called with ``values`` at its positional parameters
+        (a source text among them): the anchors it applies to that text are the text's, at
+        the function's own lines. Once per distinct call."""
+        key = (id(function.definition), repr(sorted(values.items())), selector, selected)
+        if key in self._applied:
+            return
+        self._applied.add(key)
+        if depth >= _MAX_APPLY_DEPTH:
+            self.skipped[f"source handed through more than {_MAX_APPLY_DEPTH} helpers"] += 1
+            return
+        walker = _Walker(self, self.path_of[function.module], emit=True)
+        walker.apply(function, values, selector=selector, selected=selected, depth=depth)
+        self.applied_uses.extend(walker.uses)
+
+    def registered_anchors(self, registry: SourceRegistry) -> list[Use]:
+        """The anchors of the functions registered in a declared source registry, applied
+        to the source it declares."""
+        before = len(self.applied_uses)
+        for key, function in self._registrations(registry.registry):
+            source = registry.source_of(key)
+            if source is None:
+                self.skipped[f"registered in {registry.registry}[{key!r}]: no class given"] += 1
+                continue
+            if not self.is_upstream(source):
+                continue
+            names = _positional(function.node)
+            if registry.parameter not in names or (
+                registry.selector is not None and registry.selector not in names
+            ):
+                self.skipped[
+                    f"registered in {registry.registry}: {function.name} has no parameter "
+                    f"{registry.parameter!r}"
+                    + (f" or {registry.selector!r}" if registry.selector else "")
+                ] += 1
+                continue
+            pending = "{name}" in source
+            text = Text(
+                frozenset() if pending else frozenset({source}), pending=source if pending else None
+            )
+            selector = names.index(registry.selector) if registry.selector else None
+            self.apply(function, {names.index(registry.parameter): text}, selector=selector)
+        found, self.applied_uses = self.applied_uses[before:], self.applied_uses[:before]
+        return found
+
+    def _registrations(self, registry: str) -> Iterator[tuple[str, ProjectFunction]]:
+        """(key, function) for each ``REGISTRY["key"].append(f)`` / ``.extend([f, g])`` /
+        ``REGISTRY["key"] = [f, g]`` (``+=`` too) in the project."""
+        module, _, name = registry.rpartition(".")
+        for path in self.files:
+            if name.encode() not in self.text(path):
+                continue
+            tree = self.tree(path)
+            here = self.module_of[path]
+            aliases = {name} if here == module else set()
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ImportFrom):
+                    base = _absolute_module(here, path.endswith("__init__.py"), node)
+                    aliases |= {
+                        a.asname or a.name for a in node.names if base == module and a.name == name
+                    }
+            if not aliases:
+                continue
+            exports = self.exports(here)
+            for key, item in _registered(tree, aliases):
+                binding = exports.names.get(item.id) if isinstance(item, ast.Name) else None
+                if isinstance(binding, ProjectFunction):
+                    yield key, binding
+                else:
+                    self.skipped[f"registered in {registry}: not a function of the project"] += 1
+
     def paths_to_walk(self) -> Iterator[str]:
         """The files that can reference upstream (see the module docstring)."""
         names = "|".join(re.escape(n) for n in sorted(self.upstream))
@@ -429,6 +543,59 @@ class _Project:
 
 
 _IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+# A source handed on through more helpers than this is not followed (and counted).
+_MAX_APPLY_DEPTH = 4
+
+
+def _absolute_module(module: str, is_package: bool, node: ast.ImportFrom) -> str | None:
+    """The absolute module ``from <node.module> import ...`` names inside ``module``."""
+    if not node.level:
+        return node.module
+    package = module.split(".")
+    if not is_package:
+        package = package[:-1]
+    if node.level - 1 > len(package):
+        return None
+    package = package[: len(package) - (node.level - 1)]
+    return ".".join([*package, *([node.module] if node.module else [])])
+
+
+def _registered(tree: ast.Module, aliases: set[str]) -> Iterator[tuple[str, ast.expr]]:
+    """(key, registered expression) for the registrations into a mapping named ``aliases``."""
+
+    def key_of(target: ast.expr) -> str | None:
+        if (
+            isinstance(target, ast.Subscript)
+            and isinstance(target.value, ast.Name)
+            and target.value.id in aliases
+            and isinstance(target.slice, ast.Constant)
+            and isinstance(target.slice.value, str)
+        ):
+            return target.slice.value
+        return None
+
+    for node in ast.walk(tree):
+        key, items = None, []
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
+            key = key_of(node.func.value)
+            if node.func.attr == "append":
+                items = [node.args[0]]
+            elif node.func.attr == "extend" and isinstance(node.args[0], (ast.List, ast.Tuple)):
+                items = list(node.args[0].elts)
+        elif isinstance(node, (ast.Assign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if isinstance(node.value, (ast.List, ast.Tuple)):
+                key = next((k for k in map(key_of, targets) if k is not None), None)
+                items = list(node.value.elts)
+        if key is not None:
+            for item in items:
+                yield key, item
+
+
+def _positional(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
+    return [a.arg for a in (*node.args.posonlyargs, *node.args.args)]
+
+
 _IMPORT_STATEMENT = re.compile(
     r"(?m)^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import|import[ \t]+([\w.]+))"
 )
@@ -519,6 +686,14 @@ class _Walker:
         self.returns: Value | None = None
         self.summarising = False
         self.interesting: frozenset[str] | None = None
+        # applying a function to a source (Project.apply): only its anchors are recorded
+        # (its other references are the plain walk's); the parameter naming the method
+        # that source is, and the methods the tests on it selected (None: any)
+        self.applying = False
+        self.depth = 0
+        self.selector: str | None = None
+        self.selected: frozenset[str] | None = None
+        self.done_test = False  # evaluating the test of an if whose body returns
 
     # entry points
 
@@ -590,6 +765,31 @@ class _Walker:
         finally:
             self.emit = emit
 
+    def apply(
+        self,
+        function: ProjectFunction,
+        values: Mapping[int, Value],
+        *,
+        selector: int | None,
+        selected: frozenset[str] | None,
+        depth: int,
+    ) -> None:
+        exports = self.project.exports(self.module)
+        self.module_scope = _Scope(exports.names, exports.values)
+        self.upstream_stars = exports.upstream_stars
+        node = function.node
+        names = _positional(node)
+        self.scope = _Scope(parent=self.module_scope)
+        for arg in _arguments(node.args):
+            self.scope.names[arg] = None
+        for index, value in values.items():
+            if index < len(names):
+                self.scope.values[names[index]] = value
+        self.selector = names[selector] if selector is not None and selector < len(names) else None
+        self.selected = selected
+        self.applying, self.depth, self.function = True, depth, id(node)
+        self.block(node.body)
+
     def summarise(self, function: ProjectFunction) -> tuple[Value | None, tuple[str, ...]]:
         exports = self.project.exports(self.module)
         self.module_scope = _Scope(exports.names, exports.values)
@@ -606,7 +806,7 @@ class _Walker:
         result = self.returns
         if _DEDENTING_HELPER.search(node.name):
             if isinstance(result, Text):
-                result = Text(result.origins, True, result.inserted)
+                result = replace(result, dedented=True)
             elif isinstance(result, Param):
                 result = Param(result.index, result.source, True)
         return result, names
@@ -614,7 +814,7 @@ class _Walker:
     # statements
 
     def block(self, statements: list[ast.stmt]) -> None:
-        saved = (self.guarded, self.present)
+        saved = (self.guarded, self.present, self.selected)
         for node in statements:
             self.statement(node)
             if isinstance(node, ast.If) and guards.exits(node.body):
@@ -622,7 +822,8 @@ class _Walker:
                 if guards.exits(node.body, silently=True) and guards.is_guard_test(node.test):
                     self.guarded += 1
                 self.present |= self._present(node.test, positive=False)
-        self.guarded, self.present = saved
+                self.selected = self._narrowed(node.test, positive=False)
+        self.guarded, self.present, self.selected = saved
 
     def statement(self, node: ast.stmt, *, nested: bool = True) -> None:
         """One statement; ``nested`` False: the module-level binding pass, which enters
@@ -735,16 +936,23 @@ class _Walker:
             self.body(node.orelse, nested)
             return
         if nested:
+            # if "x" in text: return: x is the edit already made (or a shape it leaves
+            # alone); without it the patch goes on, so it is no anchor
+            self.done_test = guards.exits(node.body, silently=True)
             self.expr(node.test)
+            self.done_test = False
         guard = guards.is_guard_test(node.test)
-        saved = self.present
+        saved = (self.present, self.selected)
         self.guarded += guard
         self.conditional += 1
-        self.present = saved | self._present(node.test, positive=True)
+        self.present = saved[0] | self._present(node.test, positive=True)
+        self.selected = self._narrowed(node.test, positive=True)
         self.body(node.body, nested)
-        self.present = saved | self._present(node.test, positive=False)
+        self.present = saved[0] | self._present(node.test, positive=False)
+        self.selected = saved[1]
+        self.selected = self._narrowed(node.test, positive=False)
         self.body(node.orelse, nested)
-        self.present = saved
+        self.present, self.selected = saved
         self.conditional -= 1
         self.guarded -= guard
 
@@ -847,15 +1055,7 @@ class _Walker:
                 self.scope.values[name] = value
 
     def _absolute(self, node: ast.ImportFrom) -> str | None:
-        if not node.level:
-            return node.module
-        package = self.module.split(".")
-        if not self.is_package:
-            package = package[:-1]
-        if node.level - 1 > len(package):
-            return None
-        package = package[: len(package) - (node.level - 1)]
-        return ".".join([*package, *([node.module] if node.module else [])])
+        return _absolute_module(self.module, self.is_package, node)
 
     # bindings
 
@@ -1025,6 +1225,47 @@ class _Walker:
             return only if isinstance(only, str) else None
         return None
 
+    def _narrowed(self, test: ast.expr, *, positive: bool) -> frozenset[str] | None:
+        """The methods selected where ``test`` is ``positive``, given those selected so far."""
+        found = self._selection(test, positive=positive)
+        if found is None:
+            return self.selected
+        return found if self.selected is None else self.selected & found
+
+    def _selection(self, test: ast.expr, *, positive: bool) -> frozenset[str] | None:
+        """The method names the selector parameter can have where ``test`` is ``positive``
+        (None: the test does not say): ``name == "x"``, ``name != "x"``, ``name in (...)``,
+        ``not``, ``and``/``or`` of those."""
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return self._selection(test.operand, positive=not positive)
+        if isinstance(test, ast.BoolOp):
+            parts = [self._selection(value, positive=positive) for value in test.values]
+            if isinstance(test.op, ast.Or) == positive:  # a or b; not (a and b)
+                if any(part is None for part in parts):
+                    return None
+                return frozenset().union(*parts)  # type: ignore[arg-type]
+            known = [part for part in parts if part is not None]
+            return frozenset.intersection(*known) if known else None
+        single = isinstance(test, ast.Compare) and len(test.ops) == 1 and self.selector
+        return self._compared(test, positive=positive) if single else None  # type: ignore[arg-type]
+
+    def _compared(self, test: ast.Compare, *, positive: bool) -> frozenset[str] | None:
+        left, op, right = test.left, test.ops[0], test.comparators[0]
+        if isinstance(op, (ast.Eq, ast.NotEq)) and _is_name(right, self.selector or ""):
+            left, right = right, left
+        value = self.value(right) if _is_name(left, self.selector or "") else None
+        if not isinstance(value, Literals) or value.fragments:
+            return None
+        names: tuple[str, ...] = ()
+        if isinstance(op, (ast.Eq, ast.NotEq)):
+            names = value.strings()
+        elif isinstance(op, (ast.In, ast.NotIn)):
+            items = elements(value)
+            names = items.strings() if items is not None else ()
+        if not names or isinstance(op, (ast.Eq, ast.In)) != positive:
+            return None  # "anything but x" selects nothing an anchor can be given
+        return frozenset(names)
+
     def _present(self, test: ast.expr, *, positive: bool) -> frozenset[str]:
         """What holds about upstream attributes where ``test`` is ``positive``: "+x.y" (it is
         there), "-x.y" (it is not)."""
@@ -1141,14 +1382,14 @@ class _Walker:
         callee = self.binding(func)
         if callee == Stdlib("inspect.getsource") and args:
             self._source(args[0], node)
-        elif (
-            isinstance(callee, ProjectFunction) and self.emit and self.project.takes_source(callee)
-        ):
-            summary, names = self.project.summary(callee)
-            if isinstance(summary, Param) and summary.source:
-                argument = _argument(node, summary.index, names)
-                if argument is not None:
-                    self._source(argument, node)
+        elif isinstance(callee, ProjectFunction) and self.emit:
+            self._apply(callee, node)
+            if self.project.takes_source(callee):
+                summary, names = self.project.summary(callee)
+                if isinstance(summary, Param) and summary.source:
+                    argument = _argument(node, summary.index, names)
+                    if argument is not None:
+                        self._source(argument, node)
         self.anchors_of_call(node, callee)
         self.expr(func)
         for child in (*args, *(k.value for k in node.keywords)):
@@ -1163,16 +1404,72 @@ class _Walker:
             self.use(Kind.ATTRIBUTE, f"{binding.path}.{name}", node, presence=presence)
 
     def _source(self, argument: ast.expr, node: ast.Call) -> None:
+        for path in self.upstream_objects(argument):
+            self.use(Kind.SOURCE, path, node)
+
+    def _apply(self, callee: ProjectFunction, node: ast.Call) -> None:
+        """A project function given a source text: its anchors are that text's."""
+        names = _positional(callee.node)
+        values: dict[int, Value] = {}
+        selector = None
+        for index, argument in enumerate(node.args):
+            if isinstance(argument, ast.Starred):
+                break
+            if self.selector is not None and _is_name(argument, self.selector):
+                selector = index
+            value = self.value(argument)
+            if value is not None:
+                values[index] = value
+        for keyword in node.keywords:
+            if keyword.arg in names:
+                value = self.value(keyword.value)
+                if value is not None:
+                    values[names.index(keyword.arg)] = value
+        if any(isinstance(v, Text) for v in values.values()):
+            self.project.apply(
+                callee,
+                values,
+                selector=selector,
+                selected=self.selected if selector is not None else None,
+                depth=self.depth + 1 if self.applying else 0,
+            )
+
+    def upstream_objects(self, argument: ast.expr) -> tuple[str, ...]:
+        """The upstream objects an expression is: a chain, or ``eval`` of literal dotted
+        names (``eval(f"trl.trainer.{name}.{method}")`` over literal loops)."""
         binding, _, complete = self.chain(argument)
         if isinstance(binding, Upstream) and complete:
-            self.use(Kind.SOURCE, binding.path, node)
+            return (binding.path,)
+        if not (
+            isinstance(argument, ast.Call)
+            and self._builtin(argument.func, "eval")
+            and len(argument.args) == 1
+        ):
+            return ()
+        value = self.value(argument.args[0])
+        if not isinstance(value, Literals) or value.fragments:
+            self.skip("getsource(eval(...)) of a string not known statically")
+            return ()
+        found = []
+        for text in value.strings():
+            try:
+                expression = ast.parse(text.strip(), mode="eval").body
+            except SyntaxError:
+                continue
+            if isinstance(expression, (ast.Name, ast.Attribute)):
+                binding, _, complete = self.chain(expression)
+                if isinstance(binding, Upstream) and complete:
+                    found.append(binding.path)
+        return tuple(found)
 
     def e_compare(self, node: ast.Compare) -> None:
         left = node.left
         for op, right in zip(node.ops, node.comparators, strict=True):
             if isinstance(op, (ast.In, ast.NotIn)):
                 text = self.value(right)
-                if isinstance(text, Text):
+                if isinstance(text, Text) and self.done_test and isinstance(op, ast.In):
+                    self.skip("'if x in source: return' (x is what the patch would add)")
+                elif isinstance(text, Text):
                     self.anchors(text, self.value(left), node, regex=False)
             left = right
         for child in (node.left, *node.comparators):
@@ -1218,10 +1515,19 @@ class _Walker:
         else:
             match = Match.DEDENTED if text.dedented else Match.EXACT
         prefix = inline_flags(flags) if regex else ""
+        origins = set(text.origins)
+        if text.pending is not None:
+            if self.selected is None:
+                self.skip("anchor on a registered source where no test selected the method")
+            else:
+                origins |= {text.pending.replace("{name}", name) for name in self.selected}
         for literal in anchor.strings():
             if any(literal in inserted for inserted in text.inserted):
                 continue  # the project's own text, put there by an earlier replace
-            for origin in sorted(text.origins):
+            if _carries_own_name(literal, self.project.own_tokens):
+                self.skip("anchor naming the project's own marker (_unsloth_...)")
+                continue
+            for origin in sorted(origins):
                 self.use(Kind.ANCHOR, origin, node, anchor=prefix + literal, match=match)
 
     # values
@@ -1353,9 +1659,9 @@ class _Walker:
 
     def source_of(self, argument: ast.expr) -> Value | None:
         """``getsource(argument)``: upstream text, or inside a helper its parameter's."""
-        binding, _, complete = self.chain(argument)
-        if isinstance(binding, Upstream) and complete:
-            return Text(frozenset({binding.path}))
+        objects = self.upstream_objects(argument)
+        if objects:
+            return Text(frozenset(objects))
         inner = self.value(argument)
         if isinstance(inner, Param) and not inner.source:
             return Param(inner.index, source=True)
@@ -1389,6 +1695,11 @@ class _Walker:
 
     # recording
 
+    def skip(self, why: str) -> None:
+        """Count something seen and deliberately not made a reference."""
+        if self.emit:
+            self.project.skipped[why] += 1
+
     def use(
         self,
         kind: Kind,
@@ -1403,7 +1714,7 @@ class _Walker:
         stash: str | None = None,
         constant: bool = False,
     ) -> None:
-        if not self.emit:
+        if not self.emit or (self.applying and kind is not Kind.ANCHOR):
             return
         self.uses.append(
             Use(
@@ -1476,7 +1787,7 @@ _STATEMENTS: dict[type, Callable[[_Walker, Any, bool], None]] = {
 
 def _dedented(value: Value | None) -> Value | None:
     if isinstance(value, Text):
-        return Text(value.origins, True, value.inserted)
+        return replace(value, dedented=True)
     if isinstance(value, Param):
         return Param(value.index, value.source, True)
     return None
@@ -1484,7 +1795,7 @@ def _dedented(value: Value | None) -> Value | None:
 
 def _with_inserted(text: Value | None, inserted: Value | None) -> Value | None:
     if isinstance(text, Text) and isinstance(inserted, Literals):
-        return Text(text.origins, text.dedented, text.inserted | frozenset(inserted.strings()))
+        return replace(text, inserted=text.inserted | frozenset(inserted.strings()))
     return text if isinstance(text, (Text, Param)) else None
 
 
@@ -1514,6 +1825,22 @@ def _argument(node: ast.Call, index: int, names: tuple[str, ...]) -> ast.expr | 
         return node.args[index]
     name = names[index] if index < len(names) else None
     return next((k.value for k in node.keywords if k.arg == name), None)
+
+
+def _carries_own_name(text: str, tokens: frozenset[str]) -> bool:
+    """A private identifier in ``text`` carries the project's name (``_unsloth_fused``)."""
+    return any(
+        any(token in name.lower() for token in tokens)
+        for name in _TEXT_IDENTIFIER.findall(text)
+        if name.startswith("_")
+    )
+
+
+_TEXT_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _is_name(node: ast.expr, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
 
 
 def _argument_or_keyword(node: ast.Call, index: int, keyword: str) -> ast.expr | None:
