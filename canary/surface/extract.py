@@ -62,6 +62,8 @@ from __future__ import annotations
 import ast
 import builtins
 import fnmatch
+import multiprocessing as mp
+import os
 import re
 import sys
 from collections import Counter
@@ -243,20 +245,63 @@ def survey(
     upstream: Collection[str],
     own_attributes: Collection[str] = (),
     registries: Collection[SourceRegistry] = (),
+    workers: int | None = None,
 ) -> Survey:
-    """:func:`extract`, with what could not be followed."""
+    """:func:`extract`, with what could not be followed. ``workers``: processes to walk a
+    large project's files in (default: one per CPU; 1: this process only)."""
     project = _Project(root, tuple(files), frozenset(upstream))
-    uses: list[Use] = []
-    for path in project.paths_to_walk():
-        walker = _Walker(project, path, emit=True)
-        walker.walk_module()
-        uses.extend(walker.uses)
+    paths = list(project.paths_to_walk())
+    uses, skipped = _walk_all(project, paths, os.cpu_count() if workers is None else workers)
     for registry in registries:
         uses.extend(project.registered_anchors(registry))
-    uses.extend(project.applied_uses)
+    uses.extend(project.drain_applied())
+    skipped |= project.skipped
     own = _own_targets(uses, project.own_tokens, tuple(own_attributes))
     references = _merge(use for use in uses if not _is_own(use, own))
-    return Survey(references, dict(sorted(project.skipped.items())))
+    counts = Counter(why for why, _, _ in skipped)
+    return Survey(references, dict(sorted(counts.items())))
+
+
+# Fewer files than this are walked in this process: forking costs more than they do.
+_PARALLEL_FROM = 16
+_FORKED: _Project | None = None  # the project a forked worker walks (inherited, warm)
+
+
+def _walk_all(
+    project: _Project, paths: list[str], workers: int
+) -> tuple[list[Use], set[tuple[str, str, int]]]:
+    """Walk ``paths``: in this process, or, for a large project where ``fork`` exists, in
+    ``workers`` forked processes that inherit the project's bindings already read (parsing
+    is most of the time, and files are independent given those)."""
+    global _FORKED  # noqa: PLW0603 - handed to forked workers, which inherit it
+    if workers <= 1 or len(paths) < _PARALLEL_FROM or "fork" not in mp.get_all_start_methods():
+        results = [_walk_file(project, path) for path in paths]
+    else:
+        _FORKED = project
+        try:
+            with mp.get_context("fork").Pool(workers) as pool:
+                results = pool.map(_walk_forked, paths, chunksize=4)
+        finally:
+            _FORKED = None
+    uses: list[Use] = []
+    skipped: set[tuple[str, str, int]] = set()
+    for walked, found in results:
+        uses.extend(walked)
+        skipped |= found
+    return uses, skipped
+
+
+def _walk_forked(path: str) -> tuple[list[Use], set[tuple[str, str, int]]]:
+    assert _FORKED is not None
+    return _walk_file(_FORKED, path)
+
+
+def _walk_file(project: _Project, path: str) -> tuple[list[Use], set[tuple[str, str, int]]]:
+    """One file's uses (with those of the helpers it hands a source to) and skips."""
+    walker = _Walker(project, path, emit=True)
+    walker.walk_module()
+    skipped, project.skipped = project.skipped, set()
+    return [*walker.uses, *project.drain_applied()], skipped
 
 
 # --- the project: its modules, their bindings and helpers ---------------------------------
@@ -297,7 +342,8 @@ class _Project:
         self._reaches: dict[str, bool] = {}
         self._applied: set[tuple[object, ...]] = set()
         self.applied_uses: list[Use] = []  # anchors found in helpers given a source
-        self.skipped: Counter[str] = Counter()
+        # (why, path, line): a set, so parallel walkers that meet the same site count it once
+        self.skipped: set[tuple[str, str, int]] = set()
 
     def text(self, path: str) -> bytes:
         if path not in self._text:
@@ -450,11 +496,18 @@ class _Project:
             return
         self._applied.add(key)
         if depth >= _MAX_APPLY_DEPTH:
-            self.skipped[f"source handed through more than {_MAX_APPLY_DEPTH} helpers"] += 1
+            self.skip(f"source handed through more than {_MAX_APPLY_DEPTH} helpers", function)
             return
         walker = _Walker(self, self.path_of[function.module], emit=True)
         walker.apply(function, values, selector=selector, selected=selected, depth=depth)
         self.applied_uses.extend(walker.uses)
+
+    def skip(self, why: str, function: ProjectFunction) -> None:
+        self.skipped.add((why, self.path_of[function.module], function.node.lineno))
+
+    def drain_applied(self) -> list[Use]:
+        found, self.applied_uses = self.applied_uses, []
+        return found
 
     def registered_anchors(self, registry: SourceRegistry) -> list[Use]:
         """The anchors of the functions registered in a declared source registry, applied
@@ -463,7 +516,7 @@ class _Project:
         for key, function in self._registrations(registry.registry):
             source = registry.source_of(key)
             if source is None:
-                self.skipped[f"registered in {registry.registry}[{key!r}]: no class given"] += 1
+                self.skip(f"registered in {registry.registry}[{key!r}]: no class given", function)
                 continue
             if not self.is_upstream(source):
                 continue
@@ -471,11 +524,11 @@ class _Project:
             if registry.parameter not in names or (
                 registry.selector is not None and registry.selector not in names
             ):
-                self.skipped[
-                    f"registered in {registry.registry}: {function.name} has no parameter "
-                    f"{registry.parameter!r}"
-                    + (f" or {registry.selector!r}" if registry.selector else "")
-                ] += 1
+                self.skip(
+                    f"registered in {registry.registry}: no parameter {registry.parameter!r}"
+                    + (f" or {registry.selector!r}" if registry.selector else ""),
+                    function,
+                )
                 continue
             pending = "{name}" in source
             text = Text(
@@ -487,16 +540,22 @@ class _Project:
         return found
 
     def _registrations(self, registry: str) -> Iterator[tuple[str, ProjectFunction]]:
-        """(key, function) for each ``REGISTRY["key"].append(f)`` / ``.extend([f, g])`` /
-        ``REGISTRY["key"] = [f, g]`` (``+=`` too) in the project."""
+        """(key, function) for each module-level ``REGISTRY["key"].append(f)`` /
+        ``.extend([f, g])`` / ``REGISTRY["key"] = [f, g]`` (``+=`` too) in the project."""
         module, _, name = registry.rpartition(".")
         for path in self.files:
             if name.encode() not in self.text(path):
                 continue
-            tree = self.tree(path)
             here = self.module_of[path]
+            # module-level code only: functions and classes stay unparsed
+            nodes = [
+                child
+                for statement in self.body(path)
+                if not isinstance(statement, Definition)
+                for child in ast.walk(statement)
+            ]
             aliases = {name} if here == module else set()
-            for node in ast.walk(tree):
+            for node in nodes:
                 if isinstance(node, ast.ImportFrom):
                     base = _absolute_module(here, path.endswith("__init__.py"), node)
                     aliases |= {
@@ -505,12 +564,18 @@ class _Project:
             if not aliases:
                 continue
             exports = self.exports(here)
-            for key, item in _registered(tree, aliases):
+            for key, item in _registered(nodes, aliases):
                 binding = exports.names.get(item.id) if isinstance(item, ast.Name) else None
                 if isinstance(binding, ProjectFunction):
                     yield key, binding
                 else:
-                    self.skipped[f"registered in {registry}: not a function of the project"] += 1
+                    self.skipped.add(
+                        (
+                            f"registered in {registry}: not a function of the project",
+                            path,
+                            item.lineno,
+                        )
+                    )
 
     def paths_to_walk(self) -> Iterator[str]:
         """The files that can reference upstream (see the module docstring)."""
@@ -560,7 +625,7 @@ def _absolute_module(module: str, is_package: bool, node: ast.ImportFrom) -> str
     return ".".join([*package, *([node.module] if node.module else [])])
 
 
-def _registered(tree: ast.Module, aliases: set[str]) -> Iterator[tuple[str, ast.expr]]:
+def _registered(nodes: list[ast.AST], aliases: set[str]) -> Iterator[tuple[str, ast.expr]]:
     """(key, registered expression) for the registrations into a mapping named ``aliases``."""
 
     def key_of(target: ast.expr) -> str | None:
@@ -574,7 +639,7 @@ def _registered(tree: ast.Module, aliases: set[str]) -> Iterator[tuple[str, ast.
             return target.slice.value
         return None
 
-    for node in ast.walk(tree):
+    for node in nodes:
         key, items = None, []
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
             key = key_of(node.func.value)
@@ -597,7 +662,8 @@ def _positional(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
 
 
 _IMPORT_STATEMENT = re.compile(
-    r"(?m)^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import|import[ \t]+([\w.]+))"
+    r"(?m)^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]*(\([^)]*\)|[^\n#;]*)"
+    r"|import[ \t]+([^\n#;]+))"
 )
 
 
@@ -735,17 +801,24 @@ class _Walker:
             return True
         if text is None:  # a function inside a module-level block: rare, walk it
             return False
-        return not any(
-            self.project.is_upstream(module) or self.project.reaches(module)
-            for module in self._imported(text)
-        )
+        return not any(self._import_reaches(m, names) for m, names in self._imported(text))
 
-    def _imported(self, text: str) -> Iterator[str]:
-        """The modules a function's import statements name, made absolute."""
+    def _imported(self, text: str) -> Iterator[tuple[str, tuple[str, ...] | None]]:
+        """The modules a function's import statements name, made absolute, with the names
+        taken from each (None: the module itself, or names not read: a star, a line
+        continued with a backslash)."""
         for match in _IMPORT_STATEMENT.finditer(text):
-            relative, dotted = match.group(1) or "", match.group(2) or match.group(3) or ""
+            if match.group(4) is not None:  # import a.b, c as d
+                for piece in match.group(4).split(","):
+                    if piece.split():
+                        yield piece.split()[0], None
+                continue
+            relative, dotted, taken = match.group(1), match.group(2), match.group(3).strip()
+            names = None
+            if "*" not in taken and not taken.endswith("\\"):
+                names = tuple(p.split()[0] for p in taken.strip("()").split(",") if p.split())
             if not relative:
-                yield dotted
+                yield dotted, names
                 continue
             package = self.module.split(".")
             if not self.is_package:
@@ -753,7 +826,26 @@ class _Walker:
             package = (
                 package[: len(package) - (len(relative) - 1)] if len(relative) > 1 else package
             )
-            yield ".".join([*package, *([dotted] if dotted else [])])
+            yield ".".join([*package, *([dotted] if dotted else [])]), names
+
+    def _import_reaches(self, module: str, names: tuple[str, ...] | None) -> bool:
+        """An import that can bind something upstream-bound: an upstream module, or names of
+        a project module that are bound to upstream (a module that reaches it, a helper
+        that reads sources)."""
+        project = self.project
+        if project.is_upstream(module):
+            return True
+        if names is None or module not in project.path_of:
+            return project.reaches(module)
+        for name in names:
+            binding = project.member(module, name)
+            if (
+                isinstance(binding, Upstream)
+                or (isinstance(binding, ProjectModule) and project.reaches(binding.name))
+                or (isinstance(binding, ProjectFunction) and project.takes_source(binding))
+            ):
+                return True
+        return False
 
     def bind_module_level(self) -> None:
         """Module-level bindings only (imports, aliases, constants, functions), so a
@@ -1448,7 +1540,7 @@ class _Walker:
             return ()
         value = self.value(argument.args[0])
         if not isinstance(value, Literals) or value.fragments:
-            self.skip("getsource(eval(...)) of a string not known statically")
+            self.skip("getsource(eval(...)) of a string not known statically", argument)
             return ()
         found = []
         for text in value.strings():
@@ -1468,7 +1560,7 @@ class _Walker:
             if isinstance(op, (ast.In, ast.NotIn)):
                 text = self.value(right)
                 if isinstance(text, Text) and self.done_test and isinstance(op, ast.In):
-                    self.skip("'if x in source: return' (x is what the patch would add)")
+                    self.skip("'if x in source: return' (x is what the patch would add)", node)
                 elif isinstance(text, Text):
                     self.anchors(text, self.value(left), node, regex=False)
             left = right
@@ -1518,14 +1610,14 @@ class _Walker:
         origins = set(text.origins)
         if text.pending is not None:
             if self.selected is None:
-                self.skip("anchor on a registered source where no test selected the method")
+                self.skip("anchor on a registered source where no test selected the method", node)
             else:
                 origins |= {text.pending.replace("{name}", name) for name in self.selected}
         for literal in anchor.strings():
             if any(literal in inserted for inserted in text.inserted):
                 continue  # the project's own text, put there by an earlier replace
             if _carries_own_name(literal, self.project.own_tokens):
-                self.skip("anchor naming the project's own marker (_unsloth_...)")
+                self.skip("anchor naming the project's own marker (_unsloth_...)", node)
                 continue
             for origin in sorted(origins):
                 self.use(Kind.ANCHOR, origin, node, anchor=prefix + literal, match=match)
@@ -1695,10 +1787,10 @@ class _Walker:
 
     # recording
 
-    def skip(self, why: str) -> None:
+    def skip(self, why: str, node: ast.AST) -> None:
         """Count something seen and deliberately not made a reference."""
         if self.emit:
-            self.project.skipped[why] += 1
+            self.project.skipped.add((why, self.path, getattr(node, "lineno", 0)))
 
     def use(
         self,
