@@ -233,3 +233,59 @@ def test_the_unsloth_example_declaration_loads():
     assert registry.registry == "unsloth.models.rl_replacements.RL_FUNCTIONS"
     assert registry.source_of("grpo_trainer") == "trl.trainer.grpo_trainer.GRPOTrainer.{name}"
     assert registry.source_of("no_such_trainer") is None
+
+
+def test_function_level_imports_decide_whether_a_function_is_read(tmp_path):
+    result = run(
+        tmp_path,
+        {
+            "pkg/bound.py": """\
+                from transformers import Trainer
+
+                def plain():
+                    return 1
+                """,
+            "pkg/m.py": """\
+                import transformers
+
+                def uses_a_plain_helper(x):
+                    from .bound import plain
+                    return plain.__name__, x.Trainer.compute_loss
+
+                def uses_the_bound_name():
+                    from .bound import (
+                        plain,
+                        Trainer,
+                    )
+                    return Trainer.training_step
+
+                def imports_two_modules():
+                    import os, peft
+                    return peft.PeftModel.forward
+                """,
+        },
+    )
+    attributes = {r.target for r in result.references if r.kind is Kind.ATTRIBUTE}
+    assert attributes == {"transformers.Trainer.training_step", "peft.PeftModel.forward"}
+
+
+def test_forked_workers_find_what_one_process_finds(tmp_path):
+    files = {
+        f"pkg/m{i}.py": f"""\
+            import inspect
+            from transformers import Trainer
+            from pkg.rl import RL_FUNCTIONS
+
+            def patch{i}():
+                src = inspect.getsource(Trainer.method{i})
+                if "x{i}" not in src:
+                    return
+                Trainer.method{i} = None
+            """
+        for i in range(20)
+    }
+    files.update(RL_FILES)
+    one = run(tmp_path, files, registries=[RL], workers=1)
+    forked = run(tmp_path, files, registries=[RL], workers=2)
+    assert forked == one
+    assert len([r for r in one.references if r.kind is Kind.ANCHOR]) == 20 + 4
