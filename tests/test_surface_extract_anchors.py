@@ -127,6 +127,13 @@ RL_FILES = {
             return function.replace("self.args.max_steps", "steps")
 
         FUNCS["grpo_trainer"] += [more]
+
+        def first(function_name, function):
+            if function_name == "train":
+                function = function.replace("self.state.global_step", "step")
+            return function
+
+        FUNCS["grpo_trainer"].insert(FUNCS["grpo_trainer"].index(more), first)
         """,
 }
 
@@ -139,6 +146,7 @@ def test_a_declared_registry_gives_its_functions_the_selected_methods_source(tmp
         (f"{sft}.compute_loss", r"loss\s*/\s*n"): (Match.REGEX, [("pkg/rl.py", 18)]),
         (f"{sft}.training_step", r"loss\s*/\s*n"): (Match.REGEX, [("pkg/rl.py", 18)]),
         (f"{grpo}.train", "self.args.max_steps"): (Match.EXACT, [("pkg/use.py", 6)]),
+        (f"{grpo}.train", "self.state.global_step"): (Match.EXACT, [("pkg/use.py", 12)]),
     }
     assert result.skipped == {
         # "already" and the marker: what the patch adds, not what it needs
@@ -288,4 +296,4 @@ def test_forked_workers_find_what_one_process_finds(tmp_path):
     one = run(tmp_path, files, registries=[RL], workers=1)
     forked = run(tmp_path, files, registries=[RL], workers=2)
     assert forked == one
-    assert len([r for r in one.references if r.kind is Kind.ANCHOR]) == 20 + 4
+    assert len([r for r in one.references if r.kind is Kind.ANCHOR]) == 20 + 5

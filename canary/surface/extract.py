@@ -541,7 +541,8 @@ class _Project:
 
     def _registrations(self, registry: str) -> Iterator[tuple[str, ProjectFunction]]:
         """(key, function) for each module-level ``REGISTRY["key"].append(f)`` /
-        ``.extend([f, g])`` / ``REGISTRY["key"] = [f, g]`` (``+=`` too) in the project."""
+        ``.insert(i, f)`` / ``.extend([f, g])`` / ``REGISTRY["key"] = [f, g]`` (``+=`` too)
+        in the project."""
         module, _, name = registry.rpartition(".")
         for path in self.files:
             if name.encode() not in self.text(path):
@@ -653,6 +654,8 @@ def _registered(nodes: list[ast.AST], aliases: set[str]) -> Iterator[tuple[str, 
             key = key_of(node.func.value)
             if node.func.attr == "append":
                 items = [node.args[0]]
+            elif node.func.attr == "insert" and len(node.args) > 1:
+                items = [node.args[1]]
             elif node.func.attr == "extend" and isinstance(node.args[0], (ast.List, ast.Tuple)):
                 items = list(node.args[0].elts)
         elif isinstance(node, (ast.Assign, ast.AugAssign)):
