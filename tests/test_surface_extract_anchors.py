@@ -297,3 +297,57 @@ def test_forked_workers_find_what_one_process_finds(tmp_path):
     forked = run(tmp_path, files, registries=[RL], workers=2)
     assert forked == one
     assert len([r for r in one.references if r.kind is Kind.ANCHOR]) == 20 + 5
+
+
+def test_an_upstream_object_given_to_a_helper_is_patched_and_read_there(tmp_path):
+    result = run(
+        tmp_path,
+        {
+            "pkg/utils.py": """\
+                import inspect
+
+                def patch_function(target, name, new, force=False):
+                    if not hasattr(target, name):
+                        return False
+                    setattr(target, f"_pkg_original_{name}", getattr(target, name))
+                    setattr(target, name, new)
+                    return True
+
+                def fix_init(module):
+                    source = inspect.getsource(module.__init__)
+                    return source.replace("self.scaling =", "self.scaling = 1 *")
+
+                def describe(model_class):
+                    return model_class.__name__
+                """,
+            "pkg/m.py": """\
+                from transformers.models.llama.modeling_llama import LlamaAttention, LlamaMLP
+                from pkg.utils import patch_function, fix_init, describe
+
+                def mlp_forward(self, x):
+                    return x
+
+                patch_function(LlamaMLP, "forward", mlp_forward)
+                patch_function(target=LlamaAttention, name="forward", new=None)
+                fix_init(LlamaAttention)
+                describe(LlamaMLP)
+                """,
+        },
+    )
+    llama = "transformers.models.llama.modeling_llama"
+    by_kind = {
+        kind: {(r.target, r.anchor, tuple((s.path, s.line, s.guarded) for s in r.sites))
+               for r in result.references if r.kind is kind}
+        for kind in (Kind.PATCH, Kind.SOURCE, Kind.ANCHOR)
+    }  # fmt: skip
+    # the helper's own hasattr test guards its setattr; its _pkg_original_* stash is its own
+    assert by_kind[Kind.PATCH] == {
+        (f"{llama}.LlamaMLP.forward", None, (("pkg/utils.py", 7, True),)),
+        (f"{llama}.LlamaAttention.forward", None, (("pkg/utils.py", 7, True),)),
+    }
+    assert by_kind[Kind.SOURCE] == {
+        (f"{llama}.LlamaAttention.__init__", None, (("pkg/utils.py", 11, False),))
+    }
+    assert by_kind[Kind.ANCHOR] == {
+        (f"{llama}.LlamaAttention.__init__", "self.scaling =", (("pkg/utils.py", 12, False),))
+    }

@@ -33,6 +33,18 @@ What is followed, and where it stops:
   over lists or dicts of ``(old, new)`` pairs, concatenation, and f-strings: fully literal
   ones whole, others as their literal fragments, each of which must be there. Text the
   project inserted itself (the new side of an earlier ``.replace``) is not an anchor.
+- **Across functions**: a project function called with a source text, or with an upstream
+  object, is walked as called (literal arguments too): the anchors it applies to the text,
+  and the sources it reads and patches it makes through the object (``patch_function(cls,
+  "forward", f)`` doing ``setattr(cls, name, f)``), are references at its own lines.
+  ``getsource(eval(<literal>))`` reads the object the literal names. Functions registered in
+  a run-time registry get their source from a ``source_registries`` declaration in
+  ``[tool.canary.surface]``, narrowed by the tests on the method-name parameter.
+- **Not anchors** (skipped and counted in :class:`Survey`, never guessed): ``x in source``
+  in the test of an ``if`` that returns (x is what the patch would add: without it the patch
+  goes on), text naming the project's own markers (``_unsloth_*``), an anchor on a
+  registered source where no test selected the method, ``getsource(eval(...))`` of a string
+  not known statically.
 - **Guarded** sites: inside ``try`` with a handler or ``with suppress(...)``, under a test
   :mod:`canary.surface.guards` recognises, or in a ``hasattr`` / three-argument ``getattr``
   itself. ``if TYPE_CHECKING:`` blocks never run and are skipped.
@@ -62,6 +74,7 @@ from __future__ import annotations
 import ast
 import builtins
 import fnmatch
+import itertools
 import multiprocessing as mp
 import os
 import re
@@ -336,6 +349,7 @@ class _Project:
         self._exports: dict[str, _Exports] = {}
         self._summaries: dict[int, tuple[Value | None, tuple[str, ...]]] = {}
         self._takes_source: dict[int, bool] = {}
+        self._acts_on_objects: dict[int, bool] = {}
         self._lines: dict[str, list[bytes]] = {}
         self._bodies: dict[str, list[Statement]] = {}
         self._source_readers: dict[str, bool] = {}
@@ -459,6 +473,23 @@ class _Project:
             self._summaries[key] = walker.summarise(function)
         return self._summaries[key]
 
+    def acts_on_objects(self, function: ProjectFunction) -> bool:
+        """The function reads a source or sets an attribute (``patch_function(cls,
+        "forward", f)``): an upstream object given to it may be patched or read."""
+        key = id(function.definition)
+        if key not in self._acts_on_objects:
+            definition = function.definition
+            text = definition.text if isinstance(definition, Definition) else None
+            if text is not None and "getsource" not in text and "setattr" not in text:
+                self._acts_on_objects[key] = False
+            else:
+                self._acts_on_objects[key] = any(
+                    (isinstance(n, ast.Name) and n.id in ("getsource", "setattr"))
+                    or (isinstance(n, ast.Attribute) and n.attr == "getsource")
+                    for n in ast.walk(function.node)
+                )
+        return self._acts_on_objects[key]
+
     def takes_source(self, function: ProjectFunction) -> bool:
         """The helper calls ``getsource`` itself (or it could not return a source)."""
         key = id(function.definition)
@@ -482,15 +513,16 @@ class _Project:
     def apply(
         self,
         function: ProjectFunction,
-        values: Mapping[int, Value],
+        values: Mapping[int, Value | Upstream],
         *,
         selector: int | None = None,
         selected: frozenset[str] | None = None,
         depth: int = 0,
     ) -> None:
         """Walk a project function as called with ``values`` at its positional parameters
-        (a source text among them): the anchors it applies to that text are the text's, at
-        the function's own lines. Once per distinct call."""
+        (a source text or an upstream object among them): the anchors it applies to that
+        text are the text's, and the sources it reads and the patches it makes through that
+        object are references, at the function's own lines. Once per distinct call."""
         key = (id(function.definition), repr(sorted(values.items())), selector, selected)
         if key in self._applied:
             return
@@ -768,6 +800,7 @@ class _Walker:
         # that source is, and the methods the tests on it selected (None: any)
         self.applying = False
         self.depth = 0
+        self.passed: set[str] = set()  # the upstream objects given to the applied function
         self.selector: str | None = None
         self.selected: frozenset[str] | None = None
         self.done_test = False  # evaluating the test of an if whose body returns
@@ -871,7 +904,7 @@ class _Walker:
     def apply(
         self,
         function: ProjectFunction,
-        values: Mapping[int, Value],
+        values: Mapping[int, Value | Upstream],
         *,
         selector: int | None,
         selected: frozenset[str] | None,
@@ -886,7 +919,12 @@ class _Walker:
         for arg in _arguments(node.args):
             self.scope.names[arg] = None
         for index, value in values.items():
-            if index < len(names):
+            if index >= len(names):
+                continue
+            if isinstance(value, Upstream):
+                self.scope.names[names[index]] = value
+                self.passed.add(value.path)
+            else:
                 self.scope.values[names[index]] = value
         self.selector = names[selector] if selector is not None and selector < len(names) else None
         self.selected = selected
@@ -1514,24 +1552,24 @@ class _Walker:
             self.use(Kind.SOURCE, path, node)
 
     def _apply(self, callee: ProjectFunction, node: ast.Call) -> None:
-        """A project function given a source text: its anchors are that text's."""
+        """A project function given a source text or an upstream object: what it does with
+        them is the caller's (anchors on the text, a source read or a patch made through the
+        object)."""
         names = _positional(callee.node)
-        values: dict[int, Value] = {}
+        positional = itertools.takewhile(lambda a: not isinstance(a, ast.Starred), node.args)
+        arguments = dict(enumerate(positional))
+        arguments.update((names.index(k.arg), k.value) for k in node.keywords if k.arg in names)
+        values: dict[int, Value | Upstream] = {}
         selector = None
-        for index, argument in enumerate(node.args):
-            if isinstance(argument, ast.Starred):
-                break
+        for index, argument in arguments.items():
             if self.selector is not None and _is_name(argument, self.selector):
                 selector = index
-            value = self.value(argument)
+            binding, _, complete = self.chain(argument)
+            value = binding if isinstance(binding, Upstream) and complete else self.value(argument)
             if value is not None:
                 values[index] = value
-        for keyword in node.keywords:
-            if keyword.arg in names:
-                value = self.value(keyword.value)
-                if value is not None:
-                    values[names.index(keyword.arg)] = value
-        if any(isinstance(v, Text) for v in values.values()):
+        given = {type(v) for v in values.values()}
+        if Text in given or (Upstream in given and self.project.acts_on_objects(callee)):
             self.project.apply(
                 callee,
                 values,
@@ -1820,8 +1858,15 @@ class _Walker:
         stash: str | None = None,
         constant: bool = False,
     ) -> None:
-        if not self.emit or (self.applying and kind is not Kind.ANCHOR):
+        if not self.emit:
             return
+        if self.applying and kind is not Kind.ANCHOR:
+            # the plain walk records the rest; what was given to the function is new
+            through = kind in (Kind.SOURCE, Kind.PATCH) and any(
+                target == p or target.startswith(f"{p}.") for p in self.passed
+            )
+            if not through:
+                return
         self.uses.append(
             Use(
                 kind=kind,
