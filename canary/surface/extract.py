@@ -795,6 +795,7 @@ class _Walker:
         self.returns: Value | None = None
         self.summarising = False
         self.interesting: frozenset[str] | None = None
+        self.checked: ast.stmt | None = None  # the definition _skippable passed last
         # applying a function to a source (Project.apply): only its anchors are recorded
         # (its other references are the plain walk's); the parameter naming the method
         # that source is, and the methods the tests on it selected (None: any)
@@ -835,6 +836,8 @@ class _Walker:
         could find nothing (most of a large project's code)."""
         if self.scope is not self.module_scope or self.interesting is None:
             return False
+        if node is self.checked:
+            return False  # its Definition was just found worth walking
         if isinstance(node, Definition):
             names, text = node.identifiers, node.text
         else:
@@ -984,6 +987,7 @@ class _Walker:
         """A top-level function or class not parsed yet: bound by name, parsed only to be
         walked."""
         if nested and not self._skippable(definition):
+            self.checked = definition.node
             self.statement(definition.node, nested=nested)
         elif definition.kind == "def":
             self.bind(definition.name, ProjectFunction(self.module, definition.name, definition))
