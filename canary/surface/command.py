@@ -145,6 +145,7 @@ def _extract(options: SurfaceOptions, run: Run) -> list[Surface]:
             loaded.files,
             upstream=upstream,
             own_attributes=loaded.config.own_attributes,
+            registries=loaded.config.source_registries,
         )
         surfaces.append(Surface(loaded.target, references, _expected_absent(loaded.config)))
     return surfaces

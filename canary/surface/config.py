@@ -15,15 +15,30 @@ of the project's own table, not merged with it::
     kind = "attribute"                    # optional: import, attribute, patch, source, anchor
     reason = "removed in 4.48; the fallback path handles it"
 
+    [[tool.canary.surface.source_registries]]
+    registry = "unsloth.models.rl_replacements.RL_FUNCTIONS"  # the project's dotted name
+    parameter = "function"        # the parameter of each registered function holding a source
+    selector = "function_name"    # optional: the parameter naming the method that source is
+    source = "trl.trainer.{key}.{class}.{name}"
+    classes = { grpo_trainer = "GRPOTrainer" }   # what {class} is for each key
+
 ``target`` is an fnmatch pattern on the reference's dotted target (``*`` crosses dots).
+
+A source registry declares what extraction cannot see: functions registered in a mapping of
+lists (``REGISTRY["key"].append(f)``) that the project later calls with the source of an
+upstream object it finds at run time. ``source`` names that object: ``{key}`` is the key the
+function was registered under, ``{class}`` the ``classes`` entry for it, ``{name}`` each
+method the ``selector`` parameter is compared with (``if function_name != "train": return
+function``); an anchor where no comparison selected a method has no target and is skipped.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import re
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,8 +54,10 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 TABLE = "[tool.canary.surface]"
-_KEYS = frozenset({"expected_absent", "own_attributes", "exclude"})
+_KEYS = frozenset({"expected_absent", "own_attributes", "exclude", "source_registries"})
 _ENTRY_KEYS = frozenset({"target", "package", "versions", "kind", "reason"})
+_REGISTRY_KEYS = frozenset({"registry", "parameter", "selector", "source", "classes"})
+_PLACEHOLDERS = re.compile(r"\{(\w*)\}")
 
 
 @dataclass(frozen=True)
@@ -70,8 +87,29 @@ class ExpectedAbsent:
 
 
 @dataclass(frozen=True)
+class SourceRegistry:
+    """Functions registered in ``registry[key]`` get, in ``parameter``, the source of
+    ``source`` (a template of ``{key}``, ``{class}`` and ``{name}``)."""
+
+    registry: str  # dotted: the project module and the mapping's name in it
+    parameter: str
+    source: str
+    selector: str | None = None
+    classes: Mapping[str, str] = field(default_factory=dict)
+
+    def source_of(self, key: str) -> str | None:
+        """The dotted source for functions registered under ``key``, ``{name}`` left in;
+        None when ``{class}`` is asked for and ``classes`` has no entry for ``key``."""
+        if "{class}" in self.source and key not in self.classes:
+            return None
+        filled = self.source.replace("{key}", key).replace("{class}", self.classes.get(key, ""))
+        return filled
+
+
+@dataclass(frozen=True)
 class SurfaceConfig:
     expected_absent: tuple[ExpectedAbsent, ...] = ()
+    source_registries: tuple[SourceRegistry, ...] = ()
     own_attributes: tuple[str, ...] = ()  # fnmatch patterns of attribute names
     exclude: tuple[str, ...] = ()  # fnmatch patterns of "/"-separated file paths
     origin: str | None = None  # the file it was read from
@@ -114,8 +152,15 @@ def config_from_table(table: Mapping[str, Any], *, origin: str) -> SurfaceConfig
             f"{origin}: expected_absent in {TABLE} must be an array of tables "
             f"([[tool.canary.surface.expected_absent]])"
         )
+    registries = table.get("source_registries", [])
+    if not isinstance(registries, list):
+        raise ConfigError(
+            f"{origin}: source_registries in {TABLE} must be an array of tables "
+            f"([[tool.canary.surface.source_registries]])"
+        )
     return SurfaceConfig(
         expected_absent=tuple(_entry(e, i, origin) for i, e in enumerate(entries)),
+        source_registries=tuple(_registry(r, i, origin) for i, r in enumerate(registries)),
         own_attributes=_strings(table, "own_attributes", origin),
         exclude=_strings(table, "exclude", origin),
         origin=origin,
@@ -172,4 +217,52 @@ def _entry(entry: object, index: int, origin: str) -> ExpectedAbsent:
         package=entry.get("package"),
         versions=versions,
         kind=Kind(kind) if kind is not None else None,
+    )
+
+
+def _registry(entry: object, index: int, origin: str) -> SourceRegistry:
+    where = f"{origin}: source_registries[{index}]"
+    if not isinstance(entry, Mapping):
+        raise ConfigError(f"{where} must be a table with registry, parameter and source")
+    unknown = sorted(set(entry) - _REGISTRY_KEYS)
+    if unknown:
+        raise ConfigError(
+            f"{where}: unknown key {unknown[0]!r}; the keys are {', '.join(sorted(_REGISTRY_KEYS))}"
+        )
+    for key in ("registry", "parameter", "source"):
+        if not isinstance(entry.get(key), str) or not entry[key].strip():
+            raise ConfigError(f"{where}: {key} is required (a non-empty string)")
+    if "." not in entry["registry"]:
+        raise ConfigError(
+            f"{where}: registry {entry['registry']!r} must be dotted: the project module and "
+            f"the mapping's name in it (mypkg.rl.RL_FUNCTIONS)"
+        )
+    selector = entry.get("selector")
+    if selector is not None and (not isinstance(selector, str) or not selector):
+        raise ConfigError(f"{where}: selector must be a parameter name (a non-empty string)")
+    classes = entry.get("classes", {})
+    if not isinstance(classes, Mapping) or not all(
+        isinstance(v, str) and v for v in classes.values()
+    ):
+        raise ConfigError(f'{where}: classes must be a table of strings ({{ key = "Class" }})')
+    source = entry["source"]
+    placeholders = set(_PLACEHOLDERS.findall(source))
+    if placeholders - {"key", "class", "name"}:
+        bad = sorted(placeholders - {"key", "class", "name"})[0]
+        raise ConfigError(
+            f"{where}: source has {{{bad}}}; the placeholders are {{key}}, {{class}}, {{name}}"
+        )
+    if ("name" in placeholders) != (selector is not None):
+        raise ConfigError(
+            f"{where}: source {source!r} and selector go together: {{name}} is the method "
+            f"the selector parameter is compared with; give both or neither"
+        )
+    if "class" in placeholders and not classes:
+        raise ConfigError(f'{where}: source uses {{class}}: give classes = {{ key = "Class" }}')
+    return SourceRegistry(
+        registry=entry["registry"],
+        parameter=entry["parameter"],
+        source=source,
+        selector=selector,
+        classes=dict(classes),
     )

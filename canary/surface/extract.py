@@ -33,6 +33,18 @@ What is followed, and where it stops:
   over lists or dicts of ``(old, new)`` pairs, concatenation, and f-strings: fully literal
   ones whole, others as their literal fragments, each of which must be there. Text the
   project inserted itself (the new side of an earlier ``.replace``) is not an anchor.
+- **Across functions**: a project function called with a source text, or with an upstream
+  object, is walked as called (literal arguments too): the anchors it applies to the text,
+  and the sources it reads and patches it makes through the object (``patch_function(cls,
+  "forward", f)`` doing ``setattr(cls, name, f)``), are references at its own lines.
+  ``getsource(eval(<literal>))`` reads the object the literal names. Functions registered in
+  a run-time registry get their source from a ``source_registries`` declaration in
+  ``[tool.canary.surface]``, narrowed by the tests on the method-name parameter.
+- **Not anchors** (skipped and counted in :class:`Survey`, never guessed): ``x in source``
+  in the test of an ``if`` that returns (x is what the patch would add: without it the patch
+  goes on), text naming the project's own markers (``_unsloth_*``), an anchor on a
+  registered source where no test selected the method, ``getsource(eval(...))`` of a string
+  not known statically.
 - **Guarded** sites: inside ``try`` with a handler or ``with suppress(...)``, under a test
   :mod:`canary.surface.guards` recognises, or in a ``hasattr`` / three-argument ``getattr``
   itself. ``if TYPE_CHECKING:`` blocks never run and are skipped.
@@ -62,15 +74,20 @@ from __future__ import annotations
 import ast
 import builtins
 import fnmatch
+import itertools
+import multiprocessing as mp
+import os
 import re
 import sys
-from collections.abc import Callable, Collection, Iterable, Iterator
-from dataclasses import dataclass, field
+from collections import Counter
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from canary.errors import ParseError
 from canary.surface import guards
+from canary.surface.config import SourceRegistry
 from canary.surface.model import Kind, Match, Reference, Site
 from canary.surface.segments import Definition, Statement, split_module
 from canary.surface.texts import (
@@ -206,25 +223,98 @@ class Use:
     constant: bool = False  # set to a literal (True, a name): a marker
 
 
+@dataclass(frozen=True)
+class Survey:
+    """What extraction found, and what it saw but could not follow (reason -> sites): an
+    anchor with no certain target is left out, never guessed (a wrong target is a false
+    alarm)."""
+
+    references: tuple[Reference, ...]
+    skipped: Mapping[str, int]
+
+
 def extract(
     root: Path,
     files: Iterable[str],
     *,
     upstream: Collection[str],
     own_attributes: Collection[str] = (),
+    registries: Collection[SourceRegistry] = (),
 ) -> tuple[Reference, ...]:
     """The references of the project at ``root`` (``files`` relative, "/"-separated) to the
     packages whose import names are ``upstream``, one per key with every site, sorted.
     ``own_attributes``: fnmatch patterns of attribute names the project puts on upstream
-    objects itself (beyond those carrying its name)."""
+    objects itself (beyond those carrying its name); ``registries``: the project's source
+    registries (``[tool.canary.surface]``)."""
+    return survey(
+        root, files, upstream=upstream, own_attributes=own_attributes, registries=registries
+    ).references
+
+
+def survey(
+    root: Path,
+    files: Iterable[str],
+    *,
+    upstream: Collection[str],
+    own_attributes: Collection[str] = (),
+    registries: Collection[SourceRegistry] = (),
+    workers: int | None = None,
+) -> Survey:
+    """:func:`extract`, with what could not be followed. ``workers``: processes to walk a
+    large project's files in (default: one per CPU; 1: this process only)."""
     project = _Project(root, tuple(files), frozenset(upstream))
-    uses: list[Use] = []
-    for path in project.paths_to_walk():
-        walker = _Walker(project, path, emit=True)
-        walker.walk_module()
-        uses.extend(walker.uses)
+    paths = list(project.paths_to_walk())
+    uses, skipped = _walk_all(project, paths, os.cpu_count() if workers is None else workers)
+    for registry in registries:
+        uses.extend(project.registered_anchors(registry))
+    uses.extend(project.drain_applied())
+    skipped |= project.skipped
     own = _own_targets(uses, project.own_tokens, tuple(own_attributes))
-    return _merge(use for use in uses if not _is_own(use, own))
+    references = _merge(use for use in uses if not _is_own(use, own))
+    counts = Counter(why for why, _, _ in skipped)
+    return Survey(references, dict(sorted(counts.items())))
+
+
+# Fewer files than this are walked in this process: forking costs more than they do.
+_PARALLEL_FROM = 16
+_FORKED: _Project | None = None  # the project a forked worker walks (inherited, warm)
+
+
+def _walk_all(
+    project: _Project, paths: list[str], workers: int
+) -> tuple[list[Use], set[tuple[str, str, int]]]:
+    """Walk ``paths``: in this process, or, for a large project where ``fork`` exists, in
+    ``workers`` forked processes that inherit the project's bindings already read (parsing
+    is most of the time, and files are independent given those)."""
+    global _FORKED  # noqa: PLW0603 - handed to forked workers, which inherit it
+    if workers <= 1 or len(paths) < _PARALLEL_FROM or "fork" not in mp.get_all_start_methods():
+        results = [_walk_file(project, path) for path in paths]
+    else:
+        _FORKED = project
+        try:
+            with mp.get_context("fork").Pool(workers) as pool:
+                results = pool.map(_walk_forked, paths, chunksize=4)
+        finally:
+            _FORKED = None
+    uses: list[Use] = []
+    skipped: set[tuple[str, str, int]] = set()
+    for walked, found in results:
+        uses.extend(walked)
+        skipped |= found
+    return uses, skipped
+
+
+def _walk_forked(path: str) -> tuple[list[Use], set[tuple[str, str, int]]]:
+    assert _FORKED is not None
+    return _walk_file(_FORKED, path)
+
+
+def _walk_file(project: _Project, path: str) -> tuple[list[Use], set[tuple[str, str, int]]]:
+    """One file's uses (with those of the helpers it hands a source to) and skips."""
+    walker = _Walker(project, path, emit=True)
+    walker.walk_module()
+    skipped, project.skipped = project.skipped, set()
+    return [*walker.uses, *project.drain_applied()], skipped
 
 
 # --- the project: its modules, their bindings and helpers ---------------------------------
@@ -259,10 +349,15 @@ class _Project:
         self._exports: dict[str, _Exports] = {}
         self._summaries: dict[int, tuple[Value | None, tuple[str, ...]]] = {}
         self._takes_source: dict[int, bool] = {}
+        self._acts_on_objects: dict[int, bool] = {}
         self._lines: dict[str, list[bytes]] = {}
         self._bodies: dict[str, list[Statement]] = {}
         self._source_readers: dict[str, bool] = {}
         self._reaches: dict[str, bool] = {}
+        self._applied: set[tuple[object, ...]] = set()
+        self.applied_uses: list[Use] = []  # anchors found in helpers given a source
+        # (why, path, line): a set, so parallel walkers that meet the same site count it once
+        self.skipped: set[tuple[str, str, int]] = set()
 
     def text(self, path: str) -> bytes:
         if path not in self._text:
@@ -378,6 +473,23 @@ class _Project:
             self._summaries[key] = walker.summarise(function)
         return self._summaries[key]
 
+    def acts_on_objects(self, function: ProjectFunction) -> bool:
+        """The function reads a source or sets an attribute (``patch_function(cls,
+        "forward", f)``): an upstream object given to it may be patched or read."""
+        key = id(function.definition)
+        if key not in self._acts_on_objects:
+            definition = function.definition
+            text = definition.text if isinstance(definition, Definition) else None
+            if text is not None and "getsource" not in text and "setattr" not in text:
+                self._acts_on_objects[key] = False
+            else:
+                self._acts_on_objects[key] = any(
+                    (isinstance(n, ast.Name) and n.id in ("getsource", "setattr"))
+                    or (isinstance(n, ast.Attribute) and n.attr == "getsource")
+                    for n in ast.walk(function.node)
+                )
+        return self._acts_on_objects[key]
+
     def takes_source(self, function: ProjectFunction) -> bool:
         """The helper calls ``getsource`` itself (or it could not return a source)."""
         key = id(function.definition)
@@ -398,13 +510,117 @@ class _Project:
             self._source_readers[path] = b"getsource" in self.text(path)
         return self._source_readers[path]
 
+    def apply(
+        self,
+        function: ProjectFunction,
+        values: Mapping[int, Value | Upstream],
+        *,
+        selector: int | None = None,
+        selected: frozenset[str] | None = None,
+        depth: int = 0,
+    ) -> None:
+        """Walk a project function as called with ``values`` at its positional parameters
+        (a source text or an upstream object among them): the anchors it applies to that
+        text are the text's, and the sources it reads and the patches it makes through that
+        object are references, at the function's own lines. Once per distinct call."""
+        key = (id(function.definition), repr(sorted(values.items())), selector, selected)
+        if key in self._applied:
+            return
+        self._applied.add(key)
+        if depth >= _MAX_APPLY_DEPTH:
+            self.skip(f"source handed through more than {_MAX_APPLY_DEPTH} helpers", function)
+            return
+        walker = _Walker(self, self.path_of[function.module], emit=True)
+        walker.apply(function, values, selector=selector, selected=selected, depth=depth)
+        self.applied_uses.extend(walker.uses)
+
+    def skip(self, why: str, function: ProjectFunction) -> None:
+        self.skipped.add((why, self.path_of[function.module], function.node.lineno))
+
+    def drain_applied(self) -> list[Use]:
+        found, self.applied_uses = self.applied_uses, []
+        return found
+
+    def registered_anchors(self, registry: SourceRegistry) -> list[Use]:
+        """The anchors of the functions registered in a declared source registry, applied
+        to the source it declares."""
+        before = len(self.applied_uses)
+        for key, function in self._registrations(registry.registry):
+            source = registry.source_of(key)
+            if source is None:
+                self.skip(f"registered in {registry.registry}[{key!r}]: no class given", function)
+                continue
+            if not self.is_upstream(source):
+                continue
+            names = _positional(function.node)
+            if registry.parameter not in names or (
+                registry.selector is not None and registry.selector not in names
+            ):
+                self.skip(
+                    f"registered in {registry.registry}: no parameter {registry.parameter!r}"
+                    + (f" or {registry.selector!r}" if registry.selector else ""),
+                    function,
+                )
+                continue
+            pending = "{name}" in source
+            text = Text(
+                frozenset() if pending else frozenset({source}), pending=source if pending else None
+            )
+            selector = names.index(registry.selector) if registry.selector else None
+            self.apply(function, {names.index(registry.parameter): text}, selector=selector)
+        found, self.applied_uses = self.applied_uses[before:], self.applied_uses[:before]
+        return found
+
+    def _registrations(self, registry: str) -> Iterator[tuple[str, ProjectFunction]]:
+        """(key, function) for each module-level ``REGISTRY["key"].append(f)`` /
+        ``.insert(i, f)`` / ``.extend([f, g])`` / ``REGISTRY["key"] = [f, g]`` (``+=`` too)
+        in the project."""
+        module, _, name = registry.rpartition(".")
+        for path in self.files:
+            if name.encode() not in self.text(path):
+                continue
+            here = self.module_of[path]
+            # module-level code only: functions and classes stay unparsed
+            nodes = [
+                child
+                for statement in self.body(path)
+                if not isinstance(statement, Definition)
+                for child in ast.walk(statement)
+            ]
+            aliases = {name} if here == module else set()
+            for node in nodes:
+                if isinstance(node, ast.ImportFrom):
+                    base = _absolute_module(here, path.endswith("__init__.py"), node)
+                    aliases |= {
+                        a.asname or a.name for a in node.names if base == module and a.name == name
+                    }
+            if not aliases:
+                continue
+            exports = self.exports(here)
+            for key, item in _registered(nodes, aliases):
+                binding = exports.names.get(item.id) if isinstance(item, ast.Name) else None
+                if isinstance(binding, ProjectFunction):
+                    yield key, binding
+                else:
+                    self.skipped.add(
+                        (
+                            f"registered in {registry}: not a function of the project",
+                            path,
+                            item.lineno,
+                        )
+                    )
+
     def paths_to_walk(self) -> Iterator[str]:
         """The files that can reference upstream (see the module docstring)."""
         names = "|".join(re.escape(n) for n in sorted(self.upstream))
         mentions = re.compile(rb"\b(?:" + names.encode() + rb")\b|getsource")
+        needles = [n.encode() for n in (*self.upstream, "getsource")]
         walked, rest = [], []
         for path in self.files:
-            (walked if mentions.search(self.text(path)) else rest).append(path)
+            text = self.text(path)
+            # a substring test first: most files name none, and it is ten times cheaper
+            named = any(n in text for n in needles) and mentions.search(text)
+            (walked if named else rest).append(path)
         yield from walked
         if not rest:
             return
@@ -424,13 +640,73 @@ class _Project:
         }
         for path in rest:
             text = self.text(path)
-            if imports_project.search(text) and reexported & set(_IDENTIFIER.findall(text)):
+            if (
+                imports_project.search(text)
+                and any(name in text for name in reexported)
+                and reexported & set(_IDENTIFIER.findall(text))
+            ):
                 yield path
 
 
 _IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+# A source handed on through more helpers than this is not followed (and counted).
+_MAX_APPLY_DEPTH = 4
+
+
+def _absolute_module(module: str, is_package: bool, node: ast.ImportFrom) -> str | None:
+    """The absolute module ``from <node.module> import ...`` names inside ``module``."""
+    if not node.level:
+        return node.module
+    package = module.split(".")
+    if not is_package:
+        package = package[:-1]
+    if node.level - 1 > len(package):
+        return None
+    package = package[: len(package) - (node.level - 1)]
+    return ".".join([*package, *([node.module] if node.module else [])])
+
+
+def _registered(nodes: list[ast.AST], aliases: set[str]) -> Iterator[tuple[str, ast.expr]]:
+    """(key, registered expression) for the registrations into a mapping named ``aliases``."""
+
+    def key_of(target: ast.expr) -> str | None:
+        if (
+            isinstance(target, ast.Subscript)
+            and isinstance(target.value, ast.Name)
+            and target.value.id in aliases
+            and isinstance(target.slice, ast.Constant)
+            and isinstance(target.slice.value, str)
+        ):
+            return target.slice.value
+        return None
+
+    for node in nodes:
+        key, items = None, []
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
+            key = key_of(node.func.value)
+            if node.func.attr == "append":
+                items = [node.args[0]]
+            elif node.func.attr == "insert" and len(node.args) > 1:
+                items = [node.args[1]]
+            elif node.func.attr == "extend" and isinstance(node.args[0], (ast.List, ast.Tuple)):
+                items = list(node.args[0].elts)
+        elif isinstance(node, (ast.Assign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if isinstance(node.value, (ast.List, ast.Tuple)):
+                key = next((k for k in map(key_of, targets) if k is not None), None)
+                items = list(node.value.elts)
+        if key is not None:
+            for item in items:
+                yield key, item
+
+
+def _positional(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
+    return [a.arg for a in (*node.args.posonlyargs, *node.args.args)]
+
+
 _IMPORT_STATEMENT = re.compile(
-    r"(?m)^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import|import[ \t]+([\w.]+))"
+    r"(?m)^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]*(\([^)]*\)|[^\n#;]*)"
+    r"|import[ \t]+([^\n#;]+))"
 )
 
 
@@ -519,6 +795,16 @@ class _Walker:
         self.returns: Value | None = None
         self.summarising = False
         self.interesting: frozenset[str] | None = None
+        self.checked: ast.stmt | None = None  # the definition _skippable passed last
+        # applying a function to a source (Project.apply): only its anchors are recorded
+        # (its other references are the plain walk's); the parameter naming the method
+        # that source is, and the methods the tests on it selected (None: any)
+        self.applying = False
+        self.depth = 0
+        self.passed: set[str] = set()  # the upstream objects given to the applied function
+        self.selector: str | None = None
+        self.selected: frozenset[str] | None = None
+        self.done_test = False  # evaluating the test of an if whose body returns
 
     # entry points
 
@@ -550,6 +836,8 @@ class _Walker:
         could find nothing (most of a large project's code)."""
         if self.scope is not self.module_scope or self.interesting is None:
             return False
+        if node is self.checked:
+            return False  # its Definition was just found worth walking
         if isinstance(node, Definition):
             names, text = node.identifiers, node.text
         else:
@@ -560,17 +848,24 @@ class _Walker:
             return True
         if text is None:  # a function inside a module-level block: rare, walk it
             return False
-        return not any(
-            self.project.is_upstream(module) or self.project.reaches(module)
-            for module in self._imported(text)
-        )
+        return not any(self._import_reaches(m, names) for m, names in self._imported(text))
 
-    def _imported(self, text: str) -> Iterator[str]:
-        """The modules a function's import statements name, made absolute."""
+    def _imported(self, text: str) -> Iterator[tuple[str, tuple[str, ...] | None]]:
+        """The modules a function's import statements name, made absolute, with the names
+        taken from each (None: the module itself, or names not read: a star, a line
+        continued with a backslash)."""
         for match in _IMPORT_STATEMENT.finditer(text):
-            relative, dotted = match.group(1) or "", match.group(2) or match.group(3) or ""
+            if match.group(4) is not None:  # import a.b, c as d
+                for piece in match.group(4).split(","):
+                    if piece.split():
+                        yield piece.split()[0], None
+                continue
+            relative, dotted, taken = match.group(1), match.group(2), match.group(3).strip()
+            names = None
+            if "*" not in taken and not taken.endswith("\\"):
+                names = tuple(p.split()[0] for p in taken.strip("()").split(",") if p.split())
             if not relative:
-                yield dotted
+                yield dotted, names
                 continue
             package = self.module.split(".")
             if not self.is_package:
@@ -578,7 +873,26 @@ class _Walker:
             package = (
                 package[: len(package) - (len(relative) - 1)] if len(relative) > 1 else package
             )
-            yield ".".join([*package, *([dotted] if dotted else [])])
+            yield ".".join([*package, *([dotted] if dotted else [])]), names
+
+    def _import_reaches(self, module: str, names: tuple[str, ...] | None) -> bool:
+        """An import that can bind something upstream-bound: an upstream module, or names of
+        a project module that are bound to upstream (a module that reaches it, a helper
+        that reads sources)."""
+        project = self.project
+        if project.is_upstream(module):
+            return True
+        if names is None or module not in project.path_of:
+            return project.reaches(module)
+        for name in names:
+            binding = project.member(module, name)
+            if (
+                isinstance(binding, Upstream)
+                or (isinstance(binding, ProjectModule) and project.reaches(binding.name))
+                or (isinstance(binding, ProjectFunction) and project.takes_source(binding))
+            ):
+                return True
+        return False
 
     def bind_module_level(self) -> None:
         """Module-level bindings only (imports, aliases, constants, functions), so a
@@ -589,6 +903,36 @@ class _Walker:
                 self.statement(node, nested=False)
         finally:
             self.emit = emit
+
+    def apply(
+        self,
+        function: ProjectFunction,
+        values: Mapping[int, Value | Upstream],
+        *,
+        selector: int | None,
+        selected: frozenset[str] | None,
+        depth: int,
+    ) -> None:
+        exports = self.project.exports(self.module)
+        self.module_scope = _Scope(exports.names, exports.values)
+        self.upstream_stars = exports.upstream_stars
+        node = function.node
+        names = _positional(node)
+        self.scope = _Scope(parent=self.module_scope)
+        for arg in _arguments(node.args):
+            self.scope.names[arg] = None
+        for index, value in values.items():
+            if index >= len(names):
+                continue
+            if isinstance(value, Upstream):
+                self.scope.names[names[index]] = value
+                self.passed.add(value.path)
+            else:
+                self.scope.values[names[index]] = value
+        self.selector = names[selector] if selector is not None and selector < len(names) else None
+        self.selected = selected
+        self.applying, self.depth, self.function = True, depth, id(node)
+        self.block(node.body)
 
     def summarise(self, function: ProjectFunction) -> tuple[Value | None, tuple[str, ...]]:
         exports = self.project.exports(self.module)
@@ -606,7 +950,7 @@ class _Walker:
         result = self.returns
         if _DEDENTING_HELPER.search(node.name):
             if isinstance(result, Text):
-                result = Text(result.origins, True, result.inserted)
+                result = replace(result, dedented=True)
             elif isinstance(result, Param):
                 result = Param(result.index, result.source, True)
         return result, names
@@ -614,7 +958,7 @@ class _Walker:
     # statements
 
     def block(self, statements: list[ast.stmt]) -> None:
-        saved = (self.guarded, self.present)
+        saved = (self.guarded, self.present, self.selected)
         for node in statements:
             self.statement(node)
             if isinstance(node, ast.If) and guards.exits(node.body):
@@ -622,7 +966,8 @@ class _Walker:
                 if guards.exits(node.body, silently=True) and guards.is_guard_test(node.test):
                     self.guarded += 1
                 self.present |= self._present(node.test, positive=False)
-        self.guarded, self.present = saved
+                self.selected = self._narrowed(node.test, positive=False)
+        self.guarded, self.present, self.selected = saved
 
     def statement(self, node: ast.stmt, *, nested: bool = True) -> None:
         """One statement; ``nested`` False: the module-level binding pass, which enters
@@ -642,6 +987,7 @@ class _Walker:
         """A top-level function or class not parsed yet: bound by name, parsed only to be
         walked."""
         if nested and not self._skippable(definition):
+            self.checked = definition.node
             self.statement(definition.node, nested=nested)
         elif definition.kind == "def":
             self.bind(definition.name, ProjectFunction(self.module, definition.name, definition))
@@ -735,16 +1081,23 @@ class _Walker:
             self.body(node.orelse, nested)
             return
         if nested:
+            # if "x" in text: return: x is the edit already made (or a shape it leaves
+            # alone); without it the patch goes on, so it is no anchor
+            self.done_test = guards.exits(node.body, silently=True)
             self.expr(node.test)
+            self.done_test = False
         guard = guards.is_guard_test(node.test)
-        saved = self.present
+        saved = (self.present, self.selected)
         self.guarded += guard
         self.conditional += 1
-        self.present = saved | self._present(node.test, positive=True)
+        self.present = saved[0] | self._present(node.test, positive=True)
+        self.selected = self._narrowed(node.test, positive=True)
         self.body(node.body, nested)
-        self.present = saved | self._present(node.test, positive=False)
+        self.present = saved[0] | self._present(node.test, positive=False)
+        self.selected = saved[1]
+        self.selected = self._narrowed(node.test, positive=False)
         self.body(node.orelse, nested)
-        self.present = saved
+        self.present, self.selected = saved
         self.conditional -= 1
         self.guarded -= guard
 
@@ -847,15 +1200,7 @@ class _Walker:
                 self.scope.values[name] = value
 
     def _absolute(self, node: ast.ImportFrom) -> str | None:
-        if not node.level:
-            return node.module
-        package = self.module.split(".")
-        if not self.is_package:
-            package = package[:-1]
-        if node.level - 1 > len(package):
-            return None
-        package = package[: len(package) - (node.level - 1)]
-        return ".".join([*package, *([node.module] if node.module else [])])
+        return _absolute_module(self.module, self.is_package, node)
 
     # bindings
 
@@ -1025,6 +1370,47 @@ class _Walker:
             return only if isinstance(only, str) else None
         return None
 
+    def _narrowed(self, test: ast.expr, *, positive: bool) -> frozenset[str] | None:
+        """The methods selected where ``test`` is ``positive``, given those selected so far."""
+        found = self._selection(test, positive=positive)
+        if found is None:
+            return self.selected
+        return found if self.selected is None else self.selected & found
+
+    def _selection(self, test: ast.expr, *, positive: bool) -> frozenset[str] | None:
+        """The method names the selector parameter can have where ``test`` is ``positive``
+        (None: the test does not say): ``name == "x"``, ``name != "x"``, ``name in (...)``,
+        ``not``, ``and``/``or`` of those."""
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return self._selection(test.operand, positive=not positive)
+        if isinstance(test, ast.BoolOp):
+            parts = [self._selection(value, positive=positive) for value in test.values]
+            if isinstance(test.op, ast.Or) == positive:  # a or b; not (a and b)
+                if any(part is None for part in parts):
+                    return None
+                return frozenset().union(*parts)  # type: ignore[arg-type]
+            known = [part for part in parts if part is not None]
+            return frozenset.intersection(*known) if known else None
+        single = isinstance(test, ast.Compare) and len(test.ops) == 1 and self.selector
+        return self._compared(test, positive=positive) if single else None  # type: ignore[arg-type]
+
+    def _compared(self, test: ast.Compare, *, positive: bool) -> frozenset[str] | None:
+        left, op, right = test.left, test.ops[0], test.comparators[0]
+        if isinstance(op, (ast.Eq, ast.NotEq)) and _is_name(right, self.selector or ""):
+            left, right = right, left
+        value = self.value(right) if _is_name(left, self.selector or "") else None
+        if not isinstance(value, Literals) or value.fragments:
+            return None
+        names: tuple[str, ...] = ()
+        if isinstance(op, (ast.Eq, ast.NotEq)):
+            names = value.strings()
+        elif isinstance(op, (ast.In, ast.NotIn)):
+            items = elements(value)
+            names = items.strings() if items is not None else ()
+        if not names or isinstance(op, (ast.Eq, ast.In)) != positive:
+            return None  # "anything but x" selects nothing an anchor can be given
+        return frozenset(names)
+
     def _present(self, test: ast.expr, *, positive: bool) -> frozenset[str]:
         """What holds about upstream attributes where ``test`` is ``positive``: "+x.y" (it is
         there), "-x.y" (it is not)."""
@@ -1038,7 +1424,10 @@ class _Walker:
     # expressions
 
     def expr(self, node: ast.expr) -> None:
-        handler = _EXPRESSIONS.get(type(node))
+        kind = type(node)
+        if kind is ast.Name or kind is ast.Constant:
+            return  # most expressions: a bare name is its binding's reference, made there
+        handler = _EXPRESSIONS.get(kind)
         if handler is not None:
             handler(self, node)
             return
@@ -1141,14 +1530,14 @@ class _Walker:
         callee = self.binding(func)
         if callee == Stdlib("inspect.getsource") and args:
             self._source(args[0], node)
-        elif (
-            isinstance(callee, ProjectFunction) and self.emit and self.project.takes_source(callee)
-        ):
-            summary, names = self.project.summary(callee)
-            if isinstance(summary, Param) and summary.source:
-                argument = _argument(node, summary.index, names)
-                if argument is not None:
-                    self._source(argument, node)
+        elif isinstance(callee, ProjectFunction) and self.emit:
+            self._apply(callee, node)
+            if self.project.takes_source(callee):
+                summary, names = self.project.summary(callee)
+                if isinstance(summary, Param) and summary.source:
+                    argument = _argument(node, summary.index, names)
+                    if argument is not None:
+                        self._source(argument, node)
         self.anchors_of_call(node, callee)
         self.expr(func)
         for child in (*args, *(k.value for k in node.keywords)):
@@ -1163,16 +1552,72 @@ class _Walker:
             self.use(Kind.ATTRIBUTE, f"{binding.path}.{name}", node, presence=presence)
 
     def _source(self, argument: ast.expr, node: ast.Call) -> None:
+        for path in self.upstream_objects(argument):
+            self.use(Kind.SOURCE, path, node)
+
+    def _apply(self, callee: ProjectFunction, node: ast.Call) -> None:
+        """A project function given a source text or an upstream object: what it does with
+        them is the caller's (anchors on the text, a source read or a patch made through the
+        object)."""
+        names = _positional(callee.node)
+        positional = itertools.takewhile(lambda a: not isinstance(a, ast.Starred), node.args)
+        arguments = dict(enumerate(positional))
+        arguments.update((names.index(k.arg), k.value) for k in node.keywords if k.arg in names)
+        values: dict[int, Value | Upstream] = {}
+        selector = None
+        for index, argument in arguments.items():
+            if self.selector is not None and _is_name(argument, self.selector):
+                selector = index
+            binding, _, complete = self.chain(argument)
+            value = binding if isinstance(binding, Upstream) and complete else self.value(argument)
+            if value is not None:
+                values[index] = value
+        given = {type(v) for v in values.values()}
+        if Text in given or (Upstream in given and self.project.acts_on_objects(callee)):
+            self.project.apply(
+                callee,
+                values,
+                selector=selector,
+                selected=self.selected if selector is not None else None,
+                depth=self.depth + 1 if self.applying else 0,
+            )
+
+    def upstream_objects(self, argument: ast.expr) -> tuple[str, ...]:
+        """The upstream objects an expression is: a chain, or ``eval`` of literal dotted
+        names (``eval(f"trl.trainer.{name}.{method}")`` over literal loops)."""
         binding, _, complete = self.chain(argument)
         if isinstance(binding, Upstream) and complete:
-            self.use(Kind.SOURCE, binding.path, node)
+            return (binding.path,)
+        if not (
+            isinstance(argument, ast.Call)
+            and self._builtin(argument.func, "eval")
+            and len(argument.args) == 1
+        ):
+            return ()
+        value = self.value(argument.args[0])
+        if not isinstance(value, Literals) or value.fragments:
+            self.skip("getsource(eval(...)) of a string not known statically", argument)
+            return ()
+        found = []
+        for text in value.strings():
+            try:
+                expression = ast.parse(text.strip(), mode="eval").body
+            except SyntaxError:
+                continue
+            if isinstance(expression, (ast.Name, ast.Attribute)):
+                binding, _, complete = self.chain(expression)
+                if isinstance(binding, Upstream) and complete:
+                    found.append(binding.path)
+        return tuple(found)
 
     def e_compare(self, node: ast.Compare) -> None:
         left = node.left
         for op, right in zip(node.ops, node.comparators, strict=True):
             if isinstance(op, (ast.In, ast.NotIn)):
                 text = self.value(right)
-                if isinstance(text, Text):
+                if isinstance(text, Text) and self.done_test and isinstance(op, ast.In):
+                    self.skip("'if x in source: return' (x is what the patch would add)", node)
+                elif isinstance(text, Text):
                     self.anchors(text, self.value(left), node, regex=False)
             left = right
         for child in (node.left, *node.comparators):
@@ -1218,10 +1663,19 @@ class _Walker:
         else:
             match = Match.DEDENTED if text.dedented else Match.EXACT
         prefix = inline_flags(flags) if regex else ""
+        origins = set(text.origins)
+        if text.pending is not None:
+            if self.selected is None:
+                self.skip("anchor on a registered source where no test selected the method", node)
+            else:
+                origins |= {text.pending.replace("{name}", name) for name in self.selected}
         for literal in anchor.strings():
             if any(literal in inserted for inserted in text.inserted):
                 continue  # the project's own text, put there by an earlier replace
-            for origin in sorted(text.origins):
+            if _carries_own_name(literal, self.project.own_tokens):
+                self.skip("anchor naming the project's own marker (_unsloth_...)", node)
+                continue
+            for origin in sorted(origins):
                 self.use(Kind.ANCHOR, origin, node, anchor=prefix + literal, match=match)
 
     # values
@@ -1353,9 +1807,9 @@ class _Walker:
 
     def source_of(self, argument: ast.expr) -> Value | None:
         """``getsource(argument)``: upstream text, or inside a helper its parameter's."""
-        binding, _, complete = self.chain(argument)
-        if isinstance(binding, Upstream) and complete:
-            return Text(frozenset({binding.path}))
+        objects = self.upstream_objects(argument)
+        if objects:
+            return Text(frozenset(objects))
         inner = self.value(argument)
         if isinstance(inner, Param) and not inner.source:
             return Param(inner.index, source=True)
@@ -1389,6 +1843,11 @@ class _Walker:
 
     # recording
 
+    def skip(self, why: str, node: ast.AST) -> None:
+        """Count something seen and deliberately not made a reference."""
+        if self.emit:
+            self.project.skipped.add((why, self.path, getattr(node, "lineno", 0)))
+
     def use(
         self,
         kind: Kind,
@@ -1405,6 +1864,13 @@ class _Walker:
     ) -> None:
         if not self.emit:
             return
+        if self.applying and kind is not Kind.ANCHOR:
+            # the plain walk records the rest; what was given to the function is new
+            through = kind in (Kind.SOURCE, Kind.PATCH) and any(
+                target == p or target.startswith(f"{p}.") for p in self.passed
+            )
+            if not through:
+                return
         self.uses.append(
             Use(
                 kind=kind,
@@ -1476,7 +1942,7 @@ _STATEMENTS: dict[type, Callable[[_Walker, Any, bool], None]] = {
 
 def _dedented(value: Value | None) -> Value | None:
     if isinstance(value, Text):
-        return Text(value.origins, True, value.inserted)
+        return replace(value, dedented=True)
     if isinstance(value, Param):
         return Param(value.index, value.source, True)
     return None
@@ -1484,7 +1950,7 @@ def _dedented(value: Value | None) -> Value | None:
 
 def _with_inserted(text: Value | None, inserted: Value | None) -> Value | None:
     if isinstance(text, Text) and isinstance(inserted, Literals):
-        return Text(text.origins, text.dedented, text.inserted | frozenset(inserted.strings()))
+        return replace(text, inserted=text.inserted | frozenset(inserted.strings()))
     return text if isinstance(text, (Text, Param)) else None
 
 
@@ -1514,6 +1980,22 @@ def _argument(node: ast.Call, index: int, names: tuple[str, ...]) -> ast.expr | 
         return node.args[index]
     name = names[index] if index < len(names) else None
     return next((k.value for k in node.keywords if k.arg == name), None)
+
+
+def _carries_own_name(text: str, tokens: frozenset[str]) -> bool:
+    """A private identifier in ``text`` carries the project's name (``_unsloth_fused``)."""
+    return any(
+        any(token in name.lower() for token in tokens)
+        for name in _TEXT_IDENTIFIER.findall(text)
+        if name.startswith("_")
+    )
+
+
+_TEXT_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _is_name(node: ast.expr, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
 
 
 def _argument_or_keyword(node: ast.Call, index: int, keyword: str) -> ast.expr | None:

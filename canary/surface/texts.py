@@ -39,11 +39,15 @@ _INLINE_FLAGS = {
 class Text:
     """Upstream source text: the objects whose ``getsource`` it is (``origins``), whether it
     was dedented, and the texts the project itself put into it (an anchor found in those is
-    the project's own text, not upstream's)."""
+    the project's own text, not upstream's). ``pending``: the source of a method a
+    ``[tool.canary.surface]`` registry names only by a template (``trl.trainer.grpo_trainer.
+    GRPOTrainer.{name}``): which method is known only where the code tests the method's name
+    against literals, so an anchor elsewhere has no target."""
 
     origins: frozenset[str]
     dedented: bool = False
     inserted: frozenset[str] = frozenset()
+    pending: str | None = None
 
 
 @dataclass(frozen=True)
@@ -88,6 +92,7 @@ def union(first: Value | None, second: Value | None) -> Value | None:
             first.origins | second.origins,
             first.dedented or second.dedented,
             first.inserted | second.inserted,
+            first.pending or second.pending,
         )
     if isinstance(first, Literals) and isinstance(second, Literals):
         return Literals(first.values + second.values, first.fragments or second.fragments)

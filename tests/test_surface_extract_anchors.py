@@ -1,0 +1,353 @@
+"""Anchors extraction follows past the function that read the source: helpers given the
+text, declared source registries, getsource(eval(...)); and what it must not guess."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from canary.errors import ConfigError
+from canary.surface.config import SourceRegistry, config_from_table
+from canary.surface.extract import Survey, survey
+from canary.surface.model import Kind, Match
+
+UPSTREAM = ("transformers", "trl", "peft")
+RL = SourceRegistry(
+    registry="pkg.rl.RL_FUNCTIONS",
+    parameter="function",
+    selector="function_name",
+    source="trl.trainer.{key}.{class}.{name}",
+    classes={"grpo_trainer": "GRPOTrainer", "sft_trainer": "SFTTrainer"},
+)
+
+
+def run(tmp_path: Path, files: dict[str, str], **options) -> Survey:
+    for name, text in {"pkg/__init__.py": "", **files}.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return survey(tmp_path, sorted({"pkg/__init__.py", *files}), upstream=UPSTREAM, **options)
+
+
+def anchors(result: Survey) -> dict[tuple[str, str], tuple[Match | None, list]]:
+    return {
+        (r.target, r.anchor): (r.match, [(s.path, s.line) for s in r.sites])
+        for r in result.references
+        if r.kind is Kind.ANCHOR
+    }
+
+
+def test_a_helper_given_the_source_applies_its_anchors_to_it(tmp_path):
+    result = run(
+        tmp_path,
+        {
+            "pkg/edits.py": """\
+                import re
+
+                def swap(text, old, new):
+                    if old not in text:
+                        return text
+                    return text.replace(old, new)
+
+                def fix_loss(function):
+                    function = swap(function, "loss = loss / n", "loss = loss / m")
+                    return re.sub(r"return (\\w+)", r"return \\1.float()", function)
+                """,
+            "pkg/patch.py": """\
+                import inspect
+                from transformers import Trainer
+                from pkg.edits import fix_loss
+
+                def patch():
+                    source = inspect.getsource(Trainer.compute_loss)
+                    source = fix_loss(source)
+                """,
+        },
+    )
+    target = "transformers.Trainer.compute_loss"
+    assert anchors(result) == {
+        # a helper of a helper: the literal arguments are followed too, sites are the helper's
+        (target, "loss = loss / n"): (Match.EXACT, [("pkg/edits.py", 4), ("pkg/edits.py", 6)]),
+        (target, r"return (\w+)"): (Match.REGEX, [("pkg/edits.py", 10)]),
+    }
+
+
+def test_a_helper_not_given_a_source_yields_no_anchor(tmp_path):
+    result = run(
+        tmp_path,
+        {
+            "pkg/m.py": """\
+                def swap(text):
+                    return text.replace("a", "b")
+
+                def use(name):
+                    return swap(name + "x")
+                """
+        },
+    )
+    assert anchors(result) == {}
+
+
+RL_FILES = {
+    "pkg/rl.py": """\
+        from collections import defaultdict
+        import re
+
+        RL_FUNCTIONS = defaultdict(list)
+
+        def grpo_prepare(function_name, function):
+            if "already" in function:
+                return function
+            if function_name != "_prepare_inputs":
+                return function
+            if "_pkg_marker" in function:
+                return function
+            return function.replace("with torch.no_grad():", "with ctx:")
+
+        def shared(function_name, function):
+            function = function.replace("self.model", "model")
+            if function_name == "compute_loss" or function_name in ("training_step",):
+                function = re.sub(r"loss\\s*/\\s*n", "loss", function)
+            elif function_name == "__init__":
+                function = function.replace("_pkg_done", "")
+            return function
+
+        RL_FUNCTIONS["grpo_trainer"].append(grpo_prepare)
+        RL_FUNCTIONS["sft_trainer"].extend([shared])
+        RL_FUNCTIONS["ppo_trainer"].append(shared)
+        """,
+    "pkg/use.py": """\
+        from pkg.rl import RL_FUNCTIONS as FUNCS
+
+        def more(function_name, function):
+            if function_name not in {"train"}:
+                return function
+            return function.replace("self.args.max_steps", "steps")
+
+        FUNCS["grpo_trainer"] += [more]
+
+        def first(function_name, function):
+            if function_name == "train":
+                function = function.replace("self.state.global_step", "step")
+            return function
+
+        FUNCS["grpo_trainer"].insert(FUNCS["grpo_trainer"].index(more), first)
+        """,
+}
+
+
+def test_a_declared_registry_gives_its_functions_the_selected_methods_source(tmp_path):
+    result = run(tmp_path, RL_FILES, registries=[RL])
+    grpo, sft = "trl.trainer.grpo_trainer.GRPOTrainer", "trl.trainer.sft_trainer.SFTTrainer"
+    assert anchors(result) == {
+        (f"{grpo}._prepare_inputs", "with torch.no_grad():"): (Match.EXACT, [("pkg/rl.py", 13)]),
+        (f"{sft}.compute_loss", r"loss\s*/\s*n"): (Match.REGEX, [("pkg/rl.py", 18)]),
+        (f"{sft}.training_step", r"loss\s*/\s*n"): (Match.REGEX, [("pkg/rl.py", 18)]),
+        (f"{grpo}.train", "self.args.max_steps"): (Match.EXACT, [("pkg/use.py", 6)]),
+        (f"{grpo}.train", "self.state.global_step"): (Match.EXACT, [("pkg/use.py", 12)]),
+    }
+    assert result.skipped == {
+        # "already" and the marker: what the patch adds, not what it needs
+        "'if x in source: return' (x is what the patch would add)": 2,
+        "anchor naming the project's own marker (_unsloth_...)": 1,
+        # shared's first replace runs for every method: which one is not known
+        "anchor on a registered source where no test selected the method": 1,
+        # ppo_trainer has no class in the declaration
+        "registered in pkg.rl.RL_FUNCTIONS['ppo_trainer']: no class given": 1,
+    }
+
+
+def test_without_the_declaration_a_registry_yields_nothing(tmp_path):
+    assert anchors(run(tmp_path, RL_FILES)) == {}
+
+
+def test_a_source_of_a_literal_eval_is_followed(tmp_path):
+    result = run(
+        tmp_path,
+        {
+            "pkg/m.py": """\
+                from inspect import getsource
+                import trl
+                from trl.trainer import sft_trainer
+
+                def patch(name):
+                    for function_name in ("_prepare_dataset", "_prepare_non_packed_dataloader"):
+                        function = getsource(eval(f"sft_trainer.{function_name}"))
+                        function = function.replace("tokenizer(", "processing_class(")
+                    function = getsource(eval(f"trl.trainer.{name}"))
+                    function = function.replace("unknown target", "")
+                """
+        },
+    )
+    sft = "trl.trainer.sft_trainer"
+    assert anchors(result) == {
+        (f"{sft}._prepare_dataset", "tokenizer("): (Match.EXACT, [("pkg/m.py", 8)]),
+        (f"{sft}._prepare_non_packed_dataloader", "tokenizer("): (Match.EXACT, [("pkg/m.py", 8)]),
+    }
+    sources = {r.target for r in result.references if r.kind is Kind.SOURCE}
+    assert sources == {f"{sft}._prepare_dataset", f"{sft}._prepare_non_packed_dataloader"}
+    assert result.skipped == {"getsource(eval(...)) of a string not known statically": 1}
+
+
+def test_a_precondition_is_an_anchor_and_an_already_done_test_is_not(tmp_path):
+    result = run(
+        tmp_path,
+        {
+            "pkg/m.py": """\
+                import inspect
+                from transformers import Trainer
+
+                def patch():
+                    source = inspect.getsource(Trainer.training_step)
+                    if "num_items_in_batch" not in source:
+                        return
+                    if "loss *= 2" in source or "del inputs" not in source:
+                        return
+                    source = source.replace("loss = loss / n", "loss *= 2")
+                """
+        },
+    )
+    target = "transformers.Trainer.training_step"
+    assert set(anchors(result)) == {
+        (target, "num_items_in_batch"),
+        (target, "del inputs"),
+        (target, "loss = loss / n"),
+    }
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({"parameter": "f", "source": "trl.X"}, "registry is required"),
+        ({"registry": "RL", "parameter": "f", "source": "trl.X"}, "must be dotted"),
+        ({"registry": "p.R", "parameter": "f", "source": "trl.{key}.{name}"}, "go together"),
+        ({"registry": "p.R", "parameter": "f", "source": "trl.{key}.{cls}"}, "has {cls}"),
+        ({"registry": "p.R", "parameter": "f", "source": "trl.{class}"}, "give classes"),
+        ({"registry": "p.R", "parameter": "f", "source": "t.X", "extra": 1}, "unknown key"),
+    ],
+)
+def test_a_bad_source_registry_names_the_key_and_the_fix(entry, message):
+    with pytest.raises(ConfigError, match=message):
+        config_from_table({"source_registries": [entry]}, origin="pyproject.toml")
+
+
+def test_the_unsloth_example_declaration_loads():
+    from canary.surface.config import load_config
+
+    example = Path(__file__).parent.parent / "examples" / "unsloth-surface.toml"
+    (registry,) = load_config(example).source_registries
+    assert registry.registry == "unsloth.models.rl_replacements.RL_FUNCTIONS"
+    assert registry.source_of("grpo_trainer") == "trl.trainer.grpo_trainer.GRPOTrainer.{name}"
+    assert registry.source_of("no_such_trainer") is None
+
+
+def test_function_level_imports_decide_whether_a_function_is_read(tmp_path):
+    result = run(
+        tmp_path,
+        {
+            "pkg/bound.py": """\
+                from transformers import Trainer
+
+                def plain():
+                    return 1
+                """,
+            "pkg/m.py": """\
+                import transformers
+
+                def uses_a_plain_helper(x):
+                    from .bound import plain
+                    return plain.__name__, x.Trainer.compute_loss
+
+                def uses_the_bound_name():
+                    from .bound import (
+                        plain,
+                        Trainer,
+                    )
+                    return Trainer.training_step
+
+                def imports_two_modules():
+                    import os, peft
+                    return peft.PeftModel.forward
+                """,
+        },
+    )
+    attributes = {r.target for r in result.references if r.kind is Kind.ATTRIBUTE}
+    assert attributes == {"transformers.Trainer.training_step", "peft.PeftModel.forward"}
+
+
+def test_forked_workers_find_what_one_process_finds(tmp_path):
+    files = {
+        f"pkg/m{i}.py": f"""\
+            import inspect
+            from transformers import Trainer
+            from pkg.rl import RL_FUNCTIONS
+
+            def patch{i}():
+                src = inspect.getsource(Trainer.method{i})
+                if "x{i}" not in src:
+                    return
+                Trainer.method{i} = None
+            """
+        for i in range(20)
+    }
+    files.update(RL_FILES)
+    one = run(tmp_path, files, registries=[RL], workers=1)
+    forked = run(tmp_path, files, registries=[RL], workers=2)
+    assert forked == one
+    assert len([r for r in one.references if r.kind is Kind.ANCHOR]) == 20 + 5
+
+
+def test_an_upstream_object_given_to_a_helper_is_patched_and_read_there(tmp_path):
+    result = run(
+        tmp_path,
+        {
+            "pkg/utils.py": """\
+                import inspect
+
+                def patch_function(target, name, new, force=False):
+                    if not hasattr(target, name):
+                        return False
+                    setattr(target, f"_pkg_original_{name}", getattr(target, name))
+                    setattr(target, name, new)
+                    return True
+
+                def fix_init(module):
+                    source = inspect.getsource(module.__init__)
+                    return source.replace("self.scaling =", "self.scaling = 1 *")
+
+                def describe(model_class):
+                    return model_class.__name__
+                """,
+            "pkg/m.py": """\
+                from transformers.models.llama.modeling_llama import LlamaAttention, LlamaMLP
+                from pkg.utils import patch_function, fix_init, describe
+
+                def mlp_forward(self, x):
+                    return x
+
+                patch_function(LlamaMLP, "forward", mlp_forward)
+                patch_function(target=LlamaAttention, name="forward", new=None)
+                fix_init(LlamaAttention)
+                describe(LlamaMLP)
+                """,
+        },
+    )
+    llama = "transformers.models.llama.modeling_llama"
+    by_kind = {
+        kind: {(r.target, r.anchor, tuple((s.path, s.line, s.guarded) for s in r.sites))
+               for r in result.references if r.kind is kind}
+        for kind in (Kind.PATCH, Kind.SOURCE, Kind.ANCHOR)
+    }  # fmt: skip
+    # the helper's own hasattr test guards its setattr; its _pkg_original_* stash is its own
+    assert by_kind[Kind.PATCH] == {
+        (f"{llama}.LlamaMLP.forward", None, (("pkg/utils.py", 7, True),)),
+        (f"{llama}.LlamaAttention.forward", None, (("pkg/utils.py", 7, True),)),
+    }
+    assert by_kind[Kind.SOURCE] == {
+        (f"{llama}.LlamaAttention.__init__", None, (("pkg/utils.py", 11, False),))
+    }
+    assert by_kind[Kind.ANCHOR] == {
+        (f"{llama}.LlamaAttention.__init__", "self.scaling =", (("pkg/utils.py", 12, False),))
+    }
