@@ -57,13 +57,7 @@ class Differ:
             old_module, new_module = (self._module(case, subject.path) for case in (good, bad))
         except (CanaryError, OSError) as exc:
             return UpstreamDiff(subject, "", f"diff unavailable: {exc}")
-        old, new = good.column_name, bad.column_name
-        if old_module is None:
-            return UpstreamDiff(subject, "", f"{subject.path} does not exist in {old} either")
-        if new_module is None:
-            why = f"{subject.path} no longer exists in {new} (it did in {old})"
-            return UpstreamDiff(subject, "", why)
-        return _diff_subject(subject, old_module, new_module, old, new)
+        return diff_subject(subject, old_module, new_module, good.column_name, bad.column_name)
 
     def _module(self, result: CaseResult, path: str) -> codeindex.Module | None:
         # main is read at the commit the run read, not at whatever main names now.
@@ -94,6 +88,25 @@ class Differ:
     def _tags(self) -> Tags:
         # Only cases from GitHub (main) need it: the repository and package folder.
         return load_tags(self.results.tags_file or "tags.toml")
+
+
+def diff_subject(
+    subject: Subject,
+    old_module: codeindex.Module | None,
+    new_module: codeindex.Module | None,
+    old: str,
+    new: str,
+) -> UpstreamDiff:
+    """The subject's source in ``old_module`` (release ``old``) against ``new_module``
+    (release ``new``): both are the subject's file, None where that release lacks it. The
+    caller reads them (the matrix through its results' cache, the surface report through
+    whatever it is given), so this never fetches."""
+    if old_module is None:
+        return UpstreamDiff(subject, "", f"{subject.path} does not exist in {old} either")
+    if new_module is None:
+        why = f"{subject.path} no longer exists in {new} (it did in {old})"
+        return UpstreamDiff(subject, "", why)
+    return _diff_subject(subject, old_module, new_module, old, new)
 
 
 def _diff_subject(

@@ -4,11 +4,16 @@ each drift becomes a transition from the last passing to the first failing versi
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from canary.report.results import CaseResult, RunResults
 
 DASH = "\u2013"  # an en dash joins the ends of a version range
+
+Item = TypeVar("Item")
+Key = TypeVar("Key")
 
 
 @dataclass(frozen=True)
@@ -28,9 +33,7 @@ class Span:
 
     @property
     def label(self) -> str:
-        if len(self.cases) == 1:
-            return self.first.column_name
-        return f"{self.first.column_name}{DASH}{self.last.column_name}"
+        return range_label(self.first.column_name, self.last.column_name)
 
 
 @dataclass(frozen=True)
@@ -93,16 +96,27 @@ def rows(results: RunResults, package: str) -> list[Row]:
 
 
 def fold(cases: list[CaseResult]) -> list[Span]:
-    spans: list[Span] = []
-    run: list[CaseResult] = []
-    for case in cases:
-        if run and case.outcome != run[-1].outcome:
-            spans.append(Span(run[-1].outcome, tuple(run)))
+    return [Span(outcome, run) for outcome, run in runs(cases, lambda case: case.outcome)]
+
+
+def runs(items: Iterable[Item], key: Callable[[Item], Key]) -> list[tuple[Key, tuple[Item, ...]]]:
+    """``items`` (in version order) cut into runs of consecutive items with equal keys:
+    the folding behind the matrix and the surface report."""
+    found: list[tuple[Key, tuple[Item, ...]]] = []
+    run: list[Item] = []
+    for item in items:
+        if run and key(item) != key(run[-1]):
+            found.append((key(run[-1]), tuple(run)))
             run = []
-        run.append(case)
+        run.append(item)
     if run:
-        spans.append(Span(run[-1].outcome, tuple(run)))
-    return spans
+        found.append((key(run[-1]), tuple(run)))
+    return found
+
+
+def range_label(first: str, last: str) -> str:
+    """Two versions joined by :data:`DASH`, or one version alone."""
+    return first if first == last else f"{first}{DASH}{last}"
 
 
 def transitions(row: Row) -> list[Transition]:
