@@ -170,7 +170,7 @@ def markdown(report: Report) -> str:
         out += [f"### {package}: {_columns(report, package)}", ""]
         out += ["| check | fix | outcomes in version order |", "| --- | --- | --- |"]
         out.extend(
-            f"| `{row.check}` | {_cell(row.fix)} | {_spans(row, marks=True)} |"
+            f"| `{row.check}` | {markdown_cell(row.fix)} | {_spans(row, marks=True)} |"
             for row in package_rows
         )
         out.append("")
@@ -204,12 +204,15 @@ def markdown(report: Report) -> str:
     if report.errors:
         out += ["### Errors (nothing was checked)", ""]
         for message, cases in _errors_by_message(report.errors):
-            out.append(f"- {len(cases)} case(s), e.g. `{cases[0].nodeid}`: {_cell(message)}")
+            out.append(
+                f"- {len(cases)} case(s), e.g. `{cases[0].nodeid}`: {markdown_cell(message)}"
+            )
         out.append("")
     return "\n".join(out).rstrip() + "\n"
 
 
-def _cell(text: str) -> str:
+def markdown_cell(text: str) -> str:
+    """``text`` fit for one cell of a Markdown table."""
     return text.replace("|", "\\|").replace("\n", " ")
 
 
@@ -285,10 +288,10 @@ def github(report: Report) -> str:
         title = f"canary drift: {t.row.package} {t.range} breaks the fix {t.row.fix!r}"
         props = {"file": path, "line": line, "title": title}
         body = f"{t.row.check}: {_where(t)}\n{t.bad.message.strip()}"
-        out.append(_command("error", props, body))
+        out.append(workflow_command("error", props, body))
     for message, cases in _errors_by_message(report.errors):
         props = {"title": f"canary: infrastructure error in {len(cases)} case(s)"}
-        out.append(_command("error", props, f"e.g. {cases[0].nodeid}: {message}"))
+        out.append(workflow_command("error", props, f"e.g. {cases[0].nodeid}: {message}"))
     out.append(_verdict(report))
     return "\n".join(out) + "\n"
 
@@ -303,7 +306,9 @@ def _check_location(row: Row) -> tuple[str, int | None]:
     return path, function.line if function else None
 
 
-def _command(kind: str, props: dict[str, object], message: str) -> str:
+def workflow_command(kind: str, props: dict[str, object], message: str) -> str:
+    """A GitHub workflow command (``::error file=...::message``), encoded as the runner
+    expects; a property whose value is None is left out."""
     shown = ",".join(f"{k}={_escape(str(v), prop=True)}" for k, v in props.items() if v is not None)
     return f"::{kind} {shown}::{_escape(message)}"
 

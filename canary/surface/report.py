@@ -1,0 +1,460 @@
+"""A surface run for people: each reference's outcomes folded into version ranges, in the
+order a maintainer should read them.
+
+1. **Hard breaks**: a reference missing on a release inside the target's declared range
+   that crashes where it is used (an import, an attribute, a patch target): the releases
+   the project pins itself (``==``) first of all.
+2. **Silent breaks**: missing inside the range where the miss does not crash: every site
+   is guarded (``try/except``, ``hasattr``, a version test), or an anchor no longer
+   applies. The patch silently does nothing, which is what a canary exists to catch. An
+   anchor's entry shows the upstream diff of the function it is applied to between the
+   last release where it applied and the first where it does not.
+3. **The rest**: misses outside the declared range, and what could not be decided
+   (``unknown``, never reported as missing); references fine everywhere are counted.
+
+Which misses are held against the target (the *findings*) is the caller's to say (the
+resolver knows the configuration's accepted entries and the baseline); without it, every
+miss inside a declared range is one. The anchored functions' sources come through an
+:class:`AnchorSource` the caller gives, so this module never fetches.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+from typing import Protocol
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+from canary import codeindex, versions
+from canary.errors import ConfigError, Subject
+from canary.report.diff import UpstreamDiff, diff_subject
+from canary.report.matrix import range_label, runs
+from canary.report.render import markdown_cell, workflow_command
+from canary.surface.model import Kind, Outcome, Reference, Resolved, SurfaceResult
+
+FORMATS = ("terminal", "markdown", "json", "github")
+
+HARD = "hard"
+SILENT = "silent"
+REST = "rest"
+SECTIONS = (HARD, SILENT, REST)
+
+ReferenceKey = tuple[str, str, str, str | None]  # Reference.key
+Finding = tuple[ReferenceKey, str]  # a reference held against the target on one version
+
+_UPPER_BOUNDS = ("<", "<=", "==", "===", "~=")  # operators that exclude every newer release
+_PIN_OPERATORS = ("==", "===")
+_SITES_SHOWN = 3
+_ANCHOR_SHOWN = 70  # characters of an anchor's text in a heading
+_TERMINAL_DIFF_LINES = 40
+
+
+class AnchorSource(Protocol):
+    """Where the report reads an anchored function on a release (the caller reads through
+    its workspace; a test gives a fake)."""
+
+    def locate(self, reference: Reference, version: str) -> Subject | None:
+        """The file and qualname of the function ``reference`` is anchored in, on
+        ``version``; None where it cannot be found there."""
+
+    def module(self, package: str, version: str, path: str) -> codeindex.Module | None:
+        """``path`` of ``package`` at ``version``, parsed; None where the release lacks it."""
+
+
+@dataclass(frozen=True)
+class Span:
+    """Consecutive versions (in the order checked) with one outcome."""
+
+    outcome: Outcome
+    versions: tuple[str, ...]
+
+    @property
+    def label(self) -> str:
+        return range_label(self.versions[0], self.versions[-1])
+
+
+@dataclass(frozen=True)
+class AnchorDiff:
+    """The anchored function between ``good`` (the anchor applied) and ``bad`` (it no
+    longer does)."""
+
+    good: str
+    bad: str
+    upstream: UpstreamDiff
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One reference in the report."""
+
+    resolved: Resolved
+    section: str
+    spans: tuple[Span, ...]
+    held: tuple[str, ...]  # versions where the miss is held against the target
+    pinned: tuple[str, ...]  # of those, the versions the target pins itself
+    diffs: tuple[AnchorDiff, ...] = ()
+
+    @property
+    def reference(self) -> Reference:
+        return self.resolved.reference
+
+
+@dataclass(frozen=True)
+class SurfaceReport:
+    result: SurfaceResult
+    entries: tuple[Entry, ...]  # every reference with something to say, in reading order
+    fine: int  # references ok on every version checked
+
+    def section(self, name: str) -> list[Entry]:
+        return [entry for entry in self.entries if entry.section == name]
+
+
+# -- deciding --------------------------------------------------------------------------
+
+
+def declared_range(result: SurfaceResult, package: str) -> list[SpecifierSet]:
+    """Each target's requirement on ``package``; empty when no target declares one (then
+    nothing on that package is held against them)."""
+    found = []
+    for target in result.targets:
+        if package in target.requires:
+            text = target.requires[package]
+            try:
+                found.append(SpecifierSet(text))
+            except InvalidSpecifier:
+                raise ConfigError(
+                    f"{target.name}: its requirement on {package} ({text!r}) is not a PEP 440 "
+                    f"specifier; fix the project's Requires-Dist"
+                ) from None
+    return found
+
+
+def inside(specifiers: Iterable[SpecifierSet], version: str) -> bool:
+    """Whether ``version`` is inside one of the ranges; a tree without a release version
+    (``main``) is newer than every release: inside a range with no upper bound."""
+    parsed = versions.parse(version)
+    for specifier in specifiers:
+        if parsed is None:
+            if not any(spec.operator in _UPPER_BOUNDS for spec in specifier):
+                return True
+        elif specifier.contains(parsed, prereleases=True):
+            return True
+    return False
+
+
+def default_findings(result: SurfaceResult) -> frozenset[Finding]:
+    """Every miss on a version inside a target's declared range (nothing accepted)."""
+    ranges = {package: declared_range(result, package) for package in result.packages}
+    return frozenset(
+        (resolved.reference.key, version)
+        for resolved in result.references
+        for version, outcome in resolved.outcomes.items()
+        if outcome is Outcome.MISSING
+        and inside(ranges.get(resolved.reference.package) or (), version)
+    )
+
+
+def own_pins(result: SurfaceResult) -> dict[str, frozenset[str]]:
+    """Per package, the versions checked that a target pins itself (``==X``, ``==X.*``,
+    ``===X``): the releases its users actually run, so their breaks come first."""
+    pins: dict[str, frozenset[str]] = {}
+    for package, checked in result.packages.items():
+        pinned = set()
+        for specifier_set in declared_range(result, package):
+            for spec in specifier_set:
+                if spec.operator in _PIN_OPERATORS:
+                    pinned.update(
+                        v for v in checked if (p := versions.parse(v)) and spec.contains(p, True)
+                    )
+        pins[package] = frozenset(pinned)
+    return pins
+
+
+def silent(reference: Reference) -> bool:
+    """A miss of this reference does not crash: the patch silently does nothing."""
+    return reference.kind is Kind.ANCHOR or reference.guarded
+
+
+def build(
+    result: SurfaceResult,
+    *,
+    findings: Collection[Finding] | None = None,
+    sources: AnchorSource | None = None,
+) -> SurfaceReport:
+    """The report's entries, in reading order; ``findings`` default to
+    :func:`default_findings`; without ``sources`` anchors get no diff."""
+    held_against = default_findings(result) if findings is None else frozenset(findings)
+    pins = own_pins(result)
+    entries, fine = [], 0
+    for resolved in result.references:
+        reference = resolved.reference
+        order = _order(result, resolved)
+        held = tuple(v for v in order if (reference.key, v) in held_against)
+        if not held and all(resolved.outcomes[v] is Outcome.OK for v in order):
+            fine += 1
+            continue
+        section = (SILENT if silent(reference) else HARD) if held else REST
+        spans = tuple(Span(o, vs) for o, vs in runs(order, resolved.outcomes.__getitem__))
+        diffs: tuple[AnchorDiff, ...] = ()
+        if reference.kind is Kind.ANCHOR and sources is not None:
+            diffs = tuple(_anchor_diffs(reference, spans, sources))
+        pinned = tuple(v for v in held if v in pins.get(reference.package, ()))
+        entries.append(Entry(resolved, section, spans, held, pinned, diffs))
+    entries.sort(key=lambda entry: _reading_order(result, entry))
+    return SurfaceReport(result, tuple(entries), fine)
+
+
+def _order(result: SurfaceResult, resolved: Resolved) -> list[str]:
+    """The versions this reference was resolved on, in the order the run checked them."""
+    checked = result.packages.get(resolved.reference.package, ())
+    order = [v for v in checked if v in resolved.outcomes]
+    return order + [v for v in resolved.outcomes if v not in checked]
+
+
+def _reading_order(result: SurfaceResult, entry: Entry) -> tuple[int, bool, str, int, str, str]:
+    reference = entry.reference
+    checked = result.packages.get(reference.package, ())
+    first = (
+        entry.held[0]
+        if entry.held
+        else next(
+            (
+                v
+                for v in _order(result, entry.resolved)
+                if entry.resolved.outcomes[v] is not Outcome.OK
+            ),
+            "",
+        )
+    )
+    position = checked.index(first) if first in checked else len(checked)
+    return (
+        SECTIONS.index(entry.section),
+        not entry.pinned,
+        reference.package,
+        position,
+        reference.target,
+        reference.anchor or "",
+    )
+
+
+def _anchor_diffs(
+    reference: Reference, spans: tuple[Span, ...], sources: AnchorSource
+) -> Iterable[AnchorDiff]:
+    """Each place the anchor stopped applying: the last ``ok`` before a ``missing`` span
+    (``unknown`` between them is stepped over: it says nothing either way)."""
+    good: str | None = None
+    for span in spans:
+        if span.outcome is Outcome.OK:
+            good = span.versions[-1]
+        elif span.outcome is Outcome.MISSING and good is not None:
+            bad = span.versions[0]
+            yield AnchorDiff(good, bad, _diff_function(reference, good, bad, sources))
+            good = None
+
+
+def _diff_function(
+    reference: Reference, good: str, bad: str, sources: AnchorSource
+) -> UpstreamDiff:
+    subject = sources.locate(reference, good)
+    if subject is None or subject.path is None:
+        why = f"{reference.target} cannot be located in {good} to diff"
+        return UpstreamDiff(subject, "", why)
+    package = reference.package
+    old = sources.module(package, good, subject.path)
+    new = sources.module(package, bad, subject.path)
+    return diff_subject(subject, old, new, good, bad)
+
+
+# -- rendering -------------------------------------------------------------------------
+
+
+def render(
+    result: SurfaceResult,
+    fmt: str,
+    *,
+    findings: Collection[Finding] | None = None,
+    sources: AnchorSource | None = None,
+) -> str:
+    """The result in ``fmt`` (one of :data:`FORMATS`; ``json`` is the JSON contract)."""
+    if fmt == "json":
+        return json.dumps(result.to_json(), indent=1, ensure_ascii=False) + "\n"
+    report = build(result, findings=findings, sources=sources)
+    return {"terminal": terminal, "markdown": markdown, "github": github}[fmt](report)
+
+
+def summary(report: SurfaceReport) -> str:
+    """One line: what was checked and what was found."""
+    result = report.result
+    names = ", ".join(_target_name(t.name, t.version) for t in result.targets) or "no target"
+    checked = "; ".join(
+        f"{package} {len(vs)} version(s)" for package, vs in result.packages.items() if vs
+    )
+    counts = ", ".join(
+        f"{len(report.section(name))} {words}"
+        for name, words in ((HARD, "hard break(s)"), (SILENT, "silent break(s)"))
+    )
+    others = len(report.section(REST))
+    return (
+        f"canary surface of {names}: {len(result.references)} references over "
+        f"{checked or 'no release'}: {counts}; {others} with misses outside the declared "
+        f"range or undecided; {report.fine} fine everywhere"
+    )
+
+
+def _target_name(name: str, version: str | None) -> str:
+    return f"{name} {version}" if version else name
+
+
+def heading(reference: Reference) -> str:
+    """``transformers.trainer.Trainer.compute_loss (patch)``; an anchor shows its text."""
+    if reference.kind is Kind.ANCHOR:
+        anchor = reference.anchor or ""
+        shown = anchor if len(anchor) <= _ANCHOR_SHOWN else anchor[: _ANCHOR_SHOWN - 3] + "..."
+        match = f", {reference.match}" if reference.match else ""
+        return f"{reference.target} (anchor{match}: {shown!r})"
+    return f"{reference.target} ({reference.kind})"
+
+
+def sites(reference: Reference) -> str:
+    """Where the target uses it: ``unsloth/models/llama.py:12 (guarded), ...``."""
+    shown = [
+        f"{site.path}:{site.line}{' (guarded)' if site.guarded else ''}"
+        for site in reference.sites[:_SITES_SHOWN]
+    ]
+    if len(reference.sites) > _SITES_SHOWN:
+        shown.append(f"and {len(reference.sites) - _SITES_SHOWN} more")
+    return ", ".join(shown) or "(no site recorded)"
+
+
+def spans_text(entry: Entry) -> str:
+    """The outcomes folded: ``4.46.0-5.1.0: ok (20), 5.2.0-5.5.3: MISSING (5)`` (the ranges
+    joined by an en dash)."""
+    parts = []
+    for span in entry.spans:
+        count = f" ({len(span.versions)})" if len(span.versions) > 1 else ""
+        shown = "MISSING" if span.outcome is Outcome.MISSING else str(span.outcome)
+        parts.append(f"{span.label}: {shown}{count}")
+    return ", ".join(parts)
+
+
+def why(entry: Entry) -> str | None:
+    """What upstream has instead, on the first version held against the target (or the
+    first miss or undecided version)."""
+    resolved = entry.resolved
+    first = entry.held[0] if entry.held else None
+    if first is None:
+        first = next(
+            (v for s in entry.spans if s.outcome is not Outcome.OK for v in s.versions), None
+        )
+    return resolved.why.get(first) if first is not None else None
+
+
+_TITLES = {
+    HARD: "Hard breaks inside the declared range",
+    SILENT: "Silent breaks inside the declared range (the patch silently does nothing)",
+    REST: "Misses outside the declared range, and what could not be decided",
+}
+
+
+def terminal(report: SurfaceReport) -> str:
+    out = [summary(report), ""]
+    for name in SECTIONS:
+        entries = report.section(name)
+        if not entries:
+            continue
+        out += [f"{_TITLES[name]} ({len(entries)}):", ""]
+        for entry in entries:
+            reference = entry.reference
+            pinned = f" [pinned: {', '.join(entry.pinned)}]" if entry.pinned else ""
+            out.append(f"{reference.package} {heading(reference)}{pinned}")
+            out.append(f"  used at {sites(reference)}")
+            out.append(f"  {spans_text(entry)}")
+            if (text := why(entry)) is not None:
+                out.append(f"  upstream: {text}")
+            for diff in entry.diffs:
+                out.append(f"  applied in {diff.good}, not in {diff.bad}: {diff.upstream.note}")
+                lines = diff.upstream.diff.splitlines()
+                out.extend(f"    {line}" for line in lines[:_TERMINAL_DIFF_LINES])
+                if len(lines) > _TERMINAL_DIFF_LINES:
+                    more = len(lines) - _TERMINAL_DIFF_LINES
+                    out.append(f"    ... {more} more lines (--format markdown has them all)")
+            out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def markdown(report: SurfaceReport) -> str:
+    out = [f"## {summary(report)}", ""]
+    for name in SECTIONS:
+        entries = report.section(name)
+        if not entries:
+            continue
+        out += [f"### {_TITLES[name]} ({len(entries)})", ""]
+        out += ["| package | reference | used at | outcomes in version order |"]
+        out += ["| --- | --- | --- | --- |"]
+        for entry in entries:
+            reference = entry.reference
+            pinned = f" **pinned: {', '.join(entry.pinned)}**" if entry.pinned else ""
+            cells = (
+                reference.package,
+                f"`{markdown_cell(heading(reference))}`{pinned}",
+                markdown_cell(sites(reference)),
+                markdown_cell(spans_text(entry)),
+            )
+            out.append("| " + " | ".join(cells) + " |")
+        out.append("")
+        for entry in entries:
+            out += _markdown_details(entry)
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _markdown_details(entry: Entry) -> list[str]:
+    text = why(entry)
+    if text is None and not entry.diffs:
+        return []
+    out = [f"#### `{markdown_cell(heading(entry.reference))}`", ""]
+    if text is not None:
+        out += [f"Upstream: {markdown_cell(text)}", ""]
+    for diff in entry.diffs:
+        out += [f"Applied in {diff.good}, not in {diff.bad}: {diff.upstream.note}.", ""]
+        if diff.upstream.diff:
+            out += [
+                "<details><summary>upstream diff</summary>",
+                "",
+                "```diff",
+                diff.upstream.diff.rstrip(),
+                "```",
+                "",
+                "</details>",
+                "",
+            ]
+    return out
+
+
+def github(report: SurfaceReport) -> str:
+    """One ``::error`` per reference held against the target, at its first site (GitHub
+    shows a handful of annotations per step; the Markdown report has the rest)."""
+    out = []
+    for entry in report.entries:
+        if entry.section == REST:
+            continue
+        reference = entry.reference
+        site = reference.sites[0] if reference.sites else None
+        kind = "silently does nothing" if entry.section == SILENT else "breaks"
+        title = f"canary surface: {reference.package} {_held_range(entry)} {kind}"
+        body = f"{heading(reference)}: {spans_text(entry)}"
+        if (text := why(entry)) is not None:
+            body += f"\nupstream: {text}"
+        props = {
+            "file": site.path if site else None,
+            "line": site.line if site else None,
+            "title": title,
+        }
+        out.append(workflow_command("error", props, body))
+    out.append(summary(report))
+    return "\n".join(out) + "\n"
+
+
+def _held_range(entry: Entry) -> str:
+    return range_label(entry.held[0], entry.held[-1])

@@ -1,0 +1,181 @@
+"""The surface report: outcomes folded into version ranges, hard breaks (pinned releases
+first), then silent ones with the anchored function's upstream diff, then the rest."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from packaging.specifiers import SpecifierSet
+
+from canary import codeindex
+from canary.errors import ConfigError, Subject
+from canary.surface import report
+from canary.surface.model import (
+    Kind,
+    Match,
+    Outcome,
+    Reference,
+    Resolved,
+    Site,
+    SurfaceResult,
+    Target,
+)
+
+OK, MISSING, UNKNOWN = Outcome.OK, Outcome.MISSING, Outcome.UNKNOWN
+TOY = ("0.9.0", "1.0.0", "1.1.0", "2.0.0", "3.0.0")
+
+ENGINE_OLD = b"class Engine:\n    def run(self, x):\n        y = x * 2\n        return y\n"
+ENGINE_NEW = b"class Engine:\n    def run(self, x):\n        return x * 2\n"
+
+
+def ref(target: str, kind: Kind = Kind.IMPORT, *, guarded: bool = False, **extra) -> Reference:
+    package = target.split(".", maxsplit=1)[0]
+    return Reference(package, target, kind, (Site("proj/patch.py", 10, guarded),), **extra)
+
+
+def resolved(reference: Reference, *outcomes: Outcome, versions=TOY, why=None) -> Resolved:
+    return Resolved(reference, dict(zip(versions, outcomes, strict=True)), why or {})
+
+
+ENGINE = ref("toy.core.Engine")
+RUN_PATCH = ref("toy.core.Engine.run", Kind.PATCH, guarded=True)
+ANCHOR = ref("toy.core.Engine.run", Kind.ANCHOR, anchor="y = x * 2", match=Match.EXACT)
+OLD_HELPER = ref("toy.util._helper", Kind.ATTRIBUTE)
+DYNAMIC = ref("toy.lazy.thing", Kind.ATTRIBUTE)
+FINE = ref("toy.core")
+PINNED = ref("pin.api.load")
+
+
+def result(*references: Resolved) -> SurfaceResult:
+    target = Target("proj", "1.0", {"toy": ">=1.0,<3", "pin": "==2.0.0"})
+    packages = {"toy": TOY, "pin": ("1.0.0", "2.0.0")}
+    return SurfaceResult((target,), packages, references)
+
+
+EVERYTHING = result(
+    resolved(ENGINE, OK, OK, MISSING, MISSING, MISSING, why={"1.1.0": "toy.core has no Engine"}),
+    resolved(RUN_PATCH, OK, OK, OK, MISSING, MISSING),
+    resolved(ANCHOR, OK, OK, OK, MISSING, MISSING),
+    resolved(OLD_HELPER, MISSING, OK, OK, OK, MISSING),
+    resolved(DYNAMIC, OK, UNKNOWN, UNKNOWN, OK, OK),
+    resolved(FINE, OK, OK, OK, OK, OK),
+    resolved(PINNED, OK, MISSING, versions=("1.0.0", "2.0.0")),
+)
+
+
+class FakeSources:
+    """The anchored function lives in toy/core.py: Engine.run; 2.0.0 rewrote it."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, str]] = []
+
+    def locate(self, reference: Reference, version: str) -> Subject | None:
+        return Subject("toy/core.py", "Engine.run")
+
+    def module(self, package: str, version: str, path: str) -> codeindex.Module | None:
+        self.asked.append((version, path))
+        content = ENGINE_OLD if version < "2" else ENGINE_NEW
+        return codeindex.parse_module(content, path=path)
+
+
+def test_hard_breaks_come_first_with_the_pinned_release_first_then_silent_then_the_rest():
+    built = report.build(EVERYTHING)
+    order = [(e.section, e.reference.target, e.reference.kind) for e in built.entries]
+    assert order == [
+        ("hard", "pin.api.load", Kind.IMPORT),  # the project pins pin==2.0.0 itself
+        ("hard", "toy.core.Engine", Kind.IMPORT),
+        ("silent", "toy.core.Engine.run", Kind.PATCH),  # guarded: skipped, not a crash
+        ("silent", "toy.core.Engine.run", Kind.ANCHOR),
+        ("rest", "toy.util._helper", Kind.ATTRIBUTE),  # missing outside >=1.0,<3 only
+        ("rest", "toy.lazy.thing", Kind.ATTRIBUTE),  # unknown is never missing
+    ]
+    assert built.fine == 1
+    first = built.entries[0]
+    assert first.pinned == ("2.0.0",)
+    # Held against the target only inside its range: 3.0.0 is outside <3.
+    assert built.entries[1].held == ("1.1.0", "2.0.0")
+    assert built.entries[4].held == ()
+
+
+def test_outcomes_fold_into_version_ranges_in_the_order_checked():
+    built = report.build(EVERYTHING)
+    engine = next(e for e in built.entries if e.reference == ENGINE)
+    assert report.spans_text(engine) == "0.9.0\u20131.0.0: ok (2), 1.1.0\u20133.0.0: MISSING (3)"
+    assert report.why(engine) == "toy.core has no Engine"
+    terminal = report.render(EVERYTHING, "terminal")
+    assert "toy toy.core.Engine (import)" in terminal
+    assert "  used at proj/patch.py:10" in terminal
+    assert "  upstream: toy.core has no Engine" in terminal
+    assert (
+        terminal.index("Hard breaks")
+        < terminal.index("Silent breaks")
+        < terminal.index("Misses outside")
+    )
+    assert "2 hard break(s), 2 silent break(s)" in terminal.splitlines()[0]
+
+
+def test_an_anchor_that_stops_applying_shows_the_diff_of_its_function_between_the_releases():
+    sources = FakeSources()
+    built = report.build(EVERYTHING, sources=sources)
+    anchor = next(e for e in built.entries if e.reference == ANCHOR)
+    (diff,) = anchor.diffs
+    assert (diff.good, diff.bad) == ("1.1.0", "2.0.0")  # last applied, first not
+    assert "-        y = x * 2" in diff.upstream.diff
+    assert "+        return x * 2" in diff.upstream.diff
+    assert "Engine.run changed between 1.1.0 and 2.0.0" in diff.upstream.note
+    assert sources.asked == [("1.1.0", "toy/core.py"), ("2.0.0", "toy/core.py")]
+    # Only anchors are diffed: a patch target's miss says what is there instead.
+    assert all(not e.diffs for e in built.entries if e.reference != ANCHOR)
+    markdown = report.render(EVERYTHING, "markdown", sources=FakeSources())
+    assert "```diff\n--- toy/core.py:2 Engine.run @ 1.1.0" in markdown
+    assert "-        y = x * 2" in markdown
+
+
+def test_an_anchored_function_that_is_gone_says_so():
+    class Gone(FakeSources):
+        def module(self, package, version, path):
+            content = ENGINE_OLD if version < "2" else b"class Engine:\n    pass\n"
+            return codeindex.parse_module(content, path=path)
+
+    built = report.build(EVERYTHING, sources=Gone())
+    (diff,) = next(e for e in built.entries if e.reference == ANCHOR).diffs
+    assert diff.upstream.note == "Engine.run is gone from toy/core.py in 2.0.0"
+
+
+def test_findings_given_by_the_resolver_decide_what_is_held_against_the_target():
+    # The configuration accepted the Engine import's miss: it is no longer a break.
+    findings = report.default_findings(EVERYTHING) - {
+        (ENGINE.key, "1.1.0"),
+        (ENGINE.key, "2.0.0"),
+    }
+    built = report.build(EVERYTHING, findings=findings)
+    engine = next(e for e in built.entries if e.reference == ENGINE)
+    assert (engine.section, engine.held) == ("rest", ())
+
+
+def test_github_annotates_each_break_at_its_first_site_and_nothing_else():
+    lines = report.render(EVERYTHING, "github").splitlines()
+    errors = [line for line in lines if line.startswith("::error")]
+    assert len(errors) == 4  # two hard, two silent; misses outside the range are not
+    assert errors[1].startswith("::error file=proj/patch.py,line=10,title=canary surface")
+    assert "toy 1.1.0\u20132.0.0 breaks" in errors[1]
+    assert "silently does nothing" in errors[2]
+    assert lines[-1].startswith("canary surface of proj 1.0: 7 references")
+
+
+def test_json_is_the_contract_itself():
+    assert json.loads(report.render(EVERYTHING, "json")) == EVERYTHING.to_json()
+
+
+def test_main_is_inside_a_range_without_an_upper_bound_only():
+    open_ended, bounded = [SpecifierSet(">=1.0")], [SpecifierSet(">=1.0,<3")]
+    assert report.inside(open_ended, "main")
+    assert not report.inside(bounded, "main")
+    assert not report.inside([], "1.0.0")  # no declared requirement: nothing held
+
+
+def test_a_requirement_that_is_not_a_specifier_names_the_target_and_the_fix():
+    bad = SurfaceResult((Target("proj", "1.0", {"toy": "latest"}),), {"toy": TOY}, ())
+    with pytest.raises(ConfigError, match=r"proj: its requirement on toy \('latest'\)"):
+        report.build(bad)
