@@ -6,10 +6,20 @@ from __future__ import annotations
 from canary.fixes.downstream import DOWNSTREAM_PATCHES
 from canary.fixes.fix import Fix
 
+# The fixes' windows: where their code runs, so where every upstream name it uses must
+# exist. Each starts at tags.toml's floor: 4.46.0 is the first Trainer that passes
+# num_items_in_batch (4.46.2-4.47.1 never divide in training_step: the hook runs there and
+# warns, so its names must still resolve); peft 0.15.0 is the oldest PEFT checked. No fix
+# declares trl: none of their code names it.
+TRANSFORMERS_FLOOR = ">=4.46.0"
+PEFT_FLOOR = ">=0.15.0"
+
 PROJECT_FIXES: tuple[Fix, ...] = (
     Fix(
         name="accepts_loss_kwargs shadowing",
         module="canary.fixes.accepts_loss_kwargs",
+        # peft: PeftModel, to tell a PEFT wrapper level from the model it wraps.
+        windows={"transformers": TRANSFORMERS_FLOOR, "peft": PEFT_FLOOR},
         summary=(
             "shadows accepts_loss_kwargs on every wrapper level so Trainer does not divide "
             "a loss that already honours num_items_in_batch"
@@ -18,6 +28,7 @@ PROJECT_FIXES: tuple[Fix, ...] = (
     Fix(
         name="gradient accumulation clamp",
         module="canary.fixes.grad_accum_clamp",
+        windows={"transformers": TRANSFORMERS_FLOOR},
         summary=(
             "clamps Accelerate's gradient_accumulation_steps to 1 where Trainer divides "
             "the loss itself and Accelerate would divide again"
@@ -26,6 +37,8 @@ PROJECT_FIXES: tuple[Fix, ...] = (
     Fix(
         name="chunked NLL loss",
         module="canary.fixes.chunked_loss",
+        # peft: BaseTunerLayer, to refuse an lm_head a tuner layer wraps.
+        windows={"transformers": TRANSFORMERS_FLOOR, "peft": PEFT_FLOOR},
         summary=(
             "computes the causal-LM loss from hidden states in chunks, never materialising "
             "[batch, seq, vocab] logits, under PEFT too"
@@ -34,6 +47,7 @@ PROJECT_FIXES: tuple[Fix, ...] = (
     Fix(
         name="trainer construction hook",
         module="canary.fixes.trainer_hooks",
+        windows={"transformers": TRANSFORMERS_FLOOR},
         summary=(
             "wraps Trainer.__init__ to apply the accepts_loss_kwargs shadow and the "
             "accumulation clamp to self.model after init (PEFT-after-load, model_init)"
@@ -52,6 +66,11 @@ def _registry() -> dict[str, Fix]:
 
 
 FIXES: dict[str, Fix] = _registry()
+
+
+def fix_at(path: str) -> Fix | None:
+    """This package's fix whose module is the file ``path`` (``canary/fixes/x.py``), if any."""
+    return next((fix for fix in PROJECT_FIXES if fix.path == path), None)
 
 
 def get_fix(name: str) -> Fix:

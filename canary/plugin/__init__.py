@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from canary.errors import ConfigError
-from canary.plugin import progress
+from canary.plugin import progress, surface
 from canary.plugin.record import Recorder, RunFacts
 from canary.plugin.session import RUNTIME_DIR, CanarySession, arg_paths, inside
 from canary.run import Run, RunOptions, open_run
@@ -116,6 +116,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="progress of upstream fetches: auto (on a terminal outside CI, the default), "
         "on (--canary-progress alone) or off",
     )
+    surface.add_options(group)
     group.addoption(
         "--canary-runtime",
         action="store_true",
@@ -151,6 +152,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from None
     config.add_cleanup(run.close)
     config.pluginmanager.register(CanarySession(config, run), RUN_PLUGIN_NAME)
+    config.pluginmanager.register(surface.SurfacePlugin(config, run), surface.PLUGIN_NAME)
     if (results_path := config.getoption("canary_json")) is not None:
         facts = RunFacts(
             tags_file=str(run.tags_path.resolve()),
@@ -183,7 +185,7 @@ def _run_options(config: pytest.Config) -> RunOptions:
 
 def _is_canary_run(config: pytest.Config, options: RunOptions) -> bool:
     """Whether this session checks upstream: a run option given, or canary/ collected."""
-    if options != _RUN_DEFAULTS:
+    if options != _RUN_DEFAULTS or config.getoption("canary_surface"):
         return True
     package_dir = RUNTIME_DIR.parent
     for target in arg_paths(config):

@@ -32,7 +32,7 @@ from canary.errors import ConfigError, Subject
 from canary.report.diff import UpstreamDiff, diff_subject
 from canary.report.matrix import range_label, runs
 from canary.report.render import markdown_cell, workflow_command
-from canary.surface.model import Kind, Outcome, Reference, Resolved, SurfaceResult
+from canary.surface.model import Kind, Outcome, Reference, Resolved, SurfaceResult, Target
 
 FORMATS = ("terminal", "markdown", "json", "github")
 
@@ -114,11 +114,11 @@ class SurfaceReport:
 # -- deciding --------------------------------------------------------------------------
 
 
-def declared_range(result: SurfaceResult, package: str) -> list[SpecifierSet]:
+def declared_range(targets: Iterable[Target], package: str) -> list[SpecifierSet]:
     """Each target's requirement on ``package``; empty when no target declares one (then
     nothing on that package is held against them)."""
     found = []
-    for target in result.targets:
+    for target in targets:
         if package in target.requires:
             text = target.requires[package]
             try:
@@ -132,21 +132,22 @@ def declared_range(result: SurfaceResult, package: str) -> list[SpecifierSet]:
 
 
 def inside(specifiers: Iterable[SpecifierSet], version: str) -> bool:
-    """Whether ``version`` is inside one of the ranges; a tree without a release version
-    (``main``) is newer than every release: inside a range with no upper bound."""
+    """Whether ``version`` is inside one of the ranges (a pre-release counts as the release
+    it leads to); a tree without a release version (``main``) is newer than every
+    release: inside a range with no upper bound."""
     parsed = versions.parse(version)
     for specifier in specifiers:
         if parsed is None:
             if not any(spec.operator in _UPPER_BOUNDS for spec in specifier):
                 return True
-        elif specifier.contains(parsed, prereleases=True):
+        elif specifier.contains(versions.release_of(parsed)):
             return True
     return False
 
 
 def default_findings(result: SurfaceResult) -> frozenset[Finding]:
     """Every miss on a version inside a target's declared range (nothing accepted)."""
-    ranges = {package: declared_range(result, package) for package in result.packages}
+    ranges = {package: declared_range(result.targets, package) for package in result.packages}
     return frozenset(
         (resolved.reference.key, version)
         for resolved in result.references
@@ -162,7 +163,7 @@ def own_pins(result: SurfaceResult) -> dict[str, frozenset[str]]:
     pins: dict[str, frozenset[str]] = {}
     for package, checked in result.packages.items():
         pinned = set()
-        for specifier_set in declared_range(result, package):
+        for specifier_set in declared_range(result.targets, package):
             for spec in specifier_set:
                 if spec.operator in _PIN_OPERATORS:
                     pinned.update(

@@ -1,0 +1,8 @@
+"""The dependency surface as checks: every upstream name canary's own fixes use, on every
+release inside the fix's window, and each ``--canary-surface TARGET``'s inside its declared
+range. One case per (target, release); :mod:`canary.plugin.surface` parametrizes it."""
+
+
+def test_surface(surface):
+    """Every reference the target makes to this release's package resolves here."""
+    surface()

@@ -1,0 +1,278 @@
+"""The surface as pytest cases, end to end through pytester: one item per (target, release)
+with the catalog's ids, failing on a reference missing where the target says it works,
+skipping outside, never failing on unknown; canary's own fixes gated by their windows.
+
+Extraction and resolution are fakes here (their own tests cover them): the fake resolver
+reads the release's file through the run's workspace, from a cache the tests fill.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+# Imported before pytester snapshots sys.modules (see tests/test_plugin.py).
+import canary.sources.github  # noqa: F401
+from canary.cache import Cache, FileKey
+from canary.plugin import surface as surface_plugin
+from canary.surface.model import Kind, Outcome, Reference, Site, Target
+
+pytest_plugins = ["pytester"]
+
+TAGS = """
+[packages.toy]
+repo = "example/toy"
+package_dir = "src"
+floor = "1.0.0"
+anchors = ["1.0.0"]
+broken = {}
+versions = ["1.0.0", "1.1.0", "1.1.1", "2.0.0", "2.10.0"]
+
+[packages.peft]
+repo = "huggingface/peft"
+package_dir = "src"
+floor = "0.14.0"
+anchors = ["0.14.0"]
+broken = {}
+versions = ["0.14.0", "0.15.0", "0.16.0"]
+"""
+
+WITH_ENGINE = b"class Engine:\n    def run(self):\n        pass\n"
+WITHOUT = b"class Motor:\n    pass\n"
+TUNER = b"class BaseTunerLayer:\n    pass\n"
+
+SURFACE_MODULE = (Path(surface_plugin.__file__).parents[1] / "checks/test_surface.py").read_text()
+
+
+def ref(target: str, path: str = "proj/patch.py", line: int = 3, **kw) -> Reference:
+    package = target.split(".", maxsplit=1)[0]
+    return Reference(package, target, kw.pop("kind", Kind.IMPORT), (Site(path, line),), **kw)
+
+
+PROJECT_REFS = (
+    ref("toy.core.Engine"),
+    ref("toy.core.dynamic_thing", line=9),  # the fake cannot decide it: unknown
+)
+OWN_REFS = (ref("peft.tuners.tuners_utils.BaseTunerLayer", "canary/fixes/chunked_loss.py", 201),)
+
+
+class FakeEngine:
+    """Extraction by table, resolution by reading the release's file through the
+    workspace: ``toy.core.Engine`` is ok where toy/core.py defines Engine."""
+
+    def __init__(self, own_refs=OWN_REFS, project_refs=PROJECT_REFS) -> None:
+        self.own_refs, self.project_refs = own_refs, project_refs
+        self.extracted: list[str] = []
+
+    def engine(self) -> surface_plugin.Engine:
+        return surface_plugin.Engine(self.open_target, self.extract, self.resolve_case)
+
+    def open_target(self, spec, *, download_dir, offline):
+        target = Target("proj", "1.0", {"toy": ">=1.1.0,<2.10"})
+        return type(
+            "Loaded", (), {"target": target, "root": Path(spec), "files": (), "config": None}
+        )
+
+    def extract(self, root, files, *, upstream):
+        own = (Path(root) / "canary/fixes").is_dir()
+        self.extracted.append("canary" if own else "proj")
+        assert set(upstream) == {"toy", "peft"}  # tags.toml's packages
+        if own:
+            assert "canary/fixes/chunked_loss.py" in files
+        return self.own_refs if own else self.project_refs
+
+    def resolve_case(self, references, case, workspace):
+        decided = {}
+        for reference in references:
+            module_path, _, name = reference.target.rpartition(".")
+            if name == "dynamic_thing":
+                decided[reference.key] = (Outcome.UNKNOWN, "built at import time")
+                continue
+            path = module_path.replace(".", "/") + ".py"
+            module = workspace.snapshot(case, [path]).modules[path]
+            if module is not None and name in module.classes:
+                decided[reference.key] = (Outcome.OK, "")
+            else:
+                decided[reference.key] = (Outcome.MISSING, f"{path} defines no {name}")
+        return decided
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> FakeEngine:
+    engine = FakeEngine()
+    monkeypatch.setattr(surface_plugin, "default_engine", engine.engine)
+    return engine
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester, tmp_path: Path, monkeypatch, fake) -> pytest.Pytester:
+    cache_dir = tmp_path / "cache"
+    monkeypatch.setenv("CANARY_CACHE_DIR", str(cache_dir))
+    pytester.makefile(".toml", tags=TAGS)
+    pytester.makepyfile(test_surface=SURFACE_MODULE)
+    (pytester.path / "proj").mkdir()
+    cache = Cache(cache_dir)
+    for version in ("1.0.0", "1.1.0", "1.1.1", "2.0.0", "2.10.0"):
+        content = WITHOUT if version in ("2.0.0", "2.10.0") else WITH_ENGINE
+        cache.write_file(FileKey("index", "toy", version, "toy/core.py"), content)
+    for version in ("0.14.0", "0.15.0", "0.16.0"):
+        content = WITHOUT if version == "0.16.0" else TUNER
+        path = "peft/tuners/tuners_utils.py"
+        cache.write_file(FileKey("index", "peft", version, path), content)
+    return pytester
+
+
+def run(project: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return project.runpytest("-p", "no:cacheprovider", "--canary-offline", "-rsx", *args)
+
+
+def outcomes_by_id(result: pytest.RunResult) -> dict[str, str]:
+    found = {}
+    for line in result.outlines:
+        for word in ("PASSED", "FAILED", "SKIPPED"):
+            if line.startswith("test_surface.py::test_surface[") and f" {word}" in line:
+                found[line.split("[", 1)[1].split("]", 1)[0]] = word
+    return found
+
+
+def test_one_case_per_target_and_release_with_the_catalogs_ids(project, fake):
+    result = run(project, "--canary-surface", "proj", "--collect-only", "-q")
+    ids = [line.split("[", 1)[1].rstrip("]") for line in result.outlines if "[" in line]
+    releases = ["toy_1_0_0", "toy_1_1_0", "toy_1_1_1", "toy_2_0_0", "toy_2_10_0"]
+    releases += ["peft_0_14_0", "peft_0_15_0", "peft_0_16_0"]
+    assert ids == [f"canary-{r}" for r in releases] + [f"proj-{r}" for r in releases]
+    assert fake.extracted == []  # collecting extracts nothing: -k and --collect-only stay fast
+
+
+def test_dash_k_selects_one_series_of_releases(project):
+    result = run(project, "--canary-surface", "proj", "-k", "toy_1_1", "--collect-only", "-q")
+    assert [line for line in result.outlines if "::" in line] == [
+        "test_surface.py::test_surface[canary-toy_1_1_0]",
+        "test_surface.py::test_surface[canary-toy_1_1_1]",
+        "test_surface.py::test_surface[proj-toy_1_1_0]",
+        "test_surface.py::test_surface[proj-toy_1_1_1]",
+    ]
+
+
+def test_a_miss_inside_the_declared_range_fails_naming_site_target_and_what_is_there(project):
+    result = run(project, "--canary-surface", "proj", "-k", "proj-toy", "-v")
+    assert outcomes_by_id(result) == {
+        "proj-toy_1_0_0": "SKIPPED",  # below >=1.1.0: not held against it
+        "proj-toy_1_1_0": "PASSED",
+        "proj-toy_1_1_1": "PASSED",
+        "proj-toy_2_0_0": "FAILED",  # inside the range, Engine is gone
+        "proj-toy_2_10_0": "SKIPPED",  # above <2.10
+    }
+    result.stdout.fnmatch_lines(
+        [
+            "*canary surface: proj 1.0 on toy 2.0.0: 1 reference(s) missing inside its "
+            "declared range (toy>=1.1.0,<2.10):",
+            "*  proj/patch.py:3 uses toy.core.Engine (import): toy/core.py defines no Engine",
+        ]
+    )
+    # The undecidable reference is never reported as missing.
+    assert "dynamic_thing" not in result.stdout.str()
+    reasons = skip_reasons(
+        project, "--canary-surface", "proj", "-k", "proj-toy_1_0 or proj-toy_2_1"
+    )
+    assert reasons == {
+        "proj-toy_1_0_0": "outside the window of proj's requirement (toy>=1.1.0,<2.10)",
+        "proj-toy_2_10_0": "outside the window of proj's requirement (toy>=1.1.0,<2.10)",
+    }
+
+
+def skip_reasons(project: pytest.Pytester, *args: str) -> dict[str, str]:
+    recorded = project.inline_run("-p", "no:cacheprovider", "--canary-offline", *args)
+    return {
+        report.nodeid.split("[", 1)[1].rstrip("]"): report.longrepr[2].removeprefix("Skipped: ")
+        for report in recorded.getreports("pytest_runtest_logreport")
+        if report.skipped
+    }
+
+
+def test_each_target_is_extracted_once_per_run(project, fake):
+    run(project, "--canary-surface", "proj", "-k", "toy")
+    assert sorted(fake.extracted) == ["canary", "proj"]
+
+
+def test_canarys_own_fixes_are_checked_inside_each_fixs_window(project):
+    result = run(project, "-k", "canary-peft", "-v")
+    assert outcomes_by_id(result) == {
+        "canary-peft_0_14_0": "SKIPPED",  # below the chunked loss fix's peft window
+        "canary-peft_0_15_0": "PASSED",
+        "canary-peft_0_16_0": "FAILED",
+    }
+    result.stdout.fnmatch_lines(
+        [
+            "*canary surface: canary * on peft 0.16.0: 1 reference(s) missing inside its "
+            "fixes' windows:",
+            "*  canary/fixes/chunked_loss.py:201 uses peft.tuners.tuners_utils.BaseTunerLayer "
+            "(import): peft/tuners/tuners_utils.py defines no BaseTunerLayer",
+        ]
+    )
+    assert skip_reasons(project, "-k", "canary-peft_0_14") == {
+        "canary-peft_0_14_0": "outside the window of every canary fix using peft"
+    }
+
+
+def test_own_code_using_a_package_no_fix_declares_is_a_finding_on_every_release(
+    project, monkeypatch
+):
+    # grad_accum_clamp's fix declares transformers only; here its module reaches into peft.
+    stray = ref("peft.tuners.tuners_utils.BaseTunerLayer", "canary/fixes/grad_accum_clamp.py", 7)
+    engine = FakeEngine(own_refs=(stray,))
+    monkeypatch.setattr(surface_plugin, "default_engine", engine.engine)
+    result = run(project, "-k", "canary-peft", "-v")
+    assert set(outcomes_by_id(result).values()) == {"FAILED"}  # 0.14.0 too: not a skip
+    result.stdout.fnmatch_lines(
+        [
+            "*canary surface: canary * uses peft outside every fix's window (1 reference(s)); "
+            "declare the window in canary/fixes/registry.py:",
+            "*  canary/fixes/grad_accum_clamp.py:7: fix 'gradient accumulation clamp' declares "
+            "no peft window uses peft.tuners.tuners_utils.BaseTunerLayer (import)",
+        ]
+    )
+
+
+def test_a_package_the_target_does_not_use_is_skipped_as_outside_and_not_listed(project):
+    result = run(project, "-k", "canary-toy")
+    result.assert_outcomes(skipped=5)
+    assert "SKIPPED [" not in result.stdout.str()  # window skips are counted, not listed
+    assert set(skip_reasons(project, "-k", "canary-toy").values()) == {
+        "outside the window of canary: it uses nothing of toy"
+    }
+
+
+def test_a_failing_extraction_is_an_error_of_the_case_not_a_pass(project, monkeypatch):
+    class Broken(FakeEngine):
+        def open_target(self, spec, *, download_dir, offline):
+            from canary.errors import OfflineMiss
+
+            raise OfflineMiss(f"--canary-offline: {spec} is not in {download_dir.name}")
+
+    monkeypatch.setattr(surface_plugin, "default_engine", Broken().engine)
+    result = run(project, "--canary-surface", "proj==1.0", "-k", "proj-toy_1_1_0")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["*OfflineMiss: --canary-offline: proj==1.0 is not in surface-targets*"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("specs", "ids"),
+    [
+        (["unsloth_zoo==2025.1.1"], ["unsloth-zoo"]),
+        (["dist/Liger_Kernel-0.5.0-py3-none-any.whl"], ["liger-kernel"]),
+        (["src/axolotl", "axolotl==0.9.0"], ["axolotl", "axolotl-2"]),
+        (["trl==0.20.0"], ["trl"]),  # never trl_0...: -k trl_0 keeps selecting trl's cases
+    ],
+)
+def test_target_ids_are_normalised_project_names(specs, ids):
+    assert surface_plugin.target_ids(specs) == ids
+
+
+def test_the_shipped_module_is_the_one_checked_here():
+    # The pytester runs above use the real canary/checks/test_surface.py text.
+    assert "def test_surface(surface):" in textwrap.dedent(SURFACE_MODULE)
