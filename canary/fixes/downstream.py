@@ -3,7 +3,10 @@ internals, registered so the checks protecting it can name it.
 
 One section per upstream package, kept in the order of its catalog module. A ``reference``
 says where the patch lives (repository and pull request), so a drift report leads the
-maintainer straight to the code that breaks.
+maintainer straight to the code that breaks. ``upstream`` names what the patch uses as
+``module:qualname`` (``module`` alone for a whole module), so ``python -m canary surface
+--stale PROJECT`` can tell an entry whose project uses none of it any more (wherever the
+project imports it from: a re-export counts).
 """
 
 from __future__ import annotations
@@ -19,11 +22,13 @@ TRANSFORMERS_PATCHES: tuple[Fix, ...] = (
             "torch.utils.checkpoint.checkpoint) for its offloading gradient checkpoint"
         ),
         reference="unsloth-zoo#549",
+        upstream=("transformers.modeling_utils:checkpoint",),
     ),
     Fix(
         name="PushToHubMixin._create_repo",
         summary="calls PushToHubMixin._create_repo when saving and pushing merged models",
         reference="unsloth-zoo#393",
+        upstream=("transformers.utils.hub:PushToHubMixin._create_repo",),
     ),
     Fix(
         name="bitsandbytes Linear4bit replacement",
@@ -32,6 +37,10 @@ TRANSFORMERS_PATCHES: tuple[Fix, ...] = (
             "bnb.nn.Linear4bit when loading 4-bit models"
         ),
         reference="unsloth-zoo#491",
+        upstream=(
+            "transformers.integrations.bitsandbytes:replace_with_bnb_linear",
+            "transformers.integrations.bitsandbytes:_replace_with_bnb_linear",
+        ),
     ),
     Fix(
         name="quantizers should_convert_module",
@@ -40,6 +49,7 @@ TRANSFORMERS_PATCHES: tuple[Fix, ...] = (
             "patterns) to skip modules it keeps unquantized"
         ),
         reference="unsloth-zoo#488",
+        upstream=("transformers.quantizers.quantizers_utils:should_convert_module",),
     ),
     Fix(
         name="FP8Linear construction",
@@ -48,21 +58,25 @@ TRANSFORMERS_PATCHES: tuple[Fix, ...] = (
             "the bias flag under the name the release uses (bias, later has_bias)"
         ),
         reference="unsloth-zoo#572",
+        upstream=("transformers.integrations.finegrained_fp8:FP8Linear",),
     ),
     Fix(
         name="processing_utils Unpack",
         summary="imports Unpack from transformers.processing_utils for its processor kwargs types",
         reference="unsloth-zoo#583",
+        upstream=("transformers.processing_utils:Unpack",),
     ),
     Fix(
         name="Gemma3Attention patch",
         summary="replaces Gemma3Attention.forward in transformers.models.gemma3.modeling_gemma3",
         reference="unsloth#5036",
+        upstream=("transformers.models.gemma3.modeling_gemma3:Gemma3Attention",),
     ),
     Fix(
         name="GptOssModel patch",
         summary="patches GptOssModel in transformers.models.gpt_oss.modeling_gpt_oss",
         reference="unsloth#5036",
+        upstream=("transformers.models.gpt_oss.modeling_gpt_oss:GptOssModel",),
     ),
     Fix(
         name="auto mapping registration",
@@ -71,6 +85,7 @@ TRANSFORMERS_PATCHES: tuple[Fix, ...] = (
             "_extra_content via register) to map its model classes into the Auto classes"
         ),
         reference="unsloth#5155",
+        upstream=("transformers.models.auto.auto_factory:_LazyAutoMapping",),
     ),
     Fix(
         name="PretrainedConfig import",
@@ -79,6 +94,7 @@ TRANSFORMERS_PATCHES: tuple[Fix, ...] = (
             "PreTrainedConfig in 5.0, with the old name kept as an alias)"
         ),
         reference="unsloth#5036",
+        upstream=("transformers.configuration_utils:PretrainedConfig",),
     ),
     Fix(
         name="apply_chat_template call",
@@ -87,6 +103,7 @@ TRANSFORMERS_PATCHES: tuple[Fix, ...] = (
             "chat_template, add_generation_prompt and tokenize by keyword"
         ),
         reference="unsloth#5036",
+        upstream=("transformers.tokenization_utils_base:PreTrainedTokenizerBase",),
     ),
     Fix(
         name="attention mask utilities",
@@ -95,16 +112,19 @@ TRANSFORMERS_PATCHES: tuple[Fix, ...] = (
             "transformers.modeling_attn_mask_utils for its fast attention paths"
         ),
         reference="unsloth#5036",
+        upstream=("transformers.modeling_attn_mask_utils",),
     ),
     Fix(
         name="KV cache classes",
         summary="builds and type-checks Cache / DynamicCache from transformers.cache_utils",
         reference="unsloth#5036",
+        upstream=("transformers.cache_utils:Cache", "transformers.cache_utils:DynamicCache"),
     ),
     Fix(
         name="training_args ParallelMode",
         summary="compares TrainingArguments.parallel_mode against training_args.ParallelMode",
         reference="unsloth#5036",
+        upstream=("transformers.training_args:ParallelMode",),
     ),
 )
 
@@ -117,6 +137,7 @@ TRL_PATCHES: tuple[Fix, ...] = (
             "not parse (0.22.0's 'unknown') turns every gate off"
         ),
         reference="unsloth#5036",
+        upstream=("trl:__version__",),
     ),
     Fix(
         name="trl dataset format detection",
@@ -125,6 +146,7 @@ TRL_PATCHES: tuple[Fix, ...] = (
             "gets a chat template before tokenisation"
         ),
         reference="unsloth#5036",
+        upstream=("trl.data_utils:is_conversational",),
     ),
     Fix(
         name="NEFTune hook patch",
@@ -133,6 +155,7 @@ TRL_PATCHES: tuple[Fix, ...] = (
             "through Trainer, not a hook of its own the patch would miss"
         ),
         reference="unsloth#5036",
+        upstream=("transformers.trainer_utils:neftune_post_forward_hook",),
     ),
     Fix(
         name="chat template propagation",
@@ -141,6 +164,7 @@ TRL_PATCHES: tuple[Fix, ...] = (
             "and its chat_template_kwargs reach the tokenizer"
         ),
         reference="unsloth#5036",
+        upstream=("trl.data_utils:maybe_apply_chat_template", "trl.data_utils:apply_chat_template"),
     ),
     Fix(
         name="GRPO trainer patch",
@@ -150,11 +174,13 @@ TRL_PATCHES: tuple[Fix, ...] = (
             "torch.inference_mode / accelerator.unwrap_model blocks"
         ),
         reference="unsloth#5036",
+        upstream=("trl.trainer.grpo_trainer:GRPOTrainer",),
     ),
     Fix(
         name="KTO batch logps patch",
         summary="replaces KTOTrainer.get_batch_logps with a memory-efficient version",
         reference="unsloth#5036",
+        upstream=("trl.trainer.kto_trainer:KTOTrainer.get_batch_logps",),
     ),
     Fix(
         name="generation unwrap patch",
@@ -163,6 +189,7 @@ TRL_PATCHES: tuple[Fix, ...] = (
             "fast-inference model"
         ),
         reference="unsloth#5036",
+        upstream=("trl.models.utils:unwrap_model_for_generation",),
     ),
     Fix(
         name="vLLM generation patch",
@@ -171,6 +198,7 @@ TRL_PATCHES: tuple[Fix, ...] = (
             "in-process vLLM engine instead of TRL's"
         ),
         reference="unsloth#5036",
+        upstream=("trl.generation.vllm_generation:VLLMGeneration",),
     ),
 )
 
@@ -180,6 +208,7 @@ PEFT_PATCHES: tuple[Fix, ...] = (
         name="peft version gate",
         summary="parses peft.__version__ to choose which PEFT patches to apply",
         reference="unsloth#5036",
+        upstream=("peft:__version__",),
     ),
     Fix(
         name="LoRA variant kwargs injection",
@@ -188,6 +217,7 @@ PEFT_PATCHES: tuple[Fix, ...] = (
             "receives the variant keyword arguments (alora_offsets, ...) PEFT pops"
         ),
         reference="unsloth-zoo#430",
+        upstream=("peft.tuners.lora.layer:VARIANT_KWARG_KEYS",),
     ),
     Fix(
         name="LoRA ParamWrapper patch",
@@ -196,6 +226,7 @@ PEFT_PATCHES: tuple[Fix, ...] = (
             "for MoE expert weights: forward, get_delta_weight, merge/unmerge, get_param"
         ),
         reference="unsloth-zoo#618",
+        upstream=("peft.tuners.lora.layer:ParamWrapper",),
     ),
     Fix(
         name="LoraModel._create_and_replace patch",
@@ -204,6 +235,7 @@ PEFT_PATCHES: tuple[Fix, ...] = (
             "signature (lora_config, adapter_name, target, target_name, parent, current_key)"
         ),
         reference="unsloth#4807",
+        upstream=("peft.tuners.lora.model:LoraModel._create_and_replace",),
     ),
     Fix(
         name="PEFT weight conversion mapping",
@@ -212,6 +244,7 @@ PEFT_PATCHES: tuple[Fix, ...] = (
             "adapters load onto transformers 5 converted (fused) checkpoints"
         ),
         reference="unsloth#5167",
+        upstream=("peft.utils.transformers_weight_conversion:build_peft_weight_mapping",),
     ),
     Fix(
         name="PEFT dequantize_module_weight",
@@ -220,11 +253,13 @@ PEFT_PATCHES: tuple[Fix, ...] = (
             "quantised base weights (three call sites)"
         ),
         reference="unsloth#5036",
+        upstream=("peft.utils.integrations:dequantize_module_weight",),
     ),
     Fix(
         name="vLLM LoRA request",
         summary="builds vLLM LoRA requests for adapters whose peft_type is PeftType.LORA",
         reference="unsloth#5036",
+        upstream=("peft.utils.peft_types:PeftType.LORA",),
     ),
     Fix(
         name="modules_to_save detection",
@@ -233,6 +268,7 @@ PEFT_PATCHES: tuple[Fix, ...] = (
             "peft.utils.other, to find trainable embedding and lm_head copies"
         ),
         reference="unsloth#5036",
+        upstream=("peft.utils.other:ModulesToSaveWrapper",),
     ),
     Fix(
         name="PEFT adapter loading",
@@ -241,6 +277,7 @@ PEFT_PATCHES: tuple[Fix, ...] = (
             "adapter_name=..., is_trainable=...)"
         ),
         reference="unsloth#5036",
+        upstream=("peft.peft_model:PeftModel.from_pretrained",),
     ),
 )
 

@@ -19,8 +19,10 @@ class Fix:
     ``windows`` (this package's fixes): per upstream package, the releases the fix
     supports, as a PEP 440 specifier; the static tier checks the fix's own surface there,
     and an upstream package the fix's code uses without a window is a finding.
-    ``upstream`` (downstream patches): the dotted upstream names the patch touches, so
-    ``surface --stale`` can tell an entry whose project no longer uses any of them.
+    ``upstream`` (downstream patches): what the patch uses upstream, as
+    ``module:qualname`` (``transformers.utils.hub:PushToHubMixin._create_repo``; a module
+    alone for a whole module), so ``surface --stale`` can tell an entry whose project no
+    longer uses any of it.
     """
 
     name: str
