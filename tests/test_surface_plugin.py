@@ -183,6 +183,18 @@ def test_a_miss_inside_the_declared_range_fails_naming_site_target_and_what_is_t
     }
 
 
+def test_a_package_the_target_declares_nothing_on_counts_on_every_release(project, monkeypatch):
+    tuner = ref("peft.tuners.tuners_utils.BaseTunerLayer")
+    engine = FakeEngine(project_refs=(tuner,))
+    monkeypatch.setattr(surface_plugin, "default_engine", engine.engine)
+    result = run(project, "--canary-surface", "proj", "-k", "proj-peft", "-v")
+    assert outcomes_by_id(result) == {
+        "proj-peft_0_14_0": "PASSED",
+        "proj-peft_0_15_0": "PASSED",
+        "proj-peft_0_16_0": "FAILED",  # proj requires nothing of peft, and imports it
+    }
+
+
 def skip_reasons(project: pytest.Pytester, *args: str) -> dict[str, str]:
     recorded = project.inline_run("-p", "no:cacheprovider", "--canary-offline", *args)
     return {

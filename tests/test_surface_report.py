@@ -172,7 +172,10 @@ def test_main_is_inside_a_range_without_an_upper_bound_only():
     open_ended, bounded = [SpecifierSet(">=1.0")], [SpecifierSet(">=1.0,<3")]
     assert report.inside(open_ended, "main")
     assert not report.inside(bounded, "main")
-    assert not report.inside([], "1.0.0")  # no declared requirement: nothing held
+    # A target that declares nothing on a package is not constrained by it.
+    (undeclared,) = report.declared_range([Target("proj", "1.0", {})], "toy")
+    assert report.inside([undeclared], "1.0.0")
+    assert report.inside([undeclared], "main")
 
 
 def test_a_requirement_that_is_not_a_specifier_names_the_target_and_the_fix():

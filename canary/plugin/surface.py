@@ -12,7 +12,8 @@ target's declared range); ``unknown`` never fails.
 Where a reference must exist:
 
 * a ``--canary-surface`` target: on the releases inside its declared requirement on that
-  package (``Requires-Dist``); a package it declares nothing on holds nothing against it;
+  package (``Requires-Dist``); a package it declares nothing on constrains nothing (it
+  uses it all the same): every release;
 * canary's own fixes (:data:`OWN`): on the releases inside the window the fix whose module
   uses it declares for that package (:attr:`canary.fixes.Fix.windows`). Code under
   ``canary/fixes/`` that uses a package outside every fix's window (a module no fix owns,
@@ -333,7 +334,5 @@ def _outside(target: Target, case: Case, own: bool) -> str:
     # The window-skip words, so the end of the run counts these with the catalog's.
     if own:
         return f"{OUTSIDE_WINDOW} every canary fix using {case.package}"
-    declared = target.requires.get(case.package)
-    if declared is None:
-        return f"{OUTSIDE_WINDOW} {target.name}: it declares no requirement on {case.package}"
+    declared = target.requires.get(case.package, "")
     return f"{OUTSIDE_WINDOW} {target.name}'s requirement ({case.package}{declared})"

@@ -115,19 +115,18 @@ class SurfaceReport:
 
 
 def declared_range(targets: Iterable[Target], package: str) -> list[SpecifierSet]:
-    """Each target's requirement on ``package``; empty when no target declares one (then
-    nothing on that package is held against them)."""
+    """Each target's requirement on ``package``. A target that declares none is not
+    constrained by it (it uses the package all the same): every release is inside."""
     found = []
     for target in targets:
-        if package in target.requires:
-            text = target.requires[package]
-            try:
-                found.append(SpecifierSet(text))
-            except InvalidSpecifier:
-                raise ConfigError(
-                    f"{target.name}: its requirement on {package} ({text!r}) is not a PEP 440 "
-                    f"specifier; fix the project's Requires-Dist"
-                ) from None
+        text = target.requires.get(package, "")
+        try:
+            found.append(SpecifierSet(text))
+        except InvalidSpecifier:
+            raise ConfigError(
+                f"{target.name}: its requirement on {package} ({text!r}) is not a PEP 440 "
+                f"specifier; fix the project's Requires-Dist"
+            ) from None
     return found
 
 
