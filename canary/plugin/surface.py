@@ -327,7 +327,9 @@ def _name(target: Target) -> str:
 
 
 def _range(target: Target, package: str) -> str:
-    return f"inside its declared range ({package}{target.requires.get(package, '')})"
+    if package not in target.requires:
+        return f"(it declares nothing on {package}: every release counts)"
+    return f"inside its declared range ({package}{target.requires[package]})"
 
 
 def _outside(target: Target, case: Case, own: bool) -> str:
