@@ -100,6 +100,16 @@ class Entry:
     def reference(self) -> Reference:
         return self.resolved.reference
 
+    @property
+    def first(self) -> str | None:
+        """The version this entry is about: the first held against the target, else the
+        first that is not ``ok``."""
+        if self.held:
+            return self.held[0]
+        return next(
+            (v for s in self.spans if s.outcome is not Outcome.OK for v in s.versions), None
+        )
+
 
 @dataclass(frozen=True)
 class SurfaceReport:
@@ -152,7 +162,7 @@ def default_findings(result: SurfaceResult) -> frozenset[Finding]:
         for resolved in result.references
         for version, outcome in resolved.outcomes.items()
         if outcome is Outcome.MISSING
-        and inside(ranges.get(resolved.reference.package) or (), version)
+        and inside(ranges.get(resolved.reference.package, ()), version)
     )
 
 
@@ -216,18 +226,7 @@ def _order(result: SurfaceResult, resolved: Resolved) -> list[str]:
 def _reading_order(result: SurfaceResult, entry: Entry) -> tuple[int, bool, str, int, str, str]:
     reference = entry.reference
     checked = result.packages.get(reference.package, ())
-    first = (
-        entry.held[0]
-        if entry.held
-        else next(
-            (
-                v
-                for v in _order(result, entry.resolved)
-                if entry.resolved.outcomes[v] is not Outcome.OK
-            ),
-            "",
-        )
-    )
+    first = entry.first
     position = checked.index(first) if first in checked else len(checked)
     return (
         SECTIONS.index(entry.section),
@@ -340,15 +339,8 @@ def spans_text(entry: Entry) -> str:
 
 
 def why(entry: Entry) -> str | None:
-    """What upstream has instead, on the first version held against the target (or the
-    first miss or undecided version)."""
-    resolved = entry.resolved
-    first = entry.held[0] if entry.held else None
-    if first is None:
-        first = next(
-            (v for s in entry.spans if s.outcome is not Outcome.OK for v in s.versions), None
-        )
-    return resolved.why.get(first) if first is not None else None
+    """What upstream has instead (or why it cannot be decided) on :attr:`Entry.first`."""
+    return entry.resolved.why.get(entry.first) if entry.first is not None else None
 
 
 _TITLES = {
