@@ -8,7 +8,6 @@ reads the release's file through the run's workspace, from a cache the tests fil
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -283,8 +282,3 @@ def test_a_failing_extraction_is_an_error_of_the_case_not_a_pass(project, monkey
 )
 def test_target_ids_are_normalised_project_names(specs, ids):
     assert surface_plugin.target_ids(specs) == ids
-
-
-def test_the_shipped_module_is_the_one_checked_here():
-    # The pytester runs above use the real canary/checks/test_surface.py text.
-    assert "def test_surface(surface):" in textwrap.dedent(SURFACE_MODULE)

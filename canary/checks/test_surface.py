@@ -3,6 +3,6 @@ release inside the fix's window, and each ``--canary-surface TARGET``'s inside i
 range. One case per (target, release); :mod:`canary.plugin.surface` parametrizes it."""
 
 
-def test_surface(surface):
+def test_surface(canary_surface):
     """Every reference the target makes to this release's package resolves here."""
-    surface()
+    canary_surface()

@@ -51,6 +51,7 @@ OPTION = "--canary-surface"
 OWN = "canary"  # the target id of canary's own fixes
 FIXES_DIR = "canary/fixes"
 PLUGIN_NAME = "canary-surface"
+FIXTURE = "canary_surface"  # the fixture (and argument) of a surface check
 
 Key = tuple[str, str, str, "str | None"]  # Reference.key
 
@@ -158,7 +159,7 @@ class SurfacePlugin:
         self._lock = threading.Lock()
 
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
-        if "surface" not in metafunc.fixturenames:
+        if FIXTURE not in metafunc.fixturenames:
             return
         names = [OWN, *target_ids(self.specs)]
         params = [
@@ -167,10 +168,10 @@ class SurfacePlugin:
             for package in self.run.tags.packages
             for case in self.run.cases(package)
         ]
-        metafunc.parametrize("surface", params, ids=[p.id for p in params], indirect=True)
+        metafunc.parametrize(FIXTURE, params, ids=[p.id for p in params], indirect=True)
 
     @pytest.fixture
-    def surface(self, request: pytest.FixtureRequest) -> Callable[[], None]:
+    def canary_surface(self, request: pytest.FixtureRequest) -> Callable[[], None]:
         """One target on one case, resolved (in setup: a fetch, parse or extraction problem
         is this case's error, never a pass); calling it asserts what was found."""
         item: SurfaceCase = request.param
