@@ -11,12 +11,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from packaging.version import Version
 
 # Imported before pytester snapshots sys.modules (see tests/test_plugin.py).
 import canary.sources.github  # noqa: F401
 from canary.cache import Cache, FileKey
+from canary.fixes import PROJECT_FIXES
 from canary.plugin import surface as surface_plugin
 from canary.surface.model import Kind, Outcome, Reference, Site, Target
+from canary.tags import load_tags
 
 pytest_plugins = ["pytester"]
 
@@ -282,3 +285,16 @@ def test_a_failing_extraction_is_an_error_of_the_case_not_a_pass(project, monkey
 )
 def test_target_ids_are_normalised_project_names(specs, ids):
     assert surface_plugin.target_ids(specs) == ids
+
+
+def test_every_fix_declares_a_window_from_tags_floor_through_the_newest_release():
+    tags = load_tags(Path(__file__).parents[1] / "tags.toml")
+    for fix in PROJECT_FIXES:
+        assert fix.windows, f"{fix.name} declares no window"
+        for package in fix.windows:
+            listed = tags.package(package)
+            floors = [Version(s.version) for s in fix.window(package) or () if s.operator == ">="]
+            assert floors, f"{fix.name}: its {package} window has no lower bound"
+            assert min(floors) >= Version(str(listed.floor)), f"{fix.name}: below tags.toml's floor"
+            assert fix.supports(package, Version(listed.versions[-1])), fix.name
+            assert fix.supports(package, Version(f"{listed.versions[-1]}.dev0")), fix.name
