@@ -259,19 +259,40 @@ def test_a_package_the_target_does_not_use_is_skipped_as_outside_and_not_listed(
     }
 
 
-def test_a_failing_extraction_is_an_error_of_the_case_not_a_pass(project, monkeypatch):
+def test_a_failing_extraction_is_an_error_of_each_case_tried_once(project, monkeypatch):
+    from canary.errors import OfflineMiss
+
+    tried = []
+
     class Broken(FakeEngine):
         def open_target(self, spec, *, download_dir, offline):
-            from canary.errors import OfflineMiss
-
+            tried.append(spec)
             raise OfflineMiss(f"--canary-offline: {spec} is not in {download_dir.name}")
 
     monkeypatch.setattr(surface_plugin, "default_engine", Broken().engine)
-    result = run(project, "--canary-surface", "proj==1.0", "-k", "proj-toy_1_1_0")
-    result.assert_outcomes(errors=1)
+    result = run(project, "--canary-surface", "proj==1.0", "-k", "proj-toy_1_1")
+    result.assert_outcomes(errors=2)
     result.stdout.fnmatch_lines(
         ["*OfflineMiss: --canary-offline: proj==1.0 is not in surface-targets*"]
     )
+    assert tried == ["proj==1.0"]  # the second case fails fast with the same reason
+
+
+def test_a_miss_the_targets_configuration_accepts_does_not_fail(project, monkeypatch):
+    class Accepting(FakeEngine):
+        def open_target(self, spec, *, download_dir, offline):
+            loaded = super().open_target(spec, download_dir=download_dir, offline=offline)
+
+            def accepts(reference, release):
+                gone = reference.target == "toy.core.Engine" and release == "2.0.0"
+                return "Engine was renamed Motor in 2.0; we ship our own" if gone else None
+
+            loaded.config = type("Config", (), {"accepts": staticmethod(accepts)})
+            return loaded
+
+    monkeypatch.setattr(surface_plugin, "default_engine", Accepting().engine)
+    result = run(project, "--canary-surface", "proj", "-k", "proj-toy_2_0")
+    result.assert_outcomes(passed=1)
 
 
 @pytest.mark.parametrize(

@@ -39,7 +39,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 import canary
-from canary.errors import CheckDrift, Drift
+from canary.errors import CheckDrift, Drift, InfrastructureError
 from canary.fixes.registry import fix_at
 from canary.report.verdict import OUTSIDE_WINDOW
 from canary.run import Run
@@ -51,6 +51,7 @@ OPTION = "--canary-surface"
 OWN = "canary"  # the target id of canary's own fixes
 FIXES_DIR = "canary/fixes"
 PLUGIN_NAME = "canary-surface"
+TARGETS_FOLDER = "surface-targets"  # under the cache, as ``python -m canary surface`` keeps them
 FIXTURE = "canary_surface"  # the fixture (and argument) of a surface check
 
 Key = tuple[str, str, str, "str | None"]  # Reference.key
@@ -62,7 +63,10 @@ class LoadedTarget(Protocol):
     target: Target
     root: Path
     files: tuple[str, ...]
-    config: Any
+    config: Any  # its ``accepts(reference, release)``: why a miss is accepted, or None
+
+
+Accepts = Callable[[Reference, str], "str | None"]
 
 
 @dataclass(frozen=True)
@@ -72,9 +76,6 @@ class Engine:
     open_target: Callable[..., LoadedTarget]  # (spec, *, download_dir, offline)
     extract: Callable[..., tuple[Reference, ...]]  # (root, files, *, upstream)
     resolve_case: Callable[[Sequence[Reference], Case, Workspace], Mapping[Key, tuple[Any, str]]]
-    # (config, reference, version) -> the reason the target's configuration accepts this
-    # miss (expected_absent), or None; without it nothing is accepted.
-    accepted: Callable[[Any, Reference, str], str | None] | None = None
 
 
 def default_engine() -> Engine:
@@ -137,11 +138,11 @@ def _project_name(spec: str) -> str:
 
 @dataclass(frozen=True)
 class Surface:
-    """A target's references and where each must exist."""
+    """A target's references, and what its configuration accepts (``expected_absent``)."""
 
     target: Target
     references: tuple[Reference, ...]
-    config: Any = None
+    accepts: Accepts | None = None
 
 
 class SurfacePlugin:
@@ -155,7 +156,7 @@ class SurfacePlugin:
         self.specs: list[str] = list(config.getoption("canary_surface") or [])
         self._engine_factory = engine
         self._engine: Engine | None = None
-        self._surfaces: dict[str, Surface] = {}
+        self._surfaces: dict[str, Surface | InfrastructureError] = {}
         self._lock = threading.Lock()
 
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
@@ -214,7 +215,7 @@ class SurfacePlugin:
             outcome, why = decided.get(ref.key, (Outcome.UNKNOWN, ""))
             if Outcome(outcome) is not Outcome.MISSING:
                 continue  # unknown is never a miss
-            if self._accepted(surface, ref, case.label):
+            if surface.accepts is not None and surface.accepts(ref, case.label):
                 continue
             missing.append((ref, why))
         return missing, unowned, surface
@@ -228,8 +229,15 @@ class SurfacePlugin:
     def _surface(self, spec: str) -> Surface:
         with self._lock:  # one extraction per target, whichever item asks first
             if spec not in self._surfaces:
-                self._surfaces[spec] = self._load(spec)
-            return self._surfaces[spec]
+                try:
+                    self._surfaces[spec] = self._load(spec)
+                except InfrastructureError as exc:
+                    self._surfaces[spec] = exc  # every case of the target fails fast with it
+                    raise
+            found = self._surfaces[spec]
+        if isinstance(found, InfrastructureError):
+            raise found.again() from found
+        return found
 
     def _load(self, spec: str) -> Surface:
         upstream = tuple(self.run.tags.packages)
@@ -239,16 +247,13 @@ class SurfacePlugin:
             target = Target(OWN, canary.__version__, {})
             return Surface(target, tuple(self.engine.extract(root, files, upstream=upstream)))
         cache = self.run.workspace.cache
-        download_dir = (cache.root if cache else Path.cwd()) / "surface-targets"
+        download_dir = (cache.root if cache else Path.cwd()) / TARGETS_FOLDER
         loaded = self.engine.open_target(
             spec, download_dir=download_dir, offline=self.run.options.offline
         )
         references = self.engine.extract(loaded.root, loaded.files, upstream=upstream)
-        return Surface(loaded.target, tuple(references), loaded.config)
-
-    def _accepted(self, surface: Surface, reference: Reference, version: str) -> bool:
-        accepted = self.engine.accepted
-        return accepted is not None and accepted(surface.config, reference, version) is not None
+        accepts = getattr(loaded.config, "accepts", None)
+        return Surface(loaded.target, tuple(references), accepts)
 
 
 # -- where a reference must exist ------------------------------------------------------
