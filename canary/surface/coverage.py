@@ -50,17 +50,19 @@ class CheckReads:
     texts: frozenset[str]  # its string literals as written (for anchors)
 
     def covers(self, reference: Reference, dotted: str) -> bool:
+        """Whether this check reads ``dotted`` (the reference's target, or where it is
+        defined): a file it reads is that module, or holds the rest of the path by name."""
         if reference.package != self.package:
             return False
-        for path in self.files:
-            module = module_of(path)
-            if dotted == module:
-                return reference.kind is not Kind.ANCHOR
-            if dotted.startswith(f"{module}.") and set(
-                dotted[len(module) + 1 :].split(".")
-            ).issubset(self.names):
-                return reference.kind is not Kind.ANCHOR or self._names_text(reference.anchor)
-        return False
+        return any(self._reads(reference, dotted, module_of(path)) for path in self.files)
+
+    def _reads(self, reference: Reference, dotted: str, module: str) -> bool:
+        if reference.kind is Kind.ANCHOR and not self._names_text(reference.anchor):
+            return False
+        if dotted == module:
+            return True
+        rest = dotted.removeprefix(f"{module}.")
+        return rest != dotted and set(rest.split(".")) <= self.names
 
     def _names_text(self, anchor: str | None) -> bool:
         return anchor is not None and any(
@@ -81,6 +83,8 @@ def catalog_reads(modules: Iterable[ModuleType]) -> list[CheckReads]:
     found: list[CheckReads] = []
     for module in modules:
         package = _package_of(module)
+        if package is None:
+            raise ValueError(f"{module.__name__} does not say which package it checks")
         source = _ModuleSource(Path(module.__file__ or ""))
         for name, obj in vars(module).items():
             if isinstance(obj, CheckTable):
@@ -96,13 +100,14 @@ def catalog_reads(modules: Iterable[ModuleType]) -> list[CheckReads]:
 
 
 def shipped_catalog() -> list[ModuleType]:
-    """canary's own catalog modules (``canary/checks/test_<package>.py``); the surface
-    module there checks no upstream file of its own and is left out."""
-    return [
+    """canary's own catalog modules: those of ``canary/checks/`` that check an upstream
+    package (the surface module there reads no file of its own)."""
+    modules = [
         importlib.import_module(f"canary.checks.{info.name}")
         for info in pkgutil.iter_modules(canary.checks.__path__)
-        if info.name.startswith("test_") and info.name != "test_surface"
+        if info.name.startswith("test_")
     ]
+    return [module for module in modules if _package_of(module) is not None]
 
 
 def uncovered(
@@ -219,12 +224,13 @@ def render_staleness(found: Sequence[Staleness], project: str) -> str:
 # -- reading the catalog's source ------------------------------------------------------------
 
 
-def _package_of(module: ModuleType) -> str:
+def _package_of(module: ModuleType) -> str | None:
+    """The package a catalog module checks (``pytestmark = pytest.mark.upstream(...)``)."""
     marks = getattr(module, "pytestmark", [])
     for mark in marks if isinstance(marks, list) else [marks]:
         if getattr(mark, "name", None) == "upstream" and mark.args:
             return str(mark.args[0])
-    raise ValueError(f"{module.__name__} does not say which package it checks (pytestmark)")
+    return None
 
 
 def _spec(obj: Any) -> CheckSpec | None:
