@@ -283,11 +283,11 @@ def test_a_miss_the_targets_configuration_accepts_does_not_fail(project, monkeyp
         def open_target(self, spec, *, download_dir, offline):
             loaded = super().open_target(spec, download_dir=download_dir, offline=offline)
 
-            def accepts(reference, release):
+            def accepted(reference, release):
                 gone = reference.target == "toy.core.Engine" and release == "2.0.0"
-                return "Engine was renamed Motor in 2.0; we ship our own" if gone else None
+                return "expected_absent: Engine was renamed Motor in 2.0" if gone else None
 
-            loaded.config = type("Config", (), {"accepts": staticmethod(accepts)})
+            loaded.config = type("Config", (), {"accepted": staticmethod(accepted)})
             return loaded
 
     monkeypatch.setattr(surface_plugin, "default_engine", Accepting().engine)

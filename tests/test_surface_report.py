@@ -182,3 +182,29 @@ def test_a_requirement_that_is_not_a_specifier_names_the_target_and_the_fix():
     bad = SurfaceResult((Target("proj", "1.0", {"toy": "latest"}),), {"toy": TOY}, ())
     with pytest.raises(ConfigError, match=r"proj: its requirement on toy \('latest'\)"):
         report.build(bad)
+
+
+def test_an_anchor_in_a_whole_modules_source_diffs_the_function_that_held_the_text():
+    class WholeModule(FakeSources):
+        def locate(self, reference, version):
+            return Subject("toy/core.py", None)  # getsource(toy.core): the module
+
+    # Located whitespace aside (a method's first line has no indentation in its source).
+    module_anchor = ref("toy.core", Kind.ANCHOR, anchor="y = x *  2", match=Match.EXACT)
+    result = SurfaceResult(
+        EVERYTHING.targets,
+        EVERYTHING.packages,
+        (resolved(module_anchor, OK, OK, OK, MISSING, MISSING),),
+    )
+    (entry,) = report.build(result, sources=WholeModule()).entries
+    (diff,) = entry.diffs
+    assert diff.upstream.subject == Subject("toy/core.py", "Engine.run")
+    assert "-        y = x * 2" in diff.upstream.diff
+
+
+def test_a_pattern_anchor_is_looked_for_as_a_pattern():
+    pattern = ref("toy.core", Kind.ANCHOR, anchor=r"y = x \* \d", match=Match.REGEX)
+    module = codeindex.parse_module(ENGINE_OLD, path="toy/core.py")
+    assert report.holding(module, pattern) == "Engine.run"
+    broken = ref("toy.core", Kind.ANCHOR, anchor="(", match=Match.REGEX)
+    assert report.holding(module, broken) is None

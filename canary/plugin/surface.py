@@ -63,10 +63,10 @@ class LoadedTarget(Protocol):
     target: Target
     root: Path
     files: tuple[str, ...]
-    config: Any  # its ``accepts(reference, release)``: why a miss is accepted, or None
+    config: Any  # its ``accepted(reference, release)``: what accepts a miss, or None
 
 
-Accepts = Callable[[Reference, str], "str | None"]
+Accepts = Callable[[Reference, str], object]  # the entry accepting a miss there, or None
 
 
 @dataclass(frozen=True)
@@ -215,7 +215,7 @@ class SurfacePlugin:
             outcome, why = decided.get(ref.key, (Outcome.UNKNOWN, ""))
             if Outcome(outcome) is not Outcome.MISSING:
                 continue  # unknown is never a miss
-            if surface.accepts is not None and surface.accepts(ref, case.label):
+            if surface.accepts is not None and surface.accepts(ref, case.label) is not None:
                 continue
             missing.append((ref, why))
         return missing, unowned, surface
@@ -252,7 +252,7 @@ class SurfacePlugin:
             spec, download_dir=download_dir, offline=self.run.options.offline
         )
         references = self.engine.extract(loaded.root, loaded.files, upstream=upstream)
-        accepts = getattr(loaded.config, "accepts", None)
+        accepts = getattr(loaded.config, "accepted", None)
         return Surface(loaded.target, tuple(references), accepts)
 
 

@@ -21,7 +21,8 @@ miss inside a declared range is one. The anchored functions' sources come throug
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterable
+import re
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -32,7 +33,15 @@ from canary.errors import ConfigError, Subject
 from canary.report.diff import UpstreamDiff, diff_subject
 from canary.report.matrix import range_label, runs
 from canary.report.render import markdown_cell, workflow_command
-from canary.surface.model import Kind, Outcome, Reference, Resolved, SurfaceResult, Target
+from canary.surface.model import (
+    Kind,
+    Match,
+    Outcome,
+    Reference,
+    Resolved,
+    SurfaceResult,
+    Target,
+)
 
 FORMATS = ("terminal", "markdown", "json", "github")
 
@@ -263,7 +272,40 @@ def _diff_function(
     package = reference.package
     old = sources.module(package, good, subject.path)
     new = sources.module(package, bad, subject.path)
+    if not subject.qualname and old is not None:
+        # An anchor in a whole module's source: diff the function that held the text.
+        qualname = holding(old, reference)
+        if qualname is None:
+            why = f"no function or class of {subject.path} in {good} holds the anchor's text"
+            return UpstreamDiff(subject, "", why)
+        subject = Subject(subject.path, qualname)
     return diff_subject(subject, old, new, good, bad)
+
+
+def holding(module: codeindex.Module, reference: Reference) -> str | None:
+    """The innermost function (else class) of ``module`` whose source holds the anchor's
+    text (this only picks what to diff: the outcome was decided exactly)."""
+    holds = _finder(reference)
+    classes = list(module.classes.values())
+    for cls in classes:
+        classes.extend(cls.classes.values())
+    functions = [*module.functions.values(), *(m for c in classes for m in c.methods.values())]
+    found = next((f.qualname for f in functions if holds(f.source)), None)
+    return found or next((c.qualname for c in reversed(classes) if holds(c.source)), None)
+
+
+def _finder(reference: Reference) -> Callable[[str], bool]:
+    """Whether a source holds the anchor: a pattern searched as one, a text whitespace
+    aside (a method's source starts at its ``def``, not at its line's indentation)."""
+    anchor = reference.anchor or ""
+    if reference.match in (Match.REGEX, Match.REGEX_DEDENTED):
+        try:
+            pattern = re.compile(anchor)
+        except re.error:
+            return lambda source: False
+        return lambda source: pattern.search(source) is not None
+    wanted = " ".join(anchor.split())
+    return lambda source: wanted in " ".join(source.split())
 
 
 # -- rendering -------------------------------------------------------------------------
