@@ -194,3 +194,20 @@ def test_render_lists_nothing_when_nothing_is_uncovered():
     assert coverage.render_uncovered([], private=0) == textwrap.dedent(
         "0 of 0 private or patched references are read by no check\n"
     )
+
+
+def test_a_name_only_the_projects_text_mentions_is_not_called_stale():
+    # unsloth-zoo writes "from peft.tuners.lora.layer import VARIANT_KWARG_KEYS" into source
+    # it generates: no code reference, yet the entry still protects it.
+    texts = {
+        "unsloth_zoo/compiler.py": 'x = 1\nsource += "from peft.tuners.lora.layer import '
+        'VARIANT_KWARG_KEYS"\n',
+        "unsloth_zoo/other.py": "VARIANT_KWARG_KEYS_OLD = 2\n",  # another word: not a mention
+    }
+    found = coverage.staleness([], DOWNSTREAM_PATCHES, "unsloth-zoo", texts=texts)
+    variant = next(item for item in found if item.patch.name == "LoRA variant kwargs injection")
+    assert variant.mentions == ("unsloth_zoo/compiler.py:2",)
+    assert not variant.stale
+    text = coverage.render_staleness(found, "unsloth-zoo")
+    assert "  used by no code, but mentioned at unsloth_zoo/compiler.py:2: 'LoRA variant" in text
+    assert "stale: 'LoRA variant kwargs injection'" not in text

@@ -23,7 +23,7 @@ import ast
 import importlib
 import pkgutil
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -146,15 +146,18 @@ def render_uncovered(found: Sequence[Reference], private: int) -> str:
 
 @dataclass(frozen=True)
 class Staleness:
-    """A downstream entry of a project and which of its upstream names the project still
-    uses: stale when none (an entry naming nothing cannot be told)."""
+    """A downstream entry of a project: the upstream names the project's code still uses
+    (``kept``), and where its text still mentions the others (``mentions``: source it
+    generates, a string it looks for; extraction cannot see those as uses, so the entry
+    is not called stale). Stale when neither."""
 
     patch: Fix
     kept: tuple[str, ...]
+    mentions: tuple[str, ...] = ()  # "path:line" of the first few textual mentions
 
     @property
     def stale(self) -> bool:
-        return bool(self.patch.upstream) and not self.kept
+        return bool(self.patch.upstream) and not self.kept and not self.mentions
 
 
 def project_of(patch: Fix) -> str | None:
@@ -194,21 +197,42 @@ def _contains(parts: list[str], wanted: list[str]) -> bool:
 
 
 def staleness(
-    references: Sequence[Reference], patches: Iterable[Fix], project: str
+    references: Sequence[Reference],
+    patches: Iterable[Fix],
+    project: str,
+    *,
+    texts: Mapping[str, str] | None = None,
 ) -> list[Staleness]:
     """Every downstream entry of ``project`` (by its ``reference``), with the upstream
-    names the project still uses."""
-    return [
-        Staleness(patch, tuple(n for n in patch.upstream if uses(references, n)))
-        for patch in patches
-        if project_of(patch) == normalise(project)
-    ]
+    names the project still uses; ``texts`` (path -> the project's source) is searched for
+    the names of an entry whose code uses none of them."""
+    found = []
+    for patch in patches:
+        if project_of(patch) != normalise(project):
+            continue
+        kept = tuple(n for n in patch.upstream if uses(references, n))
+        mentions = () if kept else _mentions(patch.upstream, texts or {})
+        found.append(Staleness(patch, kept, mentions))
+    return found
+
+
+def _mentions(names: Iterable[str], texts: Mapping[str, str], limit: int = 3) -> tuple[str, ...]:
+    words = {re.split(r"[.:]", name)[-1] for name in names}
+    pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(words))) + r")\b")
+    found = []
+    for path, text in sorted(texts.items()):
+        for number, line in enumerate(text.splitlines(), 1):
+            if pattern.search(line):
+                found.append(f"{path}:{number}")
+                if len(found) == limit:
+                    return tuple(found)
+    return tuple(found)
 
 
 def render_staleness(found: Sequence[Staleness], project: str) -> str:
-    """The stale entries, then those that cannot be told; a count of the rest."""
+    """The stale entries, those only the project's text still mentions, then those that
+    cannot be told."""
     stale = [item for item in found if item.stale]
-    untold = [item for item in found if not item.patch.upstream]
     out = [
         f"{len(stale)} of {len(found)} downstream entries of {project} name upstream it no "
         f"longer uses"
@@ -216,8 +240,15 @@ def render_staleness(found: Sequence[Staleness], project: str) -> str:
     for item in stale:
         out.append(f"  stale: {item.patch.name!r} ({item.patch.reference})")
         out.extend(f"    no longer used: {name}" for name in item.patch.upstream)
-    for item in untold:
-        out.append(f"  cannot tell: {item.patch.name!r} names no upstream (Fix.upstream)")
+    for item in found:
+        if item.mentions and not item.kept:
+            where = ", ".join(item.mentions)
+            out.append(
+                f"  used by no code, but mentioned at {where}: {item.patch.name!r} "
+                f"(generated source or a string it looks for? check before removing)"
+            )
+        if not item.patch.upstream:
+            out.append(f"  cannot tell: {item.patch.name!r} names no upstream (Fix.upstream)")
     return "\n".join(out) + "\n"
 
 
@@ -317,6 +348,10 @@ def uncovered_report(
     return render_uncovered(found, private=sum(1 for r in references if r.private))
 
 
-def stale_report(references: Sequence[Reference], project: str) -> str:
-    """``surface --stale``: the downstream entries of ``project`` it no longer needs."""
-    return render_staleness(staleness(references, DOWNSTREAM_PATCHES, project), project)
+def stale_report(
+    references: Sequence[Reference], project: str, texts: Mapping[str, str] | None = None
+) -> str:
+    """``surface --stale``: the downstream entries of ``project`` it no longer needs
+    (``texts``: the project's files, path -> text, to tell a name it only mentions)."""
+    found = staleness(references, DOWNSTREAM_PATCHES, project, texts=texts)
+    return render_staleness(found, project)
