@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from canary.fixes.downstream import DOWNSTREAM_PATCHES
 from canary.fixes.fix import Fix
+from canary.versions import Window
 
 # The fixes' windows: where their code runs, so where every upstream name it uses must
 # exist. Each starts at tags.toml's floor: 4.46.0 is the first Trainer that passes
 # num_items_in_batch (4.46.2-4.47.1 never divide in training_step: the hook runs there and
 # warns, so its names must still resolve); peft 0.15.0 is the oldest PEFT checked. No fix
 # declares trl: none of their code names it.
-TRANSFORMERS_FLOOR = ">=4.46.0"
-PEFT_FLOOR = ">=0.15.0"
+TRANSFORMERS_FLOOR = Window("4.46.0")
+PEFT_FLOOR = Window("0.15.0")
 
 PROJECT_FIXES: tuple[Fix, ...] = (
     Fix(

@@ -35,7 +35,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import pytest
-from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 import canary
@@ -45,7 +44,7 @@ from canary.report.verdict import OUTSIDE_WINDOW
 from canary.run import Run
 from canary.surface.model import Outcome, Reference, Target
 from canary.surface.report import declared_range, heading, inside, sites
-from canary.workspace import Case, Workspace
+from canary.workspace import MAIN, Case, Workspace
 
 OPTION = "--canary-surface"
 OWN = "canary"  # the target id of canary's own fixes
@@ -265,7 +264,7 @@ def declared_gate(
     """The references that must exist on this release: all of them inside the target's
     declared range on the package, none outside it."""
     ranges = declared_range((target,), references[0].package)
-    return references if _inside_any(ranges, version) else []
+    return references if inside(ranges, str(version) if version is not None else MAIN) else []
 
 
 def own_gate(
@@ -275,24 +274,22 @@ def own_gate(
     window), and those no window covers (with why): a finding on every release."""
     due, unowned = [], []
     for ref in references:
-        windows = []
-        for site in ref.sites:
-            fix = fix_at(site.path)
-            window = fix.window(package) if fix is not None else None
-            if window is None:
-                owner = f"fix {fix.name!r} declares no {package} window" if fix else "no fix"
-                unowned.append((ref, f"{site.path}:{site.line}: {owner}"))
-                break
-            windows.append(window)
-        else:
-            if _inside_any(windows, version):
-                due.append(ref)
+        fixes = [fix_at(site.path) for site in ref.sites]
+        stray = next(
+            (
+                (site, fix)
+                for site, fix in zip(ref.sites, fixes, strict=True)
+                if fix is None or fix.window(package) is None
+            ),
+            None,
+        )
+        if stray is not None:
+            site, fix = stray
+            owner = f"fix {fix.name!r} declares no {package} window" if fix else "no fix"
+            unowned.append((ref, f"{site.path}:{site.line}: {owner}"))
+        elif any(fix is not None and fix.supports(package, version) for fix in fixes):
+            due.append(ref)
     return due, unowned
-
-
-def _inside_any(windows: Iterable[SpecifierSet], version: Version | None) -> bool:
-    label = str(version) if version is not None else "main"
-    return inside(windows, label)
 
 
 def _fixes_of(references: Iterable[Reference]) -> set[str]:
