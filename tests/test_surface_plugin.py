@@ -18,6 +18,7 @@ import canary.sources.github  # noqa: F401
 from canary.cache import Cache, FileKey
 from canary.fixes import PROJECT_FIXES
 from canary.plugin import surface as surface_plugin
+from canary.surface.config import ExpectedAbsent, SurfaceConfig
 from canary.surface.model import Kind, Outcome, Reference, Site, Target
 from canary.tags import load_tags
 
@@ -283,11 +284,8 @@ def test_a_miss_the_targets_configuration_accepts_does_not_fail(project, monkeyp
         def open_target(self, spec, *, download_dir, offline):
             loaded = super().open_target(spec, download_dir=download_dir, offline=offline)
 
-            def accepted(reference, release):
-                gone = reference.target == "toy.core.Engine" and release == "2.0.0"
-                return "expected_absent: Engine was renamed Motor in 2.0" if gone else None
-
-            loaded.config = type("Config", (), {"accepted": staticmethod(accepted)})
+            entry = ExpectedAbsent("toy.core.Engine", "renamed Motor in 2.0", versions=">=2.0")
+            loaded.config = SurfaceConfig(expected_absent=(entry,))
             return loaded
 
     monkeypatch.setattr(surface_plugin, "default_engine", Accepting().engine)
@@ -320,3 +318,19 @@ def test_every_fix_declares_a_window_from_tags_floor_through_the_newest_release(
             assert fix.supports(package, newest), fix.name
             assert fix.supports(package, Version(f"{newest}.dev0")), fix.name
             assert fix.supports(package, None), f"{fix.name}: main is newer than every release"
+
+
+def test_canarys_own_fixes_use_upstream_only_where_a_fix_declares_a_window():
+    """The real extraction of canary/fixes: every reference sits in a fix's module whose
+    window covers its package (what the static tier would otherwise fail on everywhere)."""
+    from canary.surface.extract import extract
+
+    root = Path(surface_plugin.__file__).parents[2]
+    files = sorted(p.relative_to(root).as_posix() for p in (root / "canary/fixes").glob("*.py"))
+    references = extract(root, files, upstream=("transformers", "trl", "peft"))
+    assert {r.package for r in references} == {"transformers", "peft"}
+    for package in ("transformers", "peft"):
+        mine = [r for r in references if r.package == package]
+        due, unowned = surface_plugin.own_gate(mine, package, Version("99.0"))
+        assert unowned == []
+        assert due == mine
