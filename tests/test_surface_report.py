@@ -113,6 +113,11 @@ def test_outcomes_fold_into_version_ranges_in_the_order_checked():
         < terminal.index("Misses outside")
     )
     assert "2 hard break(s), 2 silent break(s)" in terminal.splitlines()[0]
+    markdown = report.render(EVERYTHING, "markdown")
+    assert (
+        "| toy | `toy.core.Engine (import)` | proj/patch.py:10 | 0.9.0\u20131.0.0: ok (2), "
+        "1.1.0\u20133.0.0: MISSING (3) | toy.core has no Engine |"
+    ) in markdown
 
 
 def test_an_anchor_that_stops_applying_shows_the_diff_of_its_function_between_the_releases():

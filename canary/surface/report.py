@@ -425,8 +425,8 @@ def markdown(report: SurfaceReport) -> str:
         if not entries:
             continue
         out += [f"### {_TITLES[name]} ({len(entries)})", ""]
-        out += ["| package | reference | used at | outcomes in version order |"]
-        out += ["| --- | --- | --- | --- |"]
+        out += ["| package | reference | used at | outcomes in version order | upstream |"]
+        out += ["| --- | --- | --- | --- | --- |"]
         for entry in entries:
             reference = entry.reference
             pinned = f" **pinned: {', '.join(entry.pinned)}**" if entry.pinned else ""
@@ -435,6 +435,7 @@ def markdown(report: SurfaceReport) -> str:
                 f"`{markdown_cell(heading(reference))}`{pinned}",
                 markdown_cell(sites(reference)),
                 markdown_cell(spans_text(entry)),
+                markdown_cell(why(entry) or ""),
             )
             out.append("| " + " | ".join(cells) + " |")
         out.append("")
@@ -444,12 +445,10 @@ def markdown(report: SurfaceReport) -> str:
 
 
 def _markdown_details(entry: Entry) -> list[str]:
-    text = why(entry)
-    if text is None and not entry.diffs:
+    """An anchor's upstream diffs, under the table."""
+    if not entry.diffs:
         return []
     out = [f"#### `{markdown_cell(heading(entry.reference))}`", ""]
-    if text is not None:
-        out += [f"Upstream: {markdown_cell(text)}", ""]
     for diff in entry.diffs:
         out += [f"Applied in {diff.good}, not in {diff.bad}: {diff.upstream.note}.", ""]
         if diff.upstream.diff:
