@@ -223,8 +223,9 @@ def test_canarys_own_fixes_are_checked_inside_each_fixs_window(project):
         [
             "*canary surface: canary * on peft 0.16.0: 1 reference(s) missing inside its "
             "fixes' windows:",
-            "*  canary/fixes/chunked_loss.py:201 uses peft.tuners.tuners_utils.BaseTunerLayer "
-            "(import): peft/tuners/tuners_utils.py defines no BaseTunerLayer",
+            "*  canary/fixes/chunked_loss.py:201 (breaks the fix 'chunked NLL loss') uses "
+            "peft.tuners.tuners_utils.BaseTunerLayer (import): peft/tuners/tuners_utils.py "
+            "defines no BaseTunerLayer",
         ]
     )
     assert skip_reasons(project, "-k", "canary-peft_0_14") == {

@@ -315,7 +315,9 @@ def failure(
         )
         for ref, why in missing:
             instead = f": {why}" if why else ""
-            lines.append(f"  {sites(ref)} uses {heading(ref)}{instead}")
+            fixes = ", ".join(f"{name!r}" for name in sorted(_fixes_of([ref])))
+            at_risk = f" (breaks the fix {fixes})" if own and fixes else ""
+            lines.append(f"  {sites(ref)}{at_risk} uses {heading(ref)}{instead}")
     if unowned:
         lines.append(
             f"canary surface: {_name(target)} uses {case.package} outside every fix's window "
