@@ -33,6 +33,7 @@ from canary.errors import ConfigError, Subject
 from canary.report.diff import UpstreamDiff, diff_subject
 from canary.report.matrix import range_label, runs
 from canary.report.render import markdown_cell, workflow_command
+from canary.surface.findings import in_range
 from canary.surface.model import (
     Kind,
     Match,
@@ -53,7 +54,6 @@ SECTIONS = (HARD, SILENT, REST)
 ReferenceKey = tuple[str, str, str, str | None]  # Reference.key
 Finding = tuple[ReferenceKey, str]  # a reference held against the target on one version
 
-_UPPER_BOUNDS = ("<", "<=", "==", "===", "~=")  # operators that exclude every newer release
 _PIN_OPERATORS = ("==", "===")
 _SITES_SHOWN = 3
 _ANCHOR_SHOWN = 70  # characters of an anchor's text in a heading
@@ -150,17 +150,10 @@ def declared_range(targets: Iterable[Target], package: str) -> list[SpecifierSet
 
 
 def inside(specifiers: Iterable[SpecifierSet], version: str) -> bool:
-    """Whether ``version`` is inside one of the ranges (a pre-release counts as the release
-    it leads to); a tree without a release version (``main``) is newer than every
-    release: inside a range with no upper bound."""
-    parsed = versions.parse(version)
-    for specifier in specifiers:
-        if parsed is None:
-            if not any(spec.operator in _UPPER_BOUNDS for spec in specifier):
-                return True
-        elif specifier.contains(versions.release_of(parsed)):
-            return True
-    return False
+    """Whether ``version`` is inside one of the ranges, as the findings decide it
+    (:func:`canary.surface.findings.in_range`: a pre-release counts as its release,
+    ``main`` is newer than every release)."""
+    return any(in_range(version, specifier) for specifier in specifiers)
 
 
 def default_findings(result: SurfaceResult) -> frozenset[Finding]:
