@@ -157,6 +157,17 @@ def _add_surface(commands: argparse._SubParsersAction) -> None:
     surface.add_argument(
         "--tags-file", type=Path, default=Path("tags.toml"), help="default: ./tags.toml"
     )
+    listing = surface.add_mutually_exclusive_group()
+    listing.add_argument(
+        "--uncovered",
+        action="store_true",
+        help="list the private or patched references no catalog check reads, and exit 0",
+    )
+    listing.add_argument(
+        "--stale",
+        action="store_true",
+        help="list the entries of canary/fixes/downstream.py the targets no longer use, and exit 0",
+    )
 
 
 def _tags(path: Path, *, update: bool) -> int:
@@ -202,6 +213,8 @@ def _new_tags(path: Path) -> int:
 def _surface(args: argparse.Namespace) -> int:
     from canary.surface import command
 
+    if args.uncovered or args.stale:
+        return _surface_listing(args)
     if args.update_baseline and args.baseline is None:
         raise ConfigError("--update-baseline needs --baseline FILE: the file to write")
     options = command.SurfaceOptions(
@@ -225,6 +238,31 @@ def _surface(args: argparse.Namespace) -> int:
         print(f"canary: wrote {args.baseline}", file=sys.stderr)
         return 0
     return surface_run.exit_status
+
+
+def _surface_listing(args: argparse.Namespace) -> int:
+    """``surface --uncovered`` / ``--stale``: what each target's extraction alone tells
+    (nothing is resolved, no release is read)."""
+    from canary.cache import Cache, default_cache_dir
+    from canary.surface import coverage
+    from canary.surface.command import TARGETS_FOLDER
+    from canary.surface.extract import extract
+    from canary.surface.targets import open_target
+
+    packages = tuple(load_tags(args.tags_file, option=TAGS_FILE).packages)
+    download_dir = Cache(default_cache_dir()).root / TARGETS_FOLDER
+    for spec in args.targets:
+        loaded = open_target(spec, download_dir=download_dir, offline=args.offline)
+        references = extract(loaded.root, loaded.files, upstream=packages)
+        name = loaded.target.name
+        if args.uncovered:
+            sys.stdout.write(f"{name}: {coverage.uncovered_report(references)}")
+        else:
+            texts = {
+                f: (loaded.root / f).read_text("utf-8", errors="replace") for f in loaded.files
+            }
+            sys.stdout.write(coverage.stale_report(references, name, texts))
+    return 0
 
 
 def _report(args: argparse.Namespace) -> int:

@@ -211,3 +211,33 @@ def test_a_name_only_the_projects_text_mentions_is_not_called_stale():
     text = coverage.render_staleness(found, "unsloth-zoo")
     assert "  used by no code, but mentioned at unsloth_zoo/compiler.py:2: 'LoRA variant" in text
     assert "stale: 'LoRA variant kwargs injection'" not in text
+
+
+def test_the_surface_command_lists_uncovered_and_stale_from_extraction_alone(
+    tmp_path, capsys, monkeypatch
+):
+    from canary import cli
+
+    monkeypatch.setenv("CANARY_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "tags.toml").write_text(
+        (Path(__file__).parents[1] / "tags.toml").read_text("utf-8")
+    )
+    root = tmp_path / "unsloth_zoo"
+    (root / "unsloth_zoo").mkdir(parents=True)
+    (root / "pyproject.toml").write_text(
+        '[project]\nname = "unsloth_zoo"\nversion = "1.0"\ndependencies = ["transformers>=4.46"]\n'
+    )
+    (root / "unsloth_zoo" / "patch.py").write_text(
+        "import transformers.modeling_utils\n"
+        "transformers.modeling_utils.checkpoint = print\n"
+        "transformers.modeling_utils._secret_helper = print\n"
+    )
+    tags = ["--tags-file", str(tmp_path / "tags.toml")]
+    assert cli.main(["surface", str(root), "--uncovered", *tags]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("unsloth_zoo: 1 of 2 private or patched references are read by no check")
+    assert "transformers patch: transformers.modeling_utils._secret_helper" in out
+    assert cli.main(["surface", str(root), "--stale", *tags]) == 0
+    out = capsys.readouterr().out
+    assert "stale: 'PushToHubMixin._create_repo' (unsloth-zoo#393)" in out
+    assert "'modeling_utils checkpoint alias'" not in out  # still patched
