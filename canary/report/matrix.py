@@ -75,12 +75,14 @@ def check_key(nodeid: str) -> str:
 
 def rows(results: RunResults, package: str) -> list[Row]:
     order = {column: i for i, column in enumerate(results.columns(package))}
-    by_check: dict[str, list[CaseResult]] = {}
+    # One test can be several rows: the surface test is one row per target
+    # (``surface[canary]``, ``surface[liger-kernel]``), its id naming target and case.
+    by_check: dict[tuple[str, str], list[CaseResult]] = {}
     for case in results.cases:
         if case.package == package:
-            by_check.setdefault(check_key(case.nodeid), []).append(case)
+            by_check.setdefault((check_key(case.nodeid), case.check), []).append(case)
     found = []
-    for key, cases in by_check.items():
+    for (key, _), cases in by_check.items():
         cases.sort(key=lambda case: order[case.column])
         found.append(
             Row(

@@ -32,7 +32,9 @@ _TERMINAL_DIFF_LINES = 60
 
 @dataclass(frozen=True)
 class DriftFinding:
-    """One failing range of one check, with the upstream change behind it (when diffed)."""
+    """One failing range of one check, with the upstream change behind it (when diffed).
+    The fix at risk is its first failing case's (a surface row's cases each name the fixes
+    their missing references break)."""
 
     transition: Transition
     upstream: UpstreamDiff | None
@@ -136,7 +138,7 @@ def terminal(report: Report) -> str:
     for item in report.drift:
         t = item.transition
         out.append(f"DRIFT {t.row.package} {t.row.check}: {_where(t)}")
-        out.append(f"  fix at risk: {t.row.fix}")
+        out.append(f"  fix at risk: {t.bad.fix}")
         out.extend(f"  {line}" for line in t.bad.message.splitlines())
         if item.upstream is not None:
             out.append(f"  upstream: {item.upstream.note}")
@@ -181,7 +183,7 @@ def markdown(report: Report) -> str:
         out += [
             f"#### ❌ {t.row.package} `{t.row.check}`: {_where(t)}",
             "",
-            f"Fix at risk: **{t.row.fix}**.",
+            f"Fix at risk: **{t.bad.fix}**.",
             "",
             "```text",
             t.bad.message.strip(),
@@ -264,7 +266,7 @@ def _drift_json(item: DriftFinding) -> dict[str, Any]:
         "package": t.row.package,
         "check": t.row.check,
         "test": t.row.key,
-        "fix": t.row.fix,
+        "fix": t.bad.fix,
         "last_pass": t.good.label if t.good else None,
         "first_fail": t.bad.label,
         "failing_through": t.through.label,
@@ -285,7 +287,7 @@ def github(report: Report) -> str:
     for item in report.drift:
         t = item.transition
         path, line = _check_location(t.row)
-        title = f"canary drift: {t.row.package} {t.range} breaks the fix {t.row.fix!r}"
+        title = f"canary drift: {t.row.package} {t.range} breaks the fix {t.bad.fix!r}"
         props = {"file": path, "line": line, "title": title}
         body = f"{t.row.check}: {_where(t)}\n{t.bad.message.strip()}"
         out.append(workflow_command("error", props, body))
@@ -302,7 +304,8 @@ def _check_location(row: Row) -> tuple[str, int | None]:
         module = codeindex.parse_module(Path(path).read_bytes(), path=path)
     except (OSError, CanaryError):
         return path, None  # rendered away from the checkout: the file alone still links
-    function = module.functions.get(row.check)
+    # The test function: a surface row (``surface[canary]``) is one target of test_surface.
+    function = module.functions.get(row.key.rsplit("::", 1)[-1])
     return path, function.line if function else None
 
 
