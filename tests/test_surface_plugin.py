@@ -8,6 +8,8 @@ reads the release's file through the run's workspace, from a cache the tests fil
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import pytest
@@ -15,9 +17,11 @@ from packaging.version import Version
 
 # Imported before pytester snapshots sys.modules (see tests/test_plugin.py).
 import canary.sources.github  # noqa: F401
+from canary import cli
 from canary.cache import Cache, FileKey
 from canary.fixes import PROJECT_FIXES
 from canary.plugin import surface as surface_plugin
+from canary.report.matrix import DASH
 from canary.surface.config import ExpectedAbsent, SurfaceConfig
 from canary.surface.model import Kind, Outcome, Reference, Site, Target
 from canary.tags import load_tags
@@ -292,6 +296,82 @@ def test_a_miss_the_targets_configuration_accepts_does_not_fail(project, monkeyp
     monkeypatch.setattr(surface_plugin, "default_engine", Accepting().engine)
     result = run(project, "--canary-surface", "proj", "-k", "proj-toy_2_0")
     result.assert_outcomes(passed=1)
+
+
+def results_of(project: pytest.Pytester, *args: str) -> tuple[Path, dict[str, dict]]:
+    """The --canary-json file of a run, and its cases by test id (the part in brackets)."""
+    path = project.path / "results.json"
+    run(project, f"--canary-json={path}", *args)
+    cases = json.loads(path.read_text())["cases"]
+    return path, {case["nodeid"].split("[", 1)[1].rstrip("]"): case for case in cases}
+
+
+def report(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    capsys.readouterr()  # drop what the pytester run printed
+    status = cli.main(["report", "--offline", *args])
+    return status, capsys.readouterr().out
+
+
+def test_results_file_records_each_surface_case_as_its_targets_row(project, capsys):
+    path, cases = results_of(project, "--canary-surface", "proj", "-k", "toy")
+    assert {case["check"] for case in cases.values()} == {"surface[canary]", "surface[proj]"}
+    outcomes = {i: c["outcome"] for i, c in cases.items() if i.startswith("proj-")}
+    assert outcomes == {
+        "proj-toy_1_0_0": "skip",
+        "proj-toy_1_1_0": "pass",
+        "proj-toy_1_1_1": "pass",
+        "proj-toy_2_0_0": "fail",
+        "proj-toy_2_10_0": "skip",
+    }
+    failed = cases["proj-toy_2_0_0"]
+    assert (failed["package"], failed["label"], failed["version"]) == ("toy", "2.0.0", "2.0.0")
+    assert failed["fix"] == "proj"  # a target's drift names the target
+    missing = "proj/patch.py:3 uses toy.core.Engine (import): toy/core.py defines no Engine"
+    assert missing in failed["message"]
+
+    status, out = report(capsys, str(path))
+    assert status == 1  # a surface failure is drift
+    assert re.search(
+        rf"surface\[proj\] +1\.0\.0: skip, 1\.1\.0{DASH}1\.1\.1: pass \(2\), 2\.0\.0: FAIL, "
+        r"2\.10\.0: skip",
+        out,
+    )
+    assert re.search(rf"surface\[canary\] +1\.0\.0{DASH}2\.10\.0: skip \(5\)", out)
+    assert "DRIFT toy surface[proj]: last pass 1.1.1, first fail 2.0.0" in out
+    assert "  fix at risk: proj" in out
+    _, markdown = report(capsys, str(path), "--format", "markdown")
+    assert "| `surface[proj]` | proj |" in markdown
+    _, github = report(capsys, str(path), "--format", "github")
+    # The annotation points at test_surface's def (line 6): the row is that test's.
+    title = "canary drift%3A toy 2.0.0 breaks the fix 'proj'"
+    assert f"::error file=test_surface.py,line=6,title={title}::surface[proj]: " in github
+
+
+def test_a_miss_in_canarys_own_surface_reports_the_fix_it_breaks(project, capsys):
+    path, cases = results_of(project, "-k", "canary-peft")
+    assert [c["outcome"] for c in cases.values()] == ["skip", "pass", "fail"]
+    assert {c["check"] for c in cases.values()} == {"surface[canary]"}
+    assert cases["canary-peft_0_16_0"]["fix"] == "chunked NLL loss"
+    status, out = report(capsys, str(path))
+    assert status == 1
+    assert "DRIFT peft surface[canary]: last pass 0.15.0, first fail 0.16.0" in out
+    assert "  fix at risk: chunked NLL loss" in out
+    assert "(breaks the fix 'chunked NLL loss') uses peft.tuners.tuners_utils.BaseTunerLayer" in out
+
+
+def test_a_surface_error_is_recorded_and_reported_as_not_checked(project, capsys, monkeypatch):
+    from canary.errors import OfflineMiss
+
+    class Broken(FakeEngine):
+        def open_target(self, spec, *, download_dir, offline):
+            raise OfflineMiss(f"--canary-offline: {spec} is not in {download_dir.name}")
+
+    monkeypatch.setattr(surface_plugin, "default_engine", Broken().engine)
+    path, cases = results_of(project, "--canary-surface", "proj==1.0", "-k", "proj-toy_1_1")
+    assert [(c["check"], c["outcome"]) for c in cases.values()] == [("surface[proj]", "error")] * 2
+    status, out = report(capsys, str(path))
+    assert status == 2  # nothing was checked there: never drift, never clear
+    assert "OfflineMiss: --canary-offline: proj==1.0 is not in surface-targets" in out
 
 
 @pytest.mark.parametrize(

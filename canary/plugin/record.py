@@ -1,6 +1,7 @@
 """``--canary-json PATH``: record every case of a run as it is reported, write them at the end.
 
-Each test report of a canary check carries a ``canary`` attribute (a :class:`CaseResult`
+Each test report of a canary check (a catalog check, or a surface case of
+:mod:`canary.plugin.surface`) carries a ``canary`` attribute (a :class:`CaseResult`
 as plain JSON data: pytest and pytest-xdist ship a report's extra attributes from the
 workers to the controller), so the controller sees every worker's cases; only the
 controller writes the file, as :class:`RunResults`.
@@ -23,6 +24,8 @@ from packaging.version import Version
 import canary
 from canary.catalog import CheckSpec
 from canary.errors import CheckDrift, InfrastructureError
+from canary.plugin.surface import FIXTURE as SURFACE_FIXTURE
+from canary.plugin.surface import OWN, SurfaceCase
 from canary.report.results import CaseResult, RunResults
 from canary.workspace import Case
 
@@ -40,11 +43,41 @@ class RunFacts:
     local: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
-def case_of(item: pytest.Item) -> Case | None:
-    """The case a collected check runs on; None for anything else."""
+@dataclass(frozen=True)
+class Recorded:
+    """What a results entry says about the check an item runs, besides its outcome."""
+
+    case: Case
+    check: str  # the row of the matrix
+    fix: str
+    reads: tuple[str, ...]
+    window: str
+
+
+def recorded(item: pytest.Item) -> Recorded | None:
+    """The case and check a collected item records: a catalog check on its ``upstream``
+    case, or one surface target on its case (the row ``surface[<target>]``, so each target
+    is its own row of the package's matrix); None for anything else."""
     callspec = getattr(item, "callspec", None)
-    case = callspec.params.get("upstream") if callspec else None
-    return case if isinstance(case, Case) else None
+    params = callspec.params if callspec else {}
+    case, spec = params.get("upstream"), CheckSpec.of(item)
+    if isinstance(case, Case) and spec is not None:
+        check = getattr(item, "originalname", item.name)
+        return Recorded(case, check, spec.fix, spec.reads, str(spec.window))
+    surface = params.get(SURFACE_FIXTURE)
+    if isinstance(surface, SurfaceCase):
+        # A failure names the fixes it breaks (its drift's fix); the row names the target.
+        own = surface.target == OWN
+        fix = "canary's own fixes" if own else surface.name
+        window = "each fix's window" if own else f"{surface.name}'s declared requirement"
+        return Recorded(surface.case, f"surface[{surface.name}]", fix, (), window)
+    return None
+
+
+def case_of(item: pytest.Item) -> Case | None:
+    """The case a collected check or surface case runs on; None for anything else."""
+    found = recorded(item)
+    return found.case if found is not None else None
 
 
 def phase_result(
@@ -56,22 +89,22 @@ def phase_result(
 ) -> CaseResult | None:
     """What one phase (setup, call, teardown) of a canary check says about its case; its
     outcome is empty while the phase leaves it undecided (a setup that passed)."""
-    case = case_of(item)
-    spec = CheckSpec.of(item)
-    if case is None or spec is None:
+    found = recorded(item)
+    if found is None:
         return None
-    outcome, message, subject = _phase_outcome(call, report)
+    case = found.case
+    outcome, message, subject, fix = _phase_outcome(call, report)
     return CaseResult(
         package=case.package,
         label=case.label,
         source=case.source,
-        check=getattr(item, "originalname", item.name),
+        check=found.check,
         nodeid=item.nodeid,
         outcome=outcome,
-        fix=spec.fix,
+        fix=fix or found.fix,
         message=message,
-        reads=spec.reads,
-        window=str(spec.window),
+        reads=found.reads,
+        window=found.window,
         subject=subject,
         version=_declared_version(case, version_of) if outcome else None,
         duration=report.duration,
@@ -79,24 +112,27 @@ def phase_result(
     )
 
 
-def _phase_outcome(call: pytest.CallInfo[None], report: pytest.TestReport) -> tuple[str, str, Any]:
-    """(outcome, or "" while undecided; message; subject) of one phase."""
+def _phase_outcome(
+    call: pytest.CallInfo[None], report: pytest.TestReport
+) -> tuple[str, str, Any, str]:
+    """(outcome, or "" while undecided; message; subject; the fix a drift names, else "")
+    of one phase."""
     if hasattr(report, "wasxfail"):  # a release listed as broken in tags.toml
         if report.skipped:
-            return "xfail", report.wasxfail, None
+            return "xfail", report.wasxfail, None, ""
         if report.passed and report.when == "call":
-            return "pass", f"passes although listed as broken: {report.wasxfail}", None
+            return "pass", f"passes although listed as broken: {report.wasxfail}", None, ""
     if report.skipped:
         reason = getattr(call.excinfo.value, "msg", "") if call.excinfo else ""
-        return "skip", str(reason), None
+        return "skip", str(reason), None, ""
     if report.passed:
-        return ("pass" if report.when == "call" else ""), "", None
+        return ("pass" if report.when == "call" else ""), "", None, ""
     excinfo = call.excinfo
     assert excinfo is not None  # a failed phase always has one
     if report.when == "call" and isinstance(drift := excinfo.value, CheckDrift):
-        return "fail", str(drift), drift.subject
+        return "fail", str(drift), drift.subject, drift.fix
     # A fetch, cache or parse problem, or a check that crashed: nothing was checked.
-    return "error", excinfo.exconly()[-_MESSAGE_LIMIT:], None
+    return "error", excinfo.exconly()[-_MESSAGE_LIMIT:], None, ""
 
 
 def _declared_version(case: Case, version_of: Callable[[Case], Version | None]) -> str | None:
@@ -152,6 +188,7 @@ class Recorder:
         if result.outcome and (undecided or spoiled):
             decided.update(
                 outcome=result.outcome,
+                fix=result.fix,
                 message=result.message,
                 subject=result.subject,
                 version=result.version,

@@ -14,6 +14,11 @@ One JSON object per run::
                 "window": ">=4.46.0", "subject": {"path": "...", "qualname": "..."},
                 "version": "5.5.4", "duration": 0.01}]}
 
+A surface case (``canary/checks/test_surface.py::test_surface[<target>-<case id>]``) is
+recorded the same way, its ``check`` naming the target (``surface[canary]``,
+``surface[liger-kernel]``): one row per target, the case's package and version its column;
+on failure ``fix`` names what the missing references break and ``message`` lists them.
+
 ``outcome`` is one of :data:`OUTCOMES`; ``subject`` is set on drift only; ``version`` is
 what the tree declares (it differs from ``label`` for ``main``), null where unknown;
 ``commit`` is the commit a ``main`` (or commit) case was read at, null for releases and
