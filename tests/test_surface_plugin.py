@@ -19,6 +19,7 @@ from packaging.version import Version
 import canary.sources.github  # noqa: F401
 from canary import cli
 from canary.cache import Cache, FileKey
+from canary.errors import Subject
 from canary.fixes import PROJECT_FIXES
 from canary.plugin import surface as surface_plugin
 from canary.report.matrix import DASH
@@ -345,6 +346,27 @@ def test_results_file_records_each_surface_case_as_its_targets_row(project, caps
     # The annotation points at test_surface's def (line 6): the row is that test's.
     title = "canary drift%3A toy 2.0.0 breaks the fix 'proj'"
     assert f"::error file=test_surface.py,line=6,title={title}::surface[proj]: " in github
+
+
+def test_one_located_miss_records_its_subject_and_the_report_diffs_it(project, capsys, monkeypatch):
+    class Locating(FakeEngine):
+        def engine(self) -> surface_plugin.Engine:
+            return surface_plugin.Engine(
+                self.open_target, self.extract, self.resolve_case, self.locate
+            )
+
+        def locate(self, reference, case, workspace):
+            # As for an anchor: the function it is applied to, on the failing release.
+            assert (reference.target, case.label) == ("toy.core.Engine", "2.0.0")
+            return Subject("toy/core.py", "Engine")
+
+    monkeypatch.setattr(surface_plugin, "default_engine", Locating().engine)
+    path, cases = results_of(project, "--canary-surface", "proj", "-k", "proj-toy")
+    assert cases["proj-toy_2_0_0"]["subject"] == {"path": "toy/core.py", "qualname": "Engine"}
+    assert all(c["subject"] is None for i, c in cases.items() if i != "proj-toy_2_0_0")
+    _, out = report(capsys, str(path))
+    assert "upstream: Engine is gone from toy/core.py in 2.0.0" in out
+    assert "-class Engine:" in out
 
 
 def test_a_miss_in_canarys_own_surface_reports_the_fix_it_breaks(project, capsys):

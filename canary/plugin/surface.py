@@ -38,7 +38,7 @@ import pytest
 from packaging.version import Version
 
 import canary
-from canary.errors import CheckDrift, Drift, InfrastructureError
+from canary.errors import CheckDrift, Drift, InfrastructureError, Subject
 from canary.fixes.registry import fix_at
 from canary.report.verdict import OUTSIDE_WINDOW
 from canary.run import Run
@@ -75,15 +75,21 @@ class Engine:
     open_target: Callable[..., LoadedTarget]  # (spec, *, download_dir, offline)
     extract: Callable[..., tuple[Reference, ...]]  # (root, files, *, upstream)
     resolve_case: Callable[[Sequence[Reference], Case, Workspace], Mapping[Key, tuple[Any, str]]]
+    # Where a reference lives on a case (an anchor's function): the subject the matrix
+    # report diffs; None where it cannot be found there.
+    locate: Callable[[Reference, Case, Workspace], Subject | None] | None = None
 
 
 def default_engine() -> Engine:
     """The real pieces, imported when the first surface item runs."""
     from canary.surface.extract import extract
-    from canary.surface.resolve import resolve_case
+    from canary.surface.resolve import WorkspaceSources, resolve_case
     from canary.surface.targets import open_target
 
-    return Engine(open_target=open_target, extract=extract, resolve_case=resolve_case)
+    def locate(reference: Reference, case: Case, workspace: Workspace) -> Subject | None:
+        return WorkspaceSources(workspace, {case.package: [case]}).locate(reference, case.label)
+
+    return Engine(open_target, extract, resolve_case, locate)
 
 
 def add_options(group: pytest.OptionGroup) -> None:
@@ -180,9 +186,10 @@ class SurfacePlugin:
             return lambda: None
         message = failure(surface.target, item.case, missing, unowned, own=item.target == OWN)
         fixes = ", ".join(sorted(_fixes_of(ref for ref, _ in missing))) or surface.target.name
+        subject = self.subject(missing, unowned, item.case)
 
         def found() -> None:
-            raise CheckDrift(message, fix=fixes, kind=Drift.MISSING)
+            raise CheckDrift(message, fix=fixes, subject=subject, kind=Drift.MISSING)
 
         return found
 
@@ -218,6 +225,25 @@ class SurfacePlugin:
                 continue
             missing.append((ref, why))
         return missing, unowned, surface
+
+    def subject(
+        self,
+        missing: Collection[tuple[Reference, str]],
+        unowned: Collection[tuple[Reference, str]],
+        case: Case,
+    ) -> Subject | None:
+        """What the matrix report diffs for a failing case: where its one missing reference
+        lives here (an anchor's function, whose text no longer holds the anchor); None for
+        several findings (the message lists them) or a name that is gone."""
+        locate = self.engine.locate
+        if len(missing) != 1 or unowned or locate is None:
+            return None
+        [(reference, _)] = missing
+        found = locate(reference, case, self.run.workspace)
+        if found is None or found.qualname:
+            return found
+        # A whole module (an anchor in a module's source): the report diffs no function.
+        return Subject(found.path, None)
 
     @property
     def engine(self) -> Engine:
