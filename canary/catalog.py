@@ -32,7 +32,6 @@ from typing import Any, TypeVar
 import pytest
 from packaging.version import Version
 
-from canary import versions
 from canary.errors import CheckDrift, Drift, Subject
 from canary.expectations import (  # the vocabulary, so a check imports from one place
     drift,
@@ -67,6 +66,7 @@ from canary.expectations import (  # the vocabulary, so a check imports from one
     expect_updated_once,
 )
 from canary.fixes import Fix, get_fix
+from canary.versions import Window  # a check's window is a fix's kind of window
 
 __all__ = [
     "CheckSpec",
@@ -115,33 +115,6 @@ CheckFunction = TypeVar("CheckFunction", bound=Callable[..., Any])
 
 
 @dataclass(frozen=True)
-class Window:
-    """The releases a check applies to: ``since`` inclusive, ``until`` exclusive."""
-
-    since: str | None = None
-    until: str | None = None
-
-    def _bounds(self) -> list[str]:
-        parts = []
-        if self.since:
-            parts.append(f">={self.since}")
-        if self.until:
-            parts.append(f"<{self.until}")
-        return parts
-
-    def excludes(self, version: Version | None) -> bool:
-        # A tree whose version cannot be read (a branch without a literal version) is
-        # treated as newer than every release.
-        if version is None:
-            return self.until is not None
-        return not versions.within(version, self.since, self.until)
-
-    def __str__(self) -> str:
-        # Lower bound first (SpecifierSet would sort them: "<1.6.0,>=0.26.0").
-        return ",".join(self._bounds()) or "every release"
-
-
-@dataclass(frozen=True)
 class CheckSpec:
     """What ``@check`` declares about a check: the upstream files it reads, the fix at risk,
     its version window, and the releases inside it where it is known to fail.
@@ -151,7 +124,7 @@ class CheckSpec:
 
     reads: tuple[str, ...]
     fix: str
-    window: Window = Window()
+    window: Window = field(default_factory=Window)
     known_drift: Mapping[str, str] = field(default_factory=dict, hash=False)
     # Classes of the files read whose static MRO is read too (the files their bases live
     # in), so ``upstream.method(...)`` finds a method that moved to a base or a mixin.
@@ -170,21 +143,17 @@ class CheckSpec:
     ) -> CheckSpec:
         """A validated spec: a typo in the catalog is an error at collection, not a pass."""
         get_fix(fix)  # raises for a fix canary does not know
-        paths = (reads,) if isinstance(reads, str) else tuple(reads)
+        paths = _names(reads)
         if not paths:
             raise ValueError("a check must read at least one upstream file")
-        window = Window(since, until)
-        for bound in (since, until):
-            if bound is not None:
-                Version(bound)  # raises InvalidVersion for a bad bound, at collection
+        window = Window(since, until)  # InvalidVersion for a bad bound, at collection
         known = dict(known_drift or {})
         for release, why in known.items():
             if window.excludes(Version(release)):
                 raise ValueError(f"known_drift {release} is outside the check's window ({window})")
             if not why.strip():
                 raise ValueError(f"known_drift {release} needs a reason")
-        classes = (inherits,) if isinstance(inherits, str) else tuple(inherits)
-        return cls(paths, fix, window, known, classes)
+        return cls(paths, fix, window, known, _names(inherits))
 
     @classmethod
     def of(cls, item: pytest.Item) -> CheckSpec | None:
@@ -193,6 +162,11 @@ class CheckSpec:
         if marker is None or not marker.args or not isinstance(marker.args[0], cls):
             return None
         return marker.args[0]
+
+
+def _names(given: str | Iterable[str]) -> tuple[str, ...]:
+    """``reads=``/``inherits=`` as written: one name, or several."""
+    return (given,) if isinstance(given, str) else tuple(given)
 
 
 def check(
@@ -285,9 +259,9 @@ def row(
         if "path" not in values:
             raise ValueError(f"row {test} needs reads= or a path= value")
         reads = values["path"]
-    paths = (reads,) if isinstance(reads, str) else tuple(reads)
-    classes = (inherits,) if isinstance(inherits, str) else tuple(inherits)
-    return Row(test, paths, dict(values), since, until, fix, known_drift, doc, classes)
+    return Row(
+        test, _names(reads), dict(values), since, until, fix, known_drift, doc, _names(inherits)
+    )
 
 
 @dataclass(frozen=True)

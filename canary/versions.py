@@ -93,6 +93,14 @@ class Window:
     def __contains__(self, version: str | Version) -> bool:
         return self.contains(version)
 
+    def excludes(self, version: Version | None) -> bool:
+        """Whether a case at ``version`` lies outside the window. A tree whose version
+        cannot be read (a branch without a literal version) counts as newer than every
+        release."""
+        if version is None:
+            return self.until is not None
+        return not self.contains(version)
+
     def __str__(self) -> str:
         bounds = [f">={self.since}"] if self.since else []
         bounds += [f"<{self.until}"] if self.until else []
