@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from fake_pip import install_fake_pip
 
 from canary.errors import FetchError, IndexUnreachable
 from canary.sources import index, pipfailure
@@ -62,20 +63,8 @@ with zipfile.ZipFile(wheel, "w") as archive:
 
 @pytest.fixture
 def fake_pip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "fake-pip"
-    (folder / "pip").mkdir(parents=True)
-    (folder / "pip" / "__init__.py").write_text("")
-    (folder / "pip" / "__main__.py").write_text(FAKE_PIP)
-    log = tmp_path / "pip.log"
-    log.write_text("")
-    monkeypatch.setenv(
-        "PYTHONPATH", os.pathsep.join([str(folder), os.environ.get("PYTHONPATH", "")])
-    )
-    monkeypatch.setenv("FAKE_PIP_LOG", str(log))
     monkeypatch.setenv("CANARY_CACHE_DIR", str(tmp_path / "cache"))
-    # In-process runs share this process's view of the index: start each test with it up.
-    monkeypatch.setattr(index, "INDEX_HEALTH", HostHealth())
-    return log
+    return install_fake_pip(tmp_path, monkeypatch, FAKE_PIP)
 
 
 def pip_calls(log: Path) -> list[str]:

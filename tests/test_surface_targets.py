@@ -3,16 +3,14 @@
 
 from __future__ import annotations
 
-import os
 import textwrap
 import zipfile
 from pathlib import Path
 
 import pytest
+from fake_pip import install_fake_pip
 
 from canary.errors import ConfigError, OfflineMiss, RefNotFound
-from canary.sources import index
-from canary.sources.health import HostHealth
 from canary.surface.extract import extract
 from canary.surface.model import Kind
 from canary.surface.targets import declared_ranges, open_target
@@ -163,19 +161,8 @@ with zipfile.ZipFile(os.path.join(dest, f"{name}-{version}-py3-none-any.whl"), "
 
 @pytest.fixture
 def fake_pip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    folder = tmp_path / "fake-pip"
-    (folder / "pip").mkdir(parents=True)
-    (folder / "pip" / "__init__.py").write_text("")
-    (folder / "pip" / "__main__.py").write_text(FAKE_PIP)
-    log = tmp_path / "pip.log"
-    log.write_text("")
-    monkeypatch.setenv(
-        "PYTHONPATH", os.pathsep.join([str(folder), os.environ.get("PYTHONPATH", "")])
-    )
-    monkeypatch.setenv("FAKE_PIP_LOG", str(log))
     monkeypatch.setenv("FAKE_PIP_CODE", CODE)
-    monkeypatch.setattr(index, "INDEX_HEALTH", HostHealth())
-    return log
+    return install_fake_pip(tmp_path, monkeypatch, FAKE_PIP)
 
 
 def test_name_and_version_are_downloaded_once_and_read_offline_after(tmp_path, fake_pip):
