@@ -12,6 +12,7 @@ fetch or parse problem is a setup error of that case, never a pass or a drift.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -280,7 +281,7 @@ class Snapshot:
         anywhere in the package (the check declares ``inherits=`` for ``cls``, so those files
         are read). Drift when no class of the package binds it, or binds it as no method."""
         self._declared(path)
-        found = PackageTree(self.package, self._inherited).member(path, cls, name)
+        found = self._tree.member(path, cls, name)
         if found.found and found.function is not None:
             return found.function
         where = f"{found.qualname} in {found.path}" if found.found else found.why
@@ -302,7 +303,7 @@ class Snapshot:
         the check declares ``inherits=`` for ``cls``), the dotted name for each base outside
         it ("transformers.trainer.Trainer"). Drift when the order cannot be worked out."""
         self._declared(path)
-        order = PackageTree(self.package, self._inherited).mro(path, cls)
+        order = self._tree.mro(path, cls)
         if not order:
             raise Drift(
                 f"the bases of {cls} in {path} cannot be followed in {self.case}",
@@ -310,6 +311,12 @@ class Snapshot:
                 kind=Drift.MISSING,
             )
         return tuple(entry if isinstance(entry, str) else entry[1] for entry in order)
+
+    @functools.cached_property
+    def _tree(self) -> PackageTree:
+        # One tree per snapshot: what one lookup learns of the package (the modules it
+        # resolved, the MROs it linearised) serves the check's next lookup.
+        return PackageTree(self.package, self._inherited)
 
     def _inherited(self, path: str) -> codeindex.Module | None:
         if path not in self.modules:
