@@ -68,14 +68,20 @@ TRANSFORMERS_PATCHES: tuple[Fix, ...] = (
     ),
     Fix(
         name="Gemma3Attention patch",
-        summary="replaces Gemma3Attention.forward in transformers.models.gemma3.modeling_gemma3",
-        reference="unsloth#5036",
+        summary=(
+            "replaces Gemma3Attention.forward in transformers.models.gemma3.modeling_gemma3 "
+            "(patch_Gemma3Attention in unsloth_zoo/temporary_patches/gemma.py)"
+        ),
+        reference="unsloth-zoo",
         upstream=("transformers.models.gemma3.modeling_gemma3:Gemma3Attention",),
     ),
     Fix(
         name="GptOssModel patch",
-        summary="patches GptOssModel in transformers.models.gpt_oss.modeling_gpt_oss",
-        reference="unsloth#5036",
+        summary=(
+            "patches GptOssModel in transformers.models.gpt_oss.modeling_gpt_oss "
+            "(patch_GptOssModel in unsloth_zoo/temporary_patches/gpt_oss.py)"
+        ),
+        reference="unsloth-zoo",
         upstream=("transformers.models.gpt_oss.modeling_gpt_oss:GptOssModel",),
     ),
     Fix(
@@ -85,7 +91,14 @@ TRANSFORMERS_PATCHES: tuple[Fix, ...] = (
             "_extra_content via register) to map its model classes into the Auto classes"
         ),
         reference="unsloth#5155",
-        upstream=("transformers.models.auto.auto_factory:_LazyAutoMapping",),
+        # unsloth reaches _LazyAutoMapping through its instances (MODEL_FOR_CAUSAL_LM_MAPPING,
+        # an Auto class's _model_mapping), which a static reference cannot type: name those.
+        upstream=(
+            "transformers.models.auto.auto_factory:_LazyAutoMapping",
+            "transformers.models.auto.auto_factory:_BaseAutoModelClass",
+            "transformers.models.auto.auto_factory:_get_model_class",
+            "transformers.models.auto.modeling_auto:MODEL_FOR_CAUSAL_LM_MAPPING",
+        ),
     ),
     Fix(
         name="PretrainedConfig import",
