@@ -114,7 +114,13 @@ def test_json_is_the_contract(tmp_path):
     (reference,) = data["references"]
     assert reference["outcomes"] == {"1.0": "ok", "2.0": "missing"}
     assert reference["kind"] == "patch"
-    assert reference["sites"][0] == {"path": "new/patch.py", "line": 7, "guarded": False}
+    assert reference["sites"][0] == {
+        "path": "new/patch.py",
+        "line": 7,
+        "guarded": False,
+        "versions": {},  # no version test around it: every release
+        "at_import": False,
+    }
     assert SurfaceResult.from_json(data).to_json() == data
 
 
@@ -195,7 +201,9 @@ def test_the_command_finds_a_patch_target_upstream_renamed(project, capsys):
     assert data["packages"] == {"toy": ["1.0", "2.0"]}
     patch = next(r for r in data["references"] if r["kind"] == "patch")
     assert patch["target"] == LOSS
-    assert patch["sites"] == [{"path": "proj/patch.py", "line": 8, "guarded": False}]
+    assert patch["sites"] == [
+        {"path": "proj/patch.py", "line": 8, "guarded": False, "versions": {}, "at_import": True}
+    ]
     assert patch["outcomes"] == {"1.0": "ok", "2.0": "missing"}
     assert "_compute_loss" in patch["why"]["2.0"]
     assert "canary: surface broken: 1 reference(s)" in capsys.readouterr().err

@@ -11,6 +11,7 @@ from packaging.specifiers import SpecifierSet
 from canary import codeindex
 from canary.errors import ConfigError, Subject
 from canary.surface import report
+from canary.surface.findings import findings as surface_findings
 from canary.surface.model import (
     Kind,
     Match,
@@ -150,10 +151,11 @@ def test_an_anchored_function_that_is_gone_says_so():
 
 def test_findings_given_by_the_resolver_decide_what_is_held_against_the_target():
     # The configuration accepted the Engine import's miss: it is no longer a break.
-    findings = report.default_findings(EVERYTHING) - {
-        (ENGINE.key, "1.1.0"),
-        (ENGINE.key, "2.0.0"),
-    }
+    def accepted(reference: Reference, version: str) -> str | None:
+        return "gone on purpose" if reference == ENGINE else None
+
+    (target,) = EVERYTHING.targets
+    findings = surface_findings(EVERYTHING.references, target, accepts=[accepted])
     built = report.build(EVERYTHING, findings=findings)
     engine = next(e for e in built.entries if e.reference == ENGINE)
     assert (engine.section, engine.held) == ("rest", ())

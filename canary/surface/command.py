@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from canary.errors import InfrastructureError
@@ -23,9 +23,9 @@ from canary.report.verdict import CaseError, describe, group_errors
 from canary.run import Run, RunOptions, open_run
 from canary.surface.baseline import Baseline, load_baseline, write_baseline
 from canary.surface.config import SurfaceConfig
-from canary.surface.findings import Accepts, Finding, findings
+from canary.surface.findings import Absent, Accepts, Finding, findings, model_package
 from canary.surface.memo import Memo
-from canary.surface.model import Outcome, Reference, SurfaceResult, Target
+from canary.surface.model import Kind, Outcome, Reference, Resolved, SurfaceResult, Target
 from canary.surface.resolve import MakeTree, WorkspaceSources, resolve, salt
 from canary.workspace import Case, Workspace
 
@@ -179,8 +179,9 @@ def check_surfaces(
     errors: list[tuple[Case, InfrastructureError]] = []
     memo = Memo(workspace.cache, salt())
     started = time.perf_counter()
-    resolved = resolve(
-        references,
+    extra = _model_packages(references)
+    everything = resolve(
+        references + extra,
         cases,
         workspace,
         memo=memo,
@@ -188,6 +189,10 @@ def check_surfaces(
         on_error=lambda case, exc: errors.append((case, exc)),
     )
     seconds = {"resolve": time.perf_counter() - started}
+    # the model packages are asked only to excuse came-later misses: no finding, no output
+    helpers = {ref.key for ref in extra}
+    resolved = tuple(item for item in everything if item.reference.key not in helpers)
+    absent = _absent(everything)
     failed = {case for case, _ in errors}
     checked = {
         package: tuple(case.label for case in listed if case not in failed)
@@ -199,8 +204,9 @@ def check_surfaces(
         accepts = [a for a in (surface.accepts,) if a is not None]
         if baseline is not None:
             accepts.append(baseline.accepts(surface.target.name))
-        own = (by_key[ref.key] for ref in surface.references)
-        found += findings(own, surface.target, accepts=accepts)
+        # its own sites: where this target's code runs is what holds a miss against it
+        own = (replace(by_key[ref.key], reference=ref) for ref in surface.references)
+        found += findings(own, surface.target, accepts=accepts, absent=absent)
     result = SurfaceResult(tuple(s.target for s in surfaces), checked, resolved)
     return SurfaceRun(
         result,
@@ -212,6 +218,28 @@ def check_surfaces(
         recalled=memo.hits,
         decided=memo.misses,
     )
+
+
+def _model_packages(references: Sequence[Reference]) -> tuple[Reference, ...]:
+    """The model packages of transformers the references lie in, as imports to resolve
+    (those the targets do not import themselves): whether a release has the package at all
+    is what excuses a came-later miss in it."""
+    known = {ref.key for ref in references}
+    packages = sorted({p for ref in references if (p := model_package(ref.target))})
+    extra = (Reference("transformers", package, Kind.IMPORT, ()) for package in packages)
+    return tuple(ref for ref in extra if ref.key not in known)
+
+
+def _absent(resolved: Iterable[Resolved]) -> Absent:
+    """Whether a model package was resolved missing on a release (unknown is not absent)."""
+    gone = {
+        (item.reference.target, version)
+        for item in resolved
+        if item.reference.kind is Kind.IMPORT and model_package(item.reference.target)
+        for version, outcome in item.outcomes.items()
+        if outcome is Outcome.MISSING
+    }
+    return lambda package, version: (package, version) in gone
 
 
 def _merged(groups: Iterable[Sequence[Reference]]) -> tuple[Reference, ...]:
@@ -239,13 +267,16 @@ def summary(surface_run: SurfaceRun) -> str:
                 counts[outcome] += 1
         spread = ", ".join(f"{outcome.value} {n:,}" for outcome, n in counts.items())
         lines.append(f"{package}: {len(refs):,} references on {len(labels)} releases: {spread}")
-    ordered = sorted(surface_run.findings, key=lambda f: (not f.fails, f.target, f.reference.key))
+    shown = (f for f in surface_run.findings if f.missing)  # gated away entirely: not a miss
+    ordered = sorted(shown, key=lambda f: (not f.fails, f.target, f.reference.key))
     for finding in ordered:
         ref = finding.reference
         site = ref.sites[0] if ref.sites else None
         where = f"{site.path}:{site.line}" if site else "?"
         versions = list(finding.new if finding.fails else finding.missing)
         state = "MISSING" if finding.fails else "accepted"
+        if not finding.fails and finding.excused:
+            state = f"came later (needs {ref.package}>={finding.since}), not counted"
         first_why = finding.missing[versions[0]]
         anchor = f" anchor {ref.anchor!r:.60}" if ref.anchor is not None else ""
         lines.append(
@@ -273,9 +304,15 @@ def verdict(surface_run: SurfaceRun) -> list[str]:
     elif errors or surface_run.empty or not any(surface_run.result.packages.values()):
         lines.append("canary: not everything was checked")
     else:
-        accepted = len(surface_run.findings)
+        accepted = sum(1 for f in surface_run.findings if f.accepted)
         lines.append(
             "canary: all clear" + (f" ({accepted:,} accepted finding(s))" if accepted else "")
+        )
+    excused = [f for f in surface_run.findings if f.excused]
+    if excused:
+        lines.append(
+            f"canary: {len(excused):,} reference(s) came later than the declared floor, in model "
+            "packages the older releases lack: not counted (raise the floor or guard them)"
         )
     if surface_run.stale:
         lines.append(
@@ -300,5 +337,4 @@ def render(surface_run: SurfaceRun, fmt: str, *, sources: WorkspaceSources | Non
         from canary.surface.report import render as render_report
     except ImportError:  # the reports are built beside this command
         return summary(surface_run)
-    held = {(f.reference.key, version) for f in surface_run.findings for version in f.new}
-    return render_report(surface_run.result, fmt, findings=held, sources=sources)
+    return render_report(surface_run.result, fmt, findings=surface_run.findings, sources=sources)

@@ -221,6 +221,7 @@ class Use:
     replaces: bool = False  # a PATCH that replaces the object (not an item in it)
     stash: str | None = None  # X._orig_f = X.f: the original it keeps beside it (X.f)
     constant: bool = False  # set to a literal (True, a name): a marker
+    versions: tuple[tuple[str, str], ...] = ()  # the window of the version tests around it
 
 
 @dataclass(frozen=True)
@@ -789,6 +790,7 @@ class _Walker:
         self.upstream_stars: list[str] = []
         self.uses: list[Use] = []
         self.guarded = 0
+        self.window = guards.EVERY_RELEASE  # the releases the current branch runs on
         self.present: frozenset[str] = frozenset()
         self.conditional = 0  # branches entered within the current scope
         self.function = 0
@@ -958,7 +960,7 @@ class _Walker:
     # statements
 
     def block(self, statements: list[ast.stmt]) -> None:
-        saved = (self.guarded, self.present, self.selected)
+        saved = (self.guarded, self.present, self.selected, self.window)
         for node in statements:
             self.statement(node)
             if isinstance(node, ast.If) and guards.exits(node.body):
@@ -967,7 +969,8 @@ class _Walker:
                     self.guarded += 1
                 self.present |= self._present(node.test, positive=False)
                 self.selected = self._narrowed(node.test, positive=False)
-        self.guarded, self.present, self.selected = saved
+                self.window &= self._window(node.test, positive=False)
+        self.guarded, self.present, self.selected, self.window = saved
 
     def statement(self, node: ast.stmt, *, nested: bool = True) -> None:
         """One statement; ``nested`` False: the module-level binding pass, which enters
@@ -1087,17 +1090,19 @@ class _Walker:
             self.expr(node.test)
             self.done_test = False
         guard = guards.is_guard_test(node.test)
-        saved = (self.present, self.selected)
+        saved = (self.present, self.selected, self.window)
         self.guarded += guard
         self.conditional += 1
         self.present = saved[0] | self._present(node.test, positive=True)
         self.selected = self._narrowed(node.test, positive=True)
+        self.window = saved[2] & self._window(node.test, positive=True)
         self.body(node.body, nested)
         self.present = saved[0] | self._present(node.test, positive=False)
         self.selected = saved[1]
         self.selected = self._narrowed(node.test, positive=False)
+        self.window = saved[2] & self._window(node.test, positive=False)
         self.body(node.orelse, nested)
-        self.present, self.selected = saved
+        self.present, self.selected, self.window = saved
         self.conditional -= 1
         self.guarded -= guard
 
@@ -1257,9 +1262,14 @@ class _Walker:
     def assign_name(self, name: str, value: ast.expr | None) -> None:
         binding = self.binding(value)
         text = self.value(value)
+        # a version test or an installed version is kept like a constant (imported with it
+        # too): IS_V5 = Version(transformers.__version__) >= ... gates where it is tested
+        fact = None if text is not None or value is None else self._version_fact(value)
         self.bind(name, binding)
         if text is not None:
             self.scope.values[name] = text
+        elif fact is not None:
+            self.scope.values[name] = fact  # type: ignore[assignment]
         elif not self.conditional:
             self.scope.values.pop(name, None)
 
@@ -1411,6 +1421,37 @@ class _Walker:
             return None  # "anything but x" selects nothing an anchor can be given
         return frozenset(names)
 
+    def _window(self, test: ast.expr, *, positive: bool) -> guards.Window:
+        """The releases where ``test`` is ``positive`` (every release: not readable)."""
+        window = guards.version_window(test, self._version_known, positive=positive)
+        return guards.EVERY_RELEASE if window is None else window
+
+    def _version_fact(self, value: ast.expr) -> guards.InstalledVersion | guards.VersionGate | None:
+        return guards.version_fact(value, self._version_known)
+
+    def _version_known(
+        self, node: ast.expr
+    ) -> guards.InstalledVersion | guards.VersionGate | str | None:
+        """What :mod:`canary.surface.guards` asks of a name or call: a version fact bound to
+        it, an upstream package's installed version, or a literal string."""
+        if isinstance(node, ast.Name):
+            value = self.scope.value(node.id)
+            if isinstance(value, (guards.InstalledVersion, guards.VersionGate)):
+                return value
+        if isinstance(node, ast.Call):
+            if self._callee(node) == Stdlib("importlib.metadata.version") and len(node.args) == 1:
+                package = self._literal_string(node.args[0])
+                if package is not None and package in self.project.upstream:
+                    return guards.InstalledVersion(package)
+            return None
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            binding, _, complete = self.chain(node)
+            if isinstance(binding, Upstream) and complete:
+                package, _, name = binding.path.partition(".")
+                if name == "__version__":
+                    return guards.InstalledVersion(package)
+        return self._literal_string(node)
+
     def _present(self, test: ast.expr, *, positive: bool) -> frozenset[str]:
         """What holds about upstream attributes where ``test`` is ``positive``: "+x.y" (it is
         there), "-x.y" (it is not)."""
@@ -1450,25 +1491,28 @@ class _Walker:
         self.chain_root(node)
 
     def e_boolean(self, node: ast.BoolOp) -> None:
-        saved = (self.guarded, self.present)
+        saved = (self.guarded, self.present, self.window)
         # a and b: b runs where a held; a or b: where a did not
         positive = isinstance(node.op, ast.And)
         for value in node.values:
             self.expr(value)
             self.guarded += guards.is_guard_test(value)
             self.present |= self._present(value, positive=positive)
-        self.guarded, self.present = saved
+            self.window &= self._window(value, positive=positive)
+        self.guarded, self.present, self.window = saved
 
     def e_conditional(self, node: ast.IfExp) -> None:
         self.expr(node.test)
         guard = guards.is_guard_test(node.test)
-        saved = self.present
+        saved, window = self.present, self.window
         self.guarded += guard
         self.present = saved | self._present(node.test, positive=True)
+        self.window = window & self._window(node.test, positive=True)
         self.expr(node.body)
         self.present = saved | self._present(node.test, positive=False)
+        self.window = window & self._window(node.test, positive=False)
         self.expr(node.orelse)
-        self.present = saved
+        self.present, self.window = saved, window
         self.guarded -= guard
 
     def e_lambda(self, node: ast.Lambda) -> None:
@@ -1886,6 +1930,7 @@ class _Walker:
                 replaces=replaces,
                 stash=stash,
                 constant=constant,
+                versions=self.window.specifiers(),
             )
         )
 
@@ -2054,7 +2099,7 @@ def _merge(uses: Iterable[Use]) -> tuple[Reference, ...]:
     merged: dict[tuple[str, str, str, str | None], Reference] = {}
     for use in uses:
         package = use.target.split(".", 1)[0]
-        site = Site(use.path, use.line, use.guarded)
+        site = Site(use.path, use.line, use.guarded, use.versions, at_import=use.scope == 0)
         reference = Reference(package, use.target, use.kind, (site,), use.anchor, use.match)
         key = reference.key
         merged[key] = merged[key].merged(reference) if key in merged else reference

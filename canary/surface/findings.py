@@ -6,24 +6,44 @@ says ``transformers<4.50`` is not broken by 5.0 removing something) and the miss
 accepted (``expected_absent`` in its configuration, or a baseline). A package the project
 does not declare constrains nothing: it imports it, so every release of it counts.
 ``unknown`` is never a finding.
+
+Two narrowings, each exactly as wide as its reason:
+
+- **Gated away.** A miss on a release where no site of the reference runs (every site sits
+  in a branch whose version test excludes that release: ``Site.versions``) is nobody's
+  problem: it is recorded (``gated``), never held.
+- **Came later, in a model package the release does not have.** A miss on a release older
+  than the first one where the reference is ok *came later*: the project needs a newer
+  upstream for it (``needs``), which is a real break wherever the code runs. It is not
+  counted (``excused``) when the reference lies in a model package of transformers
+  (``transformers.models.<name>``) that the release does not have at all, as resolved for
+  that release, and no site of it runs at import (module level, unguarded): a model type a
+  release lacks cannot be loaded on it, so code that patches that model runs for no user
+  of the release, while a module-level import would fail for every user. A miss *after* an
+  ok release (removed) is always held, as is one that never was ok.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from canary import versions
 from canary.errors import ConfigError
-from canary.surface.model import Outcome, Reference, Resolved, Target
+from canary.surface.model import Outcome, Reference, Resolved, SurfaceResult, Target
 
 # Operators that exclude every newer release, so ``main`` too.
 _UPPER_BOUNDS = ("<", "<=", "==", "===", "~=")
 
 Accepts = Callable[[Reference, str], "str | None"]
 """Why a miss of the reference on that release is accepted, or None (it counts)."""
+
+Absent = Callable[[str, str], bool]
+"""Whether a module (``transformers.models.gemma4``) is known to be absent on a release."""
+
+MODEL_PACKAGES = "transformers.models"
 
 
 @dataclass(frozen=True)
@@ -32,44 +52,116 @@ class Finding:
 
     target: str
     reference: Reference
-    missing: Mapping[str, str]  # release -> why, oldest first
+    missing: Mapping[str, str]  # release -> why, oldest first (where some site runs)
     accepted: Mapping[str, str]  # the releases among them whose miss is accepted -> why
+    since: str | None = None  # the first release checked where it is ok (None: none is)
+    excused: Mapping[str, str] = field(default_factory=dict)  # came later, not counted -> why
+    gated: tuple[str, ...] = ()  # missing inside the range where no site runs: never held
 
     @property
     def new(self) -> tuple[str, ...]:
-        """The releases whose miss is not accepted: these fail the run."""
-        return tuple(version for version in self.missing if version not in self.accepted)
+        """The releases whose miss is neither accepted nor excused: these fail the run."""
+        return tuple(
+            version
+            for version in self.missing
+            if version not in self.accepted and version not in self.excused
+        )
 
     @property
     def fails(self) -> bool:
         return bool(self.new)
 
+    @property
+    def came_later(self) -> tuple[str, ...]:
+        """The misses on releases older than :attr:`since`: upstream added it later."""
+        if self.since is None:
+            return ()
+        order = list(self.missing)
+        return tuple(v for v in order if _older(v, self.since))
+
+    @property
+    def removed(self) -> tuple[str, ...]:
+        """The other misses: after a release where it was ok, or on every release."""
+        later = set(self.came_later)
+        return tuple(v for v in self.missing if v not in later)
+
 
 def findings(
-    resolved: Iterable[Resolved], target: Target, *, accepts: Sequence[Accepts] = ()
+    resolved: Iterable[Resolved],
+    target: Target,
+    *,
+    accepts: Sequence[Accepts] = (),
+    absent: Absent | None = None,
 ) -> tuple[Finding, ...]:
-    """The findings of ``target`` among ``resolved`` (its own references): one per
-    reference missing somewhere inside its range; ``accepts`` are asked in order."""
+    """The findings of ``target`` among ``resolved`` (its own references, with its own
+    sites): one per reference missing somewhere inside its range; ``accepts`` are asked in
+    order; ``absent`` says which model packages a release lacks (None: nothing is known,
+    so no came-later miss is excused)."""
     ranges: dict[str, SpecifierSet | None] = {}
     found = []
     for item in resolved:
-        package = item.reference.package
+        reference = item.reference
+        package = reference.package
         if package not in ranges:
             ranges[package] = _declared(target, package)
-        missing = {
-            version: item.why.get(version, "")
+        inside = [
+            version
             for version, outcome in item.outcomes.items()
             if outcome is Outcome.MISSING and in_range(version, ranges[package])
-        }
-        if not missing:
+        ]
+        if not inside:
             continue
+        missing = {v: item.why.get(v, "") for v in inside if reference.runs_on(v)}
+        gated = tuple(v for v in inside if v not in missing)
         accepted = {}
         for version in missing:
-            reason = next((r for accept in accepts if (r := accept(item.reference, version))), None)
+            reason = next((r for accept in accepts if (r := accept(reference, version))), None)
             if reason:
                 accepted[version] = reason
-        found.append(Finding(target.name, item.reference, missing, accepted))
+        since = next((v for v, o in item.outcomes.items() if o is Outcome.OK), None)
+        finding = Finding(target.name, reference, missing, accepted, since, gated=gated)
+        if absent is not None:
+            excused = {v: why for v in finding.came_later if (why := _excused(finding, v, absent))}
+            finding = Finding(target.name, reference, missing, accepted, since, excused, gated)
+        found.append(finding)
     return tuple(found)
+
+
+def findings_of_result(result: SurfaceResult) -> tuple[Finding, ...]:
+    """Each target's findings among a result's references, from the result alone (nothing
+    accepted, nothing excused: which model packages a release lacks is not in it)."""
+    return tuple(f for target in result.targets for f in findings(result.references, target))
+
+
+def model_package(target: str) -> str | None:
+    """The model package of transformers a dotted target lies in
+    (``transformers.models.gemma4``), or None."""
+    parts = target.split(".")
+    if len(parts) < 3 or ".".join(parts[:2]) != MODEL_PACKAGES:
+        return None
+    return ".".join(parts[:3])
+
+
+def _excused(finding: Finding, version: str, absent: Absent) -> str | None:
+    """Why a came-later miss on ``version`` does not count (None: it does)."""
+    reference = finding.reference
+    package = model_package(reference.target)
+    if package is None or not absent(package, version):
+        return None
+    if any(
+        site.at_import and not site.guarded and site.runs_on(reference.package, version)
+        for site in reference.sites
+    ):
+        return None  # imported with its module: fails for every user of the release
+    return f"{package} is not in {reference.package} {version}: no user of it runs that model"
+
+
+def _older(label: str, than: str) -> bool:
+    """Whether release ``label`` is older than ``than`` (``main`` is newer than any)."""
+    first, second = versions.parse(label), versions.parse(than)
+    if first is None:
+        return False
+    return second is None or first < second
 
 
 def in_range(label: str, declared: SpecifierSet | None) -> bool:

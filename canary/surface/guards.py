@@ -8,13 +8,22 @@ a version test is the code for the other releases), and so is the rest of a bloc
 ``if <test>: return`` (or ``continue``/``break``; not ``raise``, which is no silent skip).
 ``try`` with a handler and ``with contextlib.suppress(...)`` are decided by the walker,
 which sees the statements.
+
+A version test also says *where* its branch runs: :func:`version_window` reads the window
+of releases, per package, from the tests it can read exactly (a ``packaging`` comparison
+of an upstream package's installed version with a literal version, directly or through a
+project constant defined as one), negated in ``else``, conjoined when nested. Anything else
+gives no window: the branch counts on every release, as if the test were not there.
 """
 
 from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+from packaging.version import InvalidVersion, Version
 
 _AVAILABLE = re.compile(r"^_*is_\w+_available$|^find_spec$")
 _VERSION = re.compile(r"version", re.IGNORECASE)
@@ -121,3 +130,205 @@ def presence_tested(
         obj, name = [*test.args, None, None][:2]
         if obj is not None and isinstance(name, ast.Constant) and isinstance(name.value, str):
             yield obj, name.value, positive
+
+
+# --- version windows ----------------------------------------------------------------------
+
+# Callees that make a comparable version of a string: packaging's (pkg_resources's
+# parse_version is the same class). A comparison of two strings or of a version and a
+# string is not read: it does not order releases (or raises).
+_PARSERS = frozenset(
+    {
+        "Version",
+        "parse_version",
+        "version.parse",
+        "version.Version",
+        "packaging.version.parse",
+        "packaging.version.Version",
+    }
+)
+_OPERATORS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
+_SWAPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
+_NEGATED = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
+
+
+@dataclass(frozen=True)
+class Window:
+    """Releases a branch can run on: bounds ``(package, operator, version)`` that all hold
+    (none: every release)."""
+
+    bounds: frozenset[tuple[str, str, str]] = frozenset()
+
+    def __and__(self, other: Window) -> Window:
+        return Window(self.bounds | other.bounds)
+
+    def negated(self) -> Window | None:
+        """Where the test that gave this window fails: exact for one bound; the negation
+        of several (``>=4.50,<5``) is no single window, so None."""
+        if len(self.bounds) != 1:
+            return None
+        ((package, operator, version),) = self.bounds
+        return Window(frozenset({(package, _NEGATED[operator], version)}))
+
+    def specifiers(self) -> tuple[tuple[str, str], ...]:
+        """Per package, its bounds as one specifier text (``("transformers",
+        ">=4.50.0,<5.0.0")``): :attr:`canary.surface.model.Site.versions`."""
+        packages = sorted({package for package, _, _ in self.bounds})
+        return tuple(
+            (
+                package,
+                ",".join(sorted(f"{op}{v}" for p, op, v in self.bounds if p == package)),
+            )
+            for package in packages
+        )
+
+
+EVERY_RELEASE = Window()
+
+
+@dataclass(frozen=True)
+class InstalledVersion:
+    """An expression whose value is the installed release of ``package``: its text
+    (``transformers.__version__``, ``importlib.metadata.version("transformers")``) or, when
+    ``parsed``, a ``packaging`` version of it, the only form that compares as releases do."""
+
+    package: str
+    parsed: bool = False
+
+
+@dataclass(frozen=True)
+class VersionGate:
+    """A value that is a version test (``IS_V5 = Version(transformers.__version__) >=
+    Version("5.0.0")``): where it is true and where it is false (None: not one window)."""
+
+    true: Window | None
+    false: Window | None
+
+
+Known = Callable[[ast.expr], "InstalledVersion | VersionGate | str | None"]
+"""What the walker knows a name, attribute chain or call to be: an installed version, a
+version test, or a literal string (the caller's bindings and constants)."""
+
+
+def version_fact(node: ast.expr, known: Known) -> InstalledVersion | VersionGate | None:
+    """What a value assigned to a name is, as far as version tests go: an installed version
+    (parsed or not) or a version test; None: neither (or not read exactly)."""
+    value = _version_operand(node, known)
+    if isinstance(value, InstalledVersion):
+        return value
+    fact = known(node)
+    if isinstance(fact, InstalledVersion):
+        return fact
+    true = version_window(node, known, positive=True)
+    false = version_window(node, known, positive=False)
+    return VersionGate(true, false) if true is not None or false is not None else None
+
+
+def version_window(test: ast.expr, known: Known, *, positive: bool = True) -> Window | None:
+    """The releases where ``test`` is ``positive``, or None where that cannot be read as one
+    window. A conjunction keeps the parts it can read: the branch runs on a subset of
+    each part's window, so the window it gets is never too narrow."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return version_window(test.operand, known, positive=not positive)
+    if isinstance(test, ast.BoolOp):
+        return _conjunction(test, known, positive=positive)
+    if isinstance(test, ast.Compare):
+        window = _comparison(test, known)
+        if window is None or positive:
+            return window
+        return window.negated()
+    if isinstance(test, (ast.Name, ast.Attribute)):
+        fact = known(test)
+        if isinstance(fact, VersionGate):
+            return fact.true if positive else fact.false
+    return None
+
+
+def _conjunction(test: ast.BoolOp, known: Known, *, positive: bool) -> Window | None:
+    if isinstance(test.op, ast.And) != positive:
+        return None  # a and b failing, a or b holding: one of several windows
+    read = [
+        part
+        for value in test.values
+        if (part := version_window(value, known, positive=positive)) is not None
+    ]
+    if not read:
+        return None
+    window = read[0]
+    for part in read[1:]:
+        window &= part
+    return window
+
+
+def _comparison(node: ast.Compare, known: Known) -> Window | None:
+    """``Version(installed) <op> Version("X")`` (either side), or ``Version(installed).major
+    <op> N``: the window where it holds."""
+    if len(node.ops) != 1 or type(node.ops[0]) not in _OPERATORS:
+        return None
+    operator = _OPERATORS[type(node.ops[0])]
+    left, right = node.left, node.comparators[0]
+    major = _major(left, known), _major(right, known)
+    if major[0] is not None and isinstance(right, ast.Constant):
+        return _major_window(major[0], operator, right.value)
+    if major[1] is not None and isinstance(left, ast.Constant):
+        return _major_window(major[1], _SWAPPED[operator], left.value)
+    first, second = _version_operand(left, known), _version_operand(right, known)
+    if isinstance(first, InstalledVersion) and isinstance(second, Version):
+        return Window(frozenset({(first.package, operator, str(second))}))
+    if isinstance(second, InstalledVersion) and isinstance(first, Version):
+        return Window(frozenset({(second.package, _SWAPPED[operator], str(first))}))
+    return None
+
+
+def _version_operand(node: ast.expr, known: Known) -> InstalledVersion | Version | None:
+    """A comparable version: ``Version(<installed>)`` (or a name bound to one), or
+    ``Version("X")`` of a literal."""
+    if isinstance(node, ast.Call):
+        if _dotted(node.func) not in _PARSERS or len(node.args) != 1 or node.keywords:
+            return None
+        inner = known(node.args[0])
+        if isinstance(inner, InstalledVersion):
+            return InstalledVersion(inner.package, parsed=True)
+        if isinstance(inner, str):
+            try:
+                return Version(inner)
+            except InvalidVersion:
+                return None
+        return None
+    fact = known(node)
+    return fact if isinstance(fact, InstalledVersion) and fact.parsed else None
+
+
+def _major(node: ast.expr, known: Known) -> str | None:
+    """The package whose installed version's ``.major`` this is."""
+    if not isinstance(node, ast.Attribute) or node.attr != "major":
+        return None
+    value = _version_operand(node.value, known)
+    return value.package if isinstance(value, InstalledVersion) else None
+
+
+def _major_window(package: str, operator: str, major: object) -> Window | None:
+    """``major <op> N`` as version bounds: the smallest version with major N is
+    ``N.dev0`` (below its pre-releases), so ``major < N`` is ``< N.dev0`` exactly."""
+    if not isinstance(major, int) or isinstance(major, bool) or major < 0:
+        return None
+    low, high = f"{major}.dev0", f"{major + 1}.dev0"
+    bounds = {
+        "<": {(package, "<", low)},
+        "<=": {(package, "<", high)},
+        ">": {(package, ">=", high)},
+        ">=": {(package, ">=", low)},
+        "==": {(package, ">=", low), (package, "<", high)},
+        "!=": None,
+    }[operator]
+    return Window(frozenset(bounds)) if bounds else None
+
+
+def _dotted(node: ast.expr) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return ".".join([node.id, *reversed(parts)])

@@ -7,7 +7,8 @@ a :class:`SurfaceResult` holds both and reads/writes the JSON other tools rely o
     {"targets": [{"name", "version", "requires": {pkg: specifier}}],
      "packages": {pkg: [versions checked]},
      "references": [{"package", "target", "kind", "anchor", "sites": [{"path", "line",
-                     "guarded"}], "outcomes": {version: "ok" | "missing" | "unknown"}}]}
+                     "guarded", "versions", "at_import"}],
+                     "outcomes": {version: "ok" | "missing" | "unknown"}}]}
 """
 
 from __future__ import annotations
@@ -16,6 +17,10 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from canary import versions as _versions
 
 SCHEMA_KEYS = ("targets", "packages", "references")
 
@@ -57,22 +62,79 @@ class Match(str, enum.Enum):
         return self.value
 
 
+_OPERATORS = ("<=", ">=", "!=", "==", "<", ">")  # two-character ones first
+
+
 @dataclass(frozen=True, order=True)
 class Site:
     """Where the target uses the reference. ``guarded``: inside ``try/except``, or under a
     ``hasattr``/``getattr(..., default)``/version/``is_*_available`` test: a miss there does
-    not crash, it silently skips the patch."""
+    not crash, it silently skips the patch. ``versions``: the releases the site can run on,
+    per package, from the version tests of the branches it sits in (``("transformers",
+    ">=5.0.0")``; a package absent: every release). ``at_import``: it runs when its module is
+    imported (module level, or a class body there), not only when a function is called."""
 
     path: str  # relative to the target's root, "/"-separated
     line: int
     guarded: bool = False
+    versions: tuple[tuple[str, str], ...] = ()  # (package, "op version[,op version...]")
+    at_import: bool = False
+
+    def runs_on(self, package: str, label: str) -> bool:
+        """Whether the site can run on release ``label`` of ``package``: every bound of its
+        window holds there, compared as the project's own test compares (``packaging``
+        versions, exactly). On ``main`` (its version is not in the label) it can."""
+        return all(
+            _holds(bound, label)
+            for name, spec in self.versions
+            if name == package
+            for bound in spec.split(",")
+        )
 
     def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "line": self.line, "guarded": self.guarded}
+        return {
+            "path": self.path,
+            "line": self.line,
+            "guarded": self.guarded,
+            "versions": dict(self.versions),
+            "at_import": self.at_import,
+        }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Site:
-        return cls(str(data["path"]), int(data["line"]), bool(data["guarded"]))
+        window = tuple(sorted((str(p), str(s)) for p, s in (data.get("versions") or {}).items()))
+        return cls(
+            str(data["path"]),
+            int(data["line"]),
+            bool(data["guarded"]),
+            window,
+            bool(data.get("at_import", False)),
+        )
+
+
+def _holds(bound: str, label: str) -> bool:
+    """``label`` satisfies one bound (``>=5.0.0``). A bound that does not read as one holds,
+    and so does every bound on a label that is no version (``main``, a commit: its version
+    is not known here): a window only ever leaves out releases where the site certainly
+    does not run."""
+    operator = next((op for op in _OPERATORS if bound.startswith(op)), None)
+    if operator is None:
+        return True
+    try:
+        limit = Version(bound[len(operator) :])
+    except InvalidVersion:
+        return True
+    version = _versions.parse(label)
+    if version is None:
+        return True
+    return {
+        "<": version < limit,
+        "<=": version <= limit,
+        ">": version > limit,
+        ">=": version >= limit,
+        "==": version == limit,
+        "!=": version != limit,
+    }[operator]
 
 
 @dataclass(frozen=True)
@@ -97,6 +159,11 @@ class Reference:
     def guarded(self) -> bool:
         """Every site is guarded: a miss silently disables the patch instead of crashing."""
         return bool(self.sites) and all(site.guarded for site in self.sites)
+
+    def runs_on(self, label: str) -> bool:
+        """Whether some site can run on release ``label`` of the package (a reference
+        without sites: every release). A miss where none runs is no one's problem."""
+        return not self.sites or any(site.runs_on(self.package, label) for site in self.sites)
 
     @property
     def private(self) -> bool:

@@ -9,20 +9,26 @@ order a maintainer should read them.
    applies. The patch silently does nothing, which is what a canary exists to catch. An
    anchor's entry shows the upstream diff of the function it is applied to between the
    last release where it applied and the first where it does not.
-3. **The rest**: misses outside the declared range, and what could not be decided
-   (``unknown``, never reported as missing); references fine everywhere are counted.
+3. **Came later than the declared floor**: missing inside the range only on releases
+   older than the first that has it: the project needs a newer upstream for it ("needs
+   transformers>=X"): raise the floor or guard the use. Each says whether it counts (it
+   fails the run) or not (a model package the release lacks, used only where that model
+   runs: :mod:`canary.surface.findings`).
+4. **The rest**: misses outside the declared range or where no site runs (a version test
+   excludes the release), and what could not be decided (``unknown``, never reported as
+   missing); references fine everywhere are counted.
 
 Which misses are held against the target (the *findings*) is the caller's to say (the
 resolver knows the configuration's accepted entries and the baseline); without it, every
-miss inside a declared range is one. The anchored functions' sources come through an
-:class:`AnchorSource` the caller gives, so this module never fetches.
+miss inside a declared range where a site runs is one. The anchored functions' sources
+come through an :class:`AnchorSource` the caller gives, so this module never fetches.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -33,7 +39,7 @@ from canary.errors import ConfigError, Subject
 from canary.report.diff import UpstreamDiff, diff_subject
 from canary.report.matrix import range_label, runs
 from canary.report.render import markdown_cell, workflow_command
-from canary.surface.findings import in_range
+from canary.surface.findings import Finding, findings_of_result, in_range
 from canary.surface.model import (
     Kind,
     Match,
@@ -48,11 +54,11 @@ FORMATS = ("terminal", "markdown", "json", "github")
 
 HARD = "hard"
 SILENT = "silent"
+LATER = "later"
 REST = "rest"
-SECTIONS = (HARD, SILENT, REST)
+SECTIONS = (HARD, SILENT, LATER, REST)
 
 ReferenceKey = tuple[str, str, str, str | None]  # Reference.key
-Finding = tuple[ReferenceKey, str]  # a reference held against the target on one version
 
 _PIN_OPERATORS = ("==", "===")
 _SITES_SHOWN = 3
@@ -104,6 +110,8 @@ class Entry:
     held: tuple[str, ...]  # versions where the miss is held against the target
     pinned: tuple[str, ...]  # of those, the versions the target pins itself
     diffs: tuple[AnchorDiff, ...] = ()
+    since: str | None = None  # came later: the first release that has it
+    excused: dict[str, str] | None = None  # came later, not counted: release -> why
 
     @property
     def reference(self) -> Reference:
@@ -156,16 +164,10 @@ def inside(specifiers: Iterable[SpecifierSet], version: str) -> bool:
     return any(in_range(version, specifier) for specifier in specifiers)
 
 
-def default_findings(result: SurfaceResult) -> frozenset[Finding]:
-    """Every miss on a version inside a target's declared range (nothing accepted)."""
-    ranges = {package: declared_range(result.targets, package) for package in result.packages}
-    return frozenset(
-        (resolved.reference.key, version)
-        for resolved in result.references
-        for version, outcome in resolved.outcomes.items()
-        if outcome is Outcome.MISSING
-        and inside(ranges.get(resolved.reference.package, ()), version)
-    )
+def default_findings(result: SurfaceResult) -> tuple[Finding, ...]:
+    """Every miss on a version inside a target's declared range where a site runs
+    (nothing accepted, nothing excused)."""
+    return findings_of_result(result)
 
 
 def own_pins(result: SurfaceResult) -> dict[str, frozenset[str]]:
@@ -192,28 +194,40 @@ def silent(reference: Reference) -> bool:
 def build(
     result: SurfaceResult,
     *,
-    findings: Collection[Finding] | None = None,
+    findings: Sequence[Finding] | None = None,
     sources: AnchorSource | None = None,
 ) -> SurfaceReport:
     """The report's entries, in reading order; ``findings`` default to
     :func:`default_findings`; without ``sources`` anchors get no diff."""
-    held_against = default_findings(result) if findings is None else frozenset(findings)
+    found = default_findings(result) if findings is None else findings
+    held_against = {(f.reference.key, v) for f in found for v in f.new}
+    later = {(f.reference.key, v) for f in found for v in f.came_later}
+    since = {f.reference.key: f.since for f in found if f.came_later}
+    excused = {(f.reference.key, v): why for f in found for v, why in f.excused.items()}
     pins = own_pins(result)
     entries, fine = [], 0
     for resolved in result.references:
         reference = resolved.reference
         order = _order(result, resolved)
         held = tuple(v for v in order if (reference.key, v) in held_against)
-        if not held and all(resolved.outcomes[v] is Outcome.OK for v in order):
+        came_later = [v for v in order if (reference.key, v) in later]
+        if not held and not came_later and all(resolved.outcomes[v] is Outcome.OK for v in order):
             fine += 1
             continue
-        section = (SILENT if silent(reference) else HARD) if held else REST
+        removed = [v for v in held if (reference.key, v) not in later]
+        if removed:
+            section = SILENT if silent(reference) else HARD
+        else:
+            section = LATER if came_later else REST
         spans = tuple(Span(o, vs) for o, vs in runs(order, resolved.outcomes.__getitem__))
         diffs: tuple[AnchorDiff, ...] = ()
         if reference.kind is Kind.ANCHOR and sources is not None:
             diffs = tuple(_anchor_diffs(reference, spans, sources))
         pinned = tuple(v for v in held if v in pins.get(reference.package, ()))
-        entries.append(Entry(resolved, section, spans, held, pinned, diffs))
+        waived = {v: excused[reference.key, v] for v in came_later if (reference.key, v) in excused}
+        entries.append(
+            Entry(resolved, section, spans, held, pinned, diffs, since.get(reference.key), waived)
+        )
     entries.sort(key=lambda entry: _reading_order(result, entry))
     return SurfaceReport(result, tuple(entries), fine)
 
@@ -308,7 +322,7 @@ def render(
     result: SurfaceResult,
     fmt: str,
     *,
-    findings: Collection[Finding] | None = None,
+    findings: Sequence[Finding] | None = None,
     sources: AnchorSource | None = None,
 ) -> str:
     """The result in ``fmt`` (one of :data:`FORMATS`; ``json`` is the JSON contract)."""
@@ -327,7 +341,11 @@ def summary(report: SurfaceReport) -> str:
     )
     counts = ", ".join(
         f"{len(report.section(name))} {words}"
-        for name, words in ((HARD, "hard break(s)"), (SILENT, "silent break(s)"))
+        for name, words in (
+            (HARD, "hard break(s)"),
+            (SILENT, "silent break(s)"),
+            (LATER, "came later than the declared floor"),
+        )
     )
     others = len(report.section(REST))
     return (
@@ -381,8 +399,31 @@ def why(entry: Entry) -> str | None:
 _TITLES = {
     HARD: "Hard breaks inside the declared range",
     SILENT: "Silent breaks inside the declared range (the patch silently does nothing)",
-    REST: "Misses outside the declared range, and what could not be decided",
+    LATER: (
+        "Came later than the declared floor (the project needs a newer upstream for "
+        "these: raise the floor, or guard the use)"
+    ),
+    REST: "Misses outside the declared range or where no site runs, and what could not be decided",
 }
+
+
+def later_text(entry: Entry) -> str | None:
+    """``needs transformers>=5.2.0; counts on 5.0.0-5.1.0: fails the run`` and/or ``not
+    counted on ...: why``, for an entry that came later (None for the others)."""
+    if entry.since is None or entry.section != LATER:
+        return None
+    package = entry.reference.package
+    parts = [f"needs {package}>={entry.since}"]
+    if entry.held:
+        parts.append(f"counts on {_range(entry.held)}: fails the run")
+    if entry.excused:
+        waived = list(entry.excused)
+        parts.append(f"not counted on {_range(waived)}: {entry.excused[waived[0]]}")
+    return "; ".join(parts)
+
+
+def _range(labels: Sequence[str]) -> str:
+    return range_label(labels[0], labels[-1])
 
 
 def terminal(report: SurfaceReport) -> str:
@@ -397,6 +438,8 @@ def terminal(report: SurfaceReport) -> str:
             pinned = f" [pinned: {', '.join(entry.pinned)}]" if entry.pinned else ""
             out.append(f"{reference.package} {heading(reference)}{pinned}")
             out.append(f"  used at {sites(reference)}")
+            if (text := later_text(entry)) is not None:
+                out.append(f"  {text}")
             out.append(f"  {spans_text(entry)}")
             if (text := why(entry)) is not None:
                 out.append(f"  upstream: {text}")
@@ -427,7 +470,7 @@ def markdown(report: SurfaceReport) -> str:
                 reference.package,
                 f"`{markdown_cell(heading(reference))}`{pinned}",
                 markdown_cell(sites(reference)),
-                markdown_cell(spans_text(entry)),
+                markdown_cell("; ".join(filter(None, (later_text(entry), spans_text(entry))))),
                 markdown_cell(why(entry) or ""),
             )
             out.append("| " + " | ".join(cells) + " |")
@@ -463,11 +506,13 @@ def github(report: SurfaceReport) -> str:
     shows a handful of annotations per step; the Markdown report has the rest)."""
     out = []
     for entry in report.entries:
-        if entry.section == REST:
-            continue
+        if entry.section == REST or not entry.held:
+            continue  # a came-later miss that does not count is in the summary's count
         reference = entry.reference
         site = reference.sites[0] if reference.sites else None
         kind = "silently does nothing" if entry.section == SILENT else "breaks"
+        if entry.section == LATER:
+            kind = f"breaks (needs {reference.package}>={entry.since})"
         title = f"canary surface: {reference.package} {_held_range(entry)} {kind}"
         body = f"{heading(reference)}: {spans_text(entry)}"
         if (text := why(entry)) is not None:
