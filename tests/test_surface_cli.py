@@ -240,3 +240,67 @@ def test_a_release_not_in_the_cache_offline_is_not_checked(project, capsys):
     assert json.loads((project.parent / "out.json").read_text())["packages"] == {
         "toy": ["1.0", "2.0"]
     }
+
+
+# -- came later than the floor: a model package the release lacks -------------------------
+
+LLAMA_PY = b"class LlamaRMSNorm:\n    pass\n"
+GEMMA4_PY = b"class Gemma4ForCausalLM:\n    def forward(self):\n        return 1\n"
+MODELS = {
+    "1.0": {
+        "transformers/__init__.py": b"",
+        "transformers/models/__init__.py": b"",
+        "transformers/models/llama/__init__.py": b"",
+        "transformers/models/llama/modeling_llama.py": LLAMA_PY,
+    },
+}
+MODELS["2.0"] = {
+    **MODELS["1.0"],
+    "transformers/models/llama/modeling_llama.py": LLAMA_PY + b"class LlamaNew:\n    pass\n",
+    "transformers/models/gemma4/__init__.py": b"",
+    "transformers/models/gemma4/modeling_gemma4.py": GEMMA4_PY,
+}
+GEMMA4_FORWARD = "transformers.models.gemma4.modeling_gemma4.Gemma4ForCausalLM.forward"
+LLAMA_NEW = "transformers.models.llama.modeling_llama.LlamaNew"
+
+
+def check_models(tmp_path, *references: Reference) -> SurfaceRun:
+    ws = workspace(tmp_path, MODELS)
+    cases = {"transformers": [Case("transformers", label, "index") for label in MODELS]}
+    project = Surface(Target("proj", "1", {"transformers": ">=1.0"}), references)
+    return check_surfaces([project], ws, cases.__getitem__, make_tree=FakeTree)
+
+
+def in_function(target: str, *, at_import: bool = False) -> Reference:
+    return Reference(
+        "transformers", target, Kind.PATCH, (Site("proj/m.py", 3, False, (), at_import),)
+    )
+
+
+def test_a_patch_of_a_model_the_floor_lacks_came_later_and_does_not_fail(tmp_path):
+    run = check_models(tmp_path, in_function(GEMMA4_FORWARD))
+    (finding,) = run.findings
+    assert (finding.since, finding.came_later, finding.new) == ("2.0", ("1.0",), ())
+    assert "transformers.models.gemma4 is not in the release" in finding.excused["1.0"]
+    assert run.exit_status == 0
+    assert "1 reference(s) came later than the declared floor" in verdict(run)[-1]
+    # the model package was resolved to decide it, and is no reference of the project
+    assert [r.reference.target for r in run.result.references] == [GEMMA4_FORWARD]
+    text = render(run, "terminal")
+    assert "Came later than the declared floor" in text
+    assert "needs transformers>=2.0; not counted on 1.0" in text
+
+
+@pytest.mark.parametrize(
+    "reference",
+    [
+        in_function(LLAMA_NEW),  # llama is in 1.0: its users run the patch, and it misses
+        in_function(GEMMA4_FORWARD, at_import=True),  # imported with its module: everyone
+    ],
+)
+def test_a_came_later_miss_that_runs_on_the_floor_fails(tmp_path, reference):
+    run = check_models(tmp_path, reference)
+    (finding,) = run.findings
+    assert (finding.came_later, finding.new, finding.excused) == (("1.0",), ("1.0",), {})
+    assert run.exit_status == 1
+    assert "needs transformers>=2.0; counts on 1.0: fails the run" in render(run, "terminal")

@@ -215,3 +215,30 @@ def test_a_pattern_anchor_is_looked_for_as_a_pattern():
     assert report.holding(module, pattern) == "Engine.run"
     broken = ref("toy.core", Kind.ANCHOR, anchor="(", match=Match.REGEX)
     assert report.holding(module, broken) is None
+
+
+def test_a_miss_where_no_site_runs_is_no_break_and_one_that_came_later_is_its_own_section():
+    gated = Reference(
+        "toy",
+        "toy.core.OldEngine",
+        Kind.PATCH,
+        (Site("proj/patch.py", 12, False, (("toy", "<2.0"),)),),
+    )
+    later = ref("toy.core.NewEngine")
+    built = report.build(
+        result(
+            resolved(gated, OK, OK, OK, MISSING, MISSING),  # missing where it never runs
+            resolved(later, MISSING, MISSING, OK, OK, OK),  # 1.0.0 is inside, 1.1.0 has it
+        )
+    )
+    entries = {entry.reference.target: entry for entry in built.entries}
+    old = entries["toy.core.OldEngine"]
+    assert (old.section, old.held) == (report.REST, ())
+    new = entries["toy.core.NewEngine"]
+    assert (new.section, new.held, new.since) == (report.LATER, ("1.0.0",), "1.1.0")
+    assert report.later_text(new) == "needs toy>=1.1.0; counts on 1.0.0: fails the run"
+    markdown = report.markdown(built)
+    assert "### Came later than the declared floor" in markdown
+    assert "needs toy>=1.1.0" in markdown
+    (error,) = [line for line in report.github(built).splitlines() if line.startswith("::error")]
+    assert "toy 1.0.0 breaks (needs toy>=1.1.0)" in error

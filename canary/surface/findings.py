@@ -153,7 +153,7 @@ def _excused(finding: Finding, version: str, absent: Absent) -> str | None:
         for site in reference.sites
     ):
         return None  # imported with its module: fails for every user of the release
-    return f"{package} is not in {reference.package} {version}: no user of it runs that model"
+    return f"{package} is not in the release: none of its users runs that model"
 
 
 def _older(label: str, than: str) -> bool:

@@ -1,0 +1,121 @@
+"""Which misses are held against a project: gated away where no site runs; came later
+(before the first release that has it) told from removed; a came-later miss excused only
+in a model package the release does not have, used where that model runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from canary.surface.findings import findings, model_package
+from canary.surface.model import Kind, Outcome, Reference, Resolved, Site, Target
+
+GEMMA4 = "transformers.models.gemma4.modeling_gemma4.Gemma4ForCausalLM.forward"
+LLAMA = "transformers.models.llama.modeling_llama.LlamaRMSNorm"
+LOADING = "transformers.core_model_loading.set_param_for_module"
+RELEASES = ("4.57.0", "5.0.0", "5.1.0", "5.2.0")
+PROJECT = Target("proj", "1.0", {"transformers": ">=5.0.0"})
+
+
+def site(line: int = 10, *, window: str | None = None, at_import=False, guarded=False) -> Site:
+    versions = (("transformers", window),) if window else ()
+    return Site("proj/patch.py", line, guarded, versions, at_import)
+
+
+def resolved(target: str, outcomes: str, *sites: Site, kind: Kind = Kind.PATCH) -> Resolved:
+    """``outcomes``: one letter per release of RELEASES: o(k), m(issing), u(nknown)."""
+    letters = {"o": Outcome.OK, "m": Outcome.MISSING, "u": Outcome.UNKNOWN}
+    reference = Reference("transformers", target, kind, sites or (site(),))
+    return Resolved(
+        reference,
+        {v: letters[c] for v, c in zip(RELEASES, outcomes, strict=True)},
+        {
+            v: f"no {target.rpartition('.')[2]}"
+            for v, c in zip(RELEASES, outcomes, strict=True)
+            if c == "m"
+        },
+    )
+
+
+def absent_before(first: str):
+    """transformers.models.gemma4 arrives in ``first``; every other model is always there."""
+
+    def absent(package: str, version: str) -> bool:
+        return package.endswith(".gemma4") and RELEASES.index(version) < RELEASES.index(first)
+
+    return absent
+
+
+def test_a_miss_where_no_site_runs_is_gated_away_never_held():
+    # liger: `if IS_V5: ...MixtralExperts else: ...MixtralBlockSparseTop2MLP`
+    (finding,) = findings([resolved(LLAMA, "ommm", site(window="<5.0.0"))], PROJECT)
+    assert finding.gated == ("5.0.0", "5.1.0", "5.2.0")
+    assert (finding.missing, finding.new, finding.fails) == ({}, (), False)
+
+
+def test_one_site_that_runs_there_is_enough_to_hold_the_miss():
+    gated, everywhere = site(window="<5.0.0"), site(20)
+    (finding,) = findings([resolved(LLAMA, "oomm", gated, everywhere)], PROJECT)
+    assert finding.new == ("5.1.0", "5.2.0")
+    assert finding.gated == ()
+    (finding,) = findings([resolved(LLAMA, "oomm", gated, site(20, window=">=5.2.0"))], PROJECT)
+    assert (finding.new, finding.gated) == (("5.2.0",), ("5.1.0",))
+
+
+def test_came_later_is_told_from_removed_by_the_first_release_that_has_it():
+    (later,) = findings([resolved(LOADING, "mmoo")], PROJECT)
+    assert (later.since, later.came_later, later.removed) == ("5.1.0", ("5.0.0",), ())
+    assert later.fails  # core_model_loading is no model: a real break wherever it runs
+    (removed,) = findings([resolved(LOADING, "oomm")], PROJECT)
+    assert (removed.since, removed.came_later, removed.removed) == (
+        "4.57.0",
+        (),
+        ("5.1.0", "5.2.0"),
+    )
+    (never,) = findings([resolved(LOADING, "mmmm")], PROJECT)
+    assert (never.since, never.came_later, never.removed) == (None, (), RELEASES[1:])
+    (both,) = findings([resolved(LOADING, "mmom")], PROJECT)
+    assert (both.came_later, both.removed) == (("5.0.0",), ("5.2.0",))
+
+
+def test_a_came_later_miss_in_a_model_package_the_release_lacks_is_excused():
+    (finding,) = findings([resolved(GEMMA4, "mmmo")], PROJECT, absent=absent_before("5.1.0"))
+    # 5.0.0 has no gemma4 at all: no user of 5.0.0 runs it. 5.1.0 has the package but not
+    # the class yet: a user of gemma4 on 5.1.0 runs the patch, and it misses.
+    assert list(finding.excused) == ["5.0.0"]
+    assert "transformers.models.gemma4 is not in the release" in finding.excused["5.0.0"]
+    assert finding.new == ("5.1.0",)
+    assert finding.came_later == ("5.0.0", "5.1.0")
+
+
+@pytest.mark.parametrize(
+    ("where", "counts"),
+    [
+        (site(at_import=True), True),  # module level, unguarded: fails for every user
+        (site(at_import=True, guarded=True), False),  # try/except ImportError around it
+        (site(at_import=False), False),  # inside the function that patches gemma4
+        (site(at_import=True, window=">=5.2.0"), False),  # module level, but gated off 5.0
+    ],
+)
+def test_a_site_that_runs_at_import_keeps_the_miss_counted(where, counts):
+    (finding,) = findings([resolved(GEMMA4, "mmmo", where)], PROJECT, absent=absent_before("5.2.0"))
+    assert finding.fails is counts
+
+
+def test_nothing_is_excused_without_knowing_what_the_release_lacks_or_outside_models():
+    (finding,) = findings([resolved(GEMMA4, "mmoo")], PROJECT)  # absent not given
+    assert finding.excused == {}
+    assert finding.fails
+    (finding,) = findings([resolved(LOADING, "mmoo")], PROJECT, absent=lambda p, v: True)
+    assert finding.excused == {}  # not a model package: runs for everyone
+    # removed: gemma4 had it and lost it: always held, whatever the package
+    (finding,) = findings([resolved(GEMMA4, "oomm")], PROJECT, absent=lambda p, v: True)
+    assert finding.excused == {}
+    assert finding.new == ("5.1.0", "5.2.0")
+
+
+def test_the_model_package_of_a_target():
+    assert model_package(GEMMA4) == "transformers.models.gemma4"
+    assert model_package("transformers.models.gemma4") == "transformers.models.gemma4"
+    assert model_package("transformers.models") is None
+    assert model_package("transformers.modeling_utils.PreTrainedModel") is None
+    assert model_package("trl.models.utils.unwrap_model_for_generation") is None

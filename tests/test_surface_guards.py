@@ -1,0 +1,210 @@
+"""Version windows: which releases a site can run on, read from the version tests of the
+branches around it, on small project trees written here (shapes taken from liger-kernel,
+unsloth and unsloth_zoo)."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from canary.surface import guards
+from canary.surface.extract import extract
+from canary.surface.model import Kind, Reference, Site
+
+UPSTREAM = ("transformers", "trl", "peft")
+MIXTRAL = "transformers.models.mixtral.modeling_mixtral"
+
+
+def surface(tmp_path: Path, files: dict[str, str]) -> tuple[Reference, ...]:
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return extract(tmp_path, sorted(files), upstream=UPSTREAM)
+
+
+def windows(references, kind: Kind, target: str) -> list[dict[str, str]]:
+    (found,) = [r for r in references if r.kind is kind and r.target == target]
+    return [dict(site.versions) for site in found.sites]
+
+
+def test_a_module_constant_gates_both_branches_liger_style(tmp_path):
+    refs = surface(
+        tmp_path,
+        {
+            "lk/__init__.py": "",
+            "lk/monkey_patch.py": """\
+                import transformers
+                from packaging import version
+                from transformers.models.mixtral import modeling_mixtral
+
+                IS_TRANSFORMERS_V5_OR_LATER = version.parse(
+                    transformers.__version__
+                ) >= version.parse("5.0.0")
+
+                def apply(swiglu=True):
+                    if swiglu:
+                        if IS_TRANSFORMERS_V5_OR_LATER:
+                            modeling_mixtral.MixtralExperts = object
+                        else:
+                            modeling_mixtral.MixtralBlockSparseTop2MLP = object
+                    modeling_mixtral.MixtralRMSNorm = object
+            """,
+        },
+    )
+    assert windows(refs, Kind.PATCH, f"{MIXTRAL}.MixtralExperts") == [{"transformers": ">=5.0.0"}]
+    assert windows(refs, Kind.PATCH, f"{MIXTRAL}.MixtralBlockSparseTop2MLP") == [
+        {"transformers": "<5.0.0"}
+    ]
+    assert windows(refs, Kind.PATCH, f"{MIXTRAL}.MixtralRMSNorm") == [{}]  # after the if
+
+
+def test_a_constant_imported_from_another_project_module_gates_too(tmp_path):
+    refs = surface(
+        tmp_path,
+        {
+            "proj/__init__.py": "",
+            "proj/versions.py": """\
+                from importlib.metadata import version as importlib_version
+                from packaging.version import Version
+
+                transformers_version = Version(importlib_version("transformers"))
+                trl_version = Version(importlib_version("trl"))
+            """,
+            "proj/patch.py": """\
+                import transformers.trainer as trainer
+                from .versions import transformers_version, trl_version
+                from packaging.version import Version
+
+                def patch():
+                    if transformers_version < Version("4.50.0.dev0"):
+                        trainer.Trainer.old_hook = None
+                    if not trl_version >= Version("0.18.0"):
+                        return
+                    trainer.Trainer.new_hook = None
+            """,
+        },
+    )
+    trainer = "transformers.trainer.Trainer"
+    assert windows(refs, Kind.PATCH, f"{trainer}.old_hook") == [{"transformers": "<4.50.0.dev0"}]
+    # after `if not x: return`, the rest of the function runs only where x held
+    assert windows(refs, Kind.PATCH, f"{trainer}.new_hook") == [{"trl": ">=0.18.0"}]
+
+
+def test_nested_tests_conjoin_and_elif_negates_what_came_before(tmp_path):
+    refs = surface(
+        tmp_path,
+        {
+            "proj/__init__.py": "",
+            "proj/a.py": """\
+                import importlib.metadata
+                import transformers.trainer as t
+                from packaging.version import Version
+
+                V = Version(importlib.metadata.version("transformers"))
+
+                def f(flag):
+                    if V >= Version("4.50"):
+                        if Version("5.0") > V:
+                            t.A = 1
+                    elif V >= Version("4.40"):
+                        t.B = 1
+                    else:
+                        t.C = 1
+                    x = t.D if V.major >= 5 else t.E
+                    if V >= Version("4.50") and flag:
+                        t.F = 1
+                    else:
+                        t.G = 1  # flag false or older: no single window
+            """,
+        },
+    )
+    trainer = "transformers.trainer"
+    assert windows(refs, Kind.PATCH, f"{trainer}.A") == [{"transformers": "<5.0,>=4.50"}]
+    assert windows(refs, Kind.PATCH, f"{trainer}.B") == [{"transformers": "<4.50,>=4.40"}]
+    assert windows(refs, Kind.PATCH, f"{trainer}.C") == [{"transformers": "<4.40,<4.50"}]
+    assert windows(refs, Kind.ATTRIBUTE, f"{trainer}.D") == [{"transformers": ">=5.dev0"}]
+    assert windows(refs, Kind.ATTRIBUTE, f"{trainer}.E") == [{"transformers": "<5.dev0"}]
+    assert windows(refs, Kind.PATCH, f"{trainer}.F") == [{"transformers": ">=4.50"}]
+    assert windows(refs, Kind.PATCH, f"{trainer}.G") == [{}]
+
+
+@pytest.mark.parametrize(
+    "test",
+    [
+        'transformers.__version__ >= "5.0.0"',  # strings: "10.0" < "5.0", no release order
+        'Version(transformers.__version__) >= "5.0.0"',  # raises TypeError
+        'Version(torch.__version__) >= Version("2.4")',  # not a package canary checks
+        "Version(transformers.__version__) >= Version(minimum())",  # not literal
+        "_transformers_version_ok()",  # a project helper: not read
+        'version.parse(transformers.__version__) in SpecifierSet(">=5")',
+        'Version("4.0") <= Version(transformers.__version__) < Version("5.0")',  # chained
+    ],
+)
+def test_tests_that_cannot_be_read_exactly_give_no_window(tmp_path, test):
+    refs = surface(
+        tmp_path,
+        {
+            "proj/__init__.py": "",
+            "proj/a.py": f"""\
+                import torch
+                import transformers
+                import transformers.trainer as t
+                from packaging import version
+                from packaging.version import Version
+
+                def f():
+                    if {test}:
+                        t.A = 1
+                    else:
+                        t.B = 1
+            """,
+        },
+    )
+    for name in ("A", "B"):
+        assert windows(refs, Kind.PATCH, f"transformers.trainer.{name}") == [{}], test
+
+
+def test_a_window_is_never_narrower_than_where_the_branch_runs():
+    def window(text: str, positive: bool = True) -> dict[str, str] | None:
+        known = {"V": guards.InstalledVersion("transformers", parsed=True)}
+
+        def lookup(node: ast.expr):
+            if isinstance(node, ast.Name):
+                return known.get(node.id)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                return node.value
+            return None
+
+        test = ast.parse(text, mode="eval").body
+        found = guards.version_window(test, lookup, positive=positive)
+        return None if found is None else dict(found.specifiers())
+
+    # a and b holds: both hold (an unreadable part narrows nothing); it fails: either may
+    assert window('V >= Version("5") and x') == {"transformers": ">=5"}
+    assert window('V >= Version("5") and x', positive=False) is None
+    assert window('not (V < Version("5") or x)') == {"transformers": ">=5"}
+    assert window('V == Version("5.1")', positive=False) == {"transformers": "!=5.1"}
+    assert window("V.major != 4") is None
+
+
+@pytest.mark.parametrize(
+    ("window", "release", "runs"),
+    [
+        ((("transformers", ">=5.0.0"),), "4.57.6", False),
+        ((("transformers", ">=5.0.0"),), "5.0.0", True),
+        ((("transformers", "<5.dev0"),), "5.0.0", False),
+        ((("transformers", "<4.50.0.dev0"),), "4.50.0", False),
+        ((("transformers", "<4.50.0.dev0"),), "4.49.0", True),
+        ((("transformers", ">=4.40,<4.50"),), "4.45.0", True),
+        ((("transformers", ">=4.40,<4.50"),), "4.50.0", False),
+        ((("transformers", "<5.0.0"),), "main", True),  # main's version is not known here
+        ((("trl", "<1.0"),), "5.0.0", True),  # another package's window says nothing
+        ((), "1.0", True),
+    ],
+)
+def test_a_site_runs_where_its_window_holds_compared_as_the_project_compares(window, release, runs):
+    assert Site("a.py", 1, versions=window).runs_on("transformers", release) is runs
