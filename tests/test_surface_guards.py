@@ -140,6 +140,9 @@ def test_nested_tests_conjoin_and_elif_negates_what_came_before(tmp_path):
         'Version(torch.__version__) >= Version("2.4")',  # not a package canary checks
         "Version(transformers.__version__) >= Version(minimum())",  # not literal
         "_transformers_version_ok()",  # a project helper: not read
+        # the project's own wrapper (unsloth's reads "5.0.0.dev0" as 5.0.0.1): not packaging
+        'own.Version(transformers.__version__) >= own.Version("5.0.0")',
+        'OwnVersion(transformers.__version__) >= OwnVersion("5.0.0")',
         'version.parse(transformers.__version__) in SpecifierSet(">=5")',
         'Version("4.0") <= Version(transformers.__version__) < Version("5.0")',  # chained
     ],
@@ -149,10 +152,13 @@ def test_tests_that_cannot_be_read_exactly_give_no_window(tmp_path, test):
         tmp_path,
         {
             "proj/__init__.py": "",
+            "proj/own.py": "def Version(text):\n    return text\n",
             "proj/a.py": f"""\
                 import torch
                 import transformers
                 import transformers.trainer as t
+                from proj import own
+                from proj.own import Version as OwnVersion
                 from packaging import version
                 from packaging.version import Version
 
@@ -168,19 +174,24 @@ def test_tests_that_cannot_be_read_exactly_give_no_window(tmp_path, test):
         assert windows(refs, Kind.PATCH, f"transformers.trainer.{name}") == [{}], test
 
 
+class Names:
+    """V is transformers' installed version, parsed; Version is packaging's."""
+
+    def version_of(self, node: ast.expr):
+        if isinstance(node, ast.Name) and node.id == "V":
+            return guards.InstalledVersion("transformers", parsed=True)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return node.value
+        return None
+
+    def parses_versions(self, func: ast.expr) -> bool:
+        return isinstance(func, ast.Name) and func.id == "Version"
+
+
 def test_a_window_is_never_narrower_than_where_the_branch_runs():
     def window(text: str, positive: bool = True) -> dict[str, str] | None:
-        known = {"V": guards.InstalledVersion("transformers", parsed=True)}
-
-        def lookup(node: ast.expr):
-            if isinstance(node, ast.Name):
-                return known.get(node.id)
-            if isinstance(node, ast.Constant) and isinstance(node.value, str):
-                return node.value
-            return None
-
         test = ast.parse(text, mode="eval").body
-        found = guards.version_window(test, lookup, positive=positive)
+        found = guards.version_window(test, Names(), positive=positive)
         return None if found is None else dict(found.specifiers())
 
     # a and b holds: both hold (an unreadable part narrows nothing); it fails: either may

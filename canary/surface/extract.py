@@ -133,8 +133,10 @@ RUNTIME_ATTRIBUTES = frozenset(
         "__closure__",
     }
 )
-# The standard modules whose functions extraction understands.
-_STDLIB = frozenset({"inspect", "re", "textwrap", "importlib", "contextlib", "typing"})
+# The standard modules whose functions extraction understands, and packaging, for its
+# version parsers: a project's own ``Version`` wrapper may compare differently (unsloth's
+# reads "4.50.0.dev0" as 4.50.0.1), so only packaging's make a version window.
+_STDLIB = frozenset({"inspect", "re", "textwrap", "importlib", "contextlib", "typing", "packaging"})
 _BUILTINS = frozenset(dir(builtins))
 # str methods that return the text (still upstream's, with the project's edits).
 _TEXT_METHODS = frozenset({"replace", "strip", "lstrip", "rstrip", "expandtabs"})
@@ -1423,17 +1425,23 @@ class _Walker:
 
     def _window(self, test: ast.expr, *, positive: bool) -> guards.Window:
         """The releases where ``test`` is ``positive`` (every release: not readable)."""
-        window = guards.version_window(test, self._version_known, positive=positive)
+        window = guards.version_window(test, self, positive=positive)
         return guards.EVERY_RELEASE if window is None else window
 
     def _version_fact(self, value: ast.expr) -> guards.InstalledVersion | guards.VersionGate | None:
-        return guards.version_fact(value, self._version_known)
+        return guards.version_fact(value, self)
 
-    def _version_known(
+    def parses_versions(self, func: ast.expr) -> bool:
+        """Whether ``func`` is packaging's ``Version``/``parse`` (:class:`guards.Names`)."""
+        binding = self.binding(func)
+        return isinstance(binding, Stdlib) and binding.path in guards.PARSERS
+
+    def version_of(
         self, node: ast.expr
     ) -> guards.InstalledVersion | guards.VersionGate | str | None:
-        """What :mod:`canary.surface.guards` asks of a name or call: a version fact bound to
-        it, an upstream package's installed version, or a literal string."""
+        """What :mod:`canary.surface.guards` asks of a name or call (:class:`guards.Names`):
+        a version fact bound to it, an upstream package's installed version, or a literal
+        string."""
         if isinstance(node, ast.Name):
             value = self.scope.value(node.id)
             if isinstance(value, (guards.InstalledVersion, guards.VersionGate)):

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from packaging.version import InvalidVersion, Version
 
@@ -134,19 +135,10 @@ def presence_tested(
 
 # --- version windows ----------------------------------------------------------------------
 
-# Callees that make a comparable version of a string: packaging's (pkg_resources's
-# parse_version is the same class). A comparison of two strings or of a version and a
-# string is not read: it does not order releases (or raises).
-_PARSERS = frozenset(
-    {
-        "Version",
-        "parse_version",
-        "version.parse",
-        "version.Version",
-        "packaging.version.parse",
-        "packaging.version.Version",
-    }
-)
+# What makes a comparable version of a string: packaging's, by where it was imported from
+# (a project's own ``Version`` wrapper may compare differently). A comparison of two
+# strings or of a version and a string is not read: it does not order releases (or raises).
+PARSERS = frozenset({"packaging.version.Version", "packaging.version.parse"})
 _OPERATORS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
 _SWAPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
 _NEGATED = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
@@ -205,52 +197,58 @@ class VersionGate:
     false: Window | None
 
 
-Known = Callable[[ast.expr], "InstalledVersion | VersionGate | str | None"]
-"""What the walker knows a name, attribute chain or call to be: an installed version, a
-version test, or a literal string (the caller's bindings and constants)."""
+class Names(Protocol):
+    """What the walker knows of the names in a test (its bindings and constants)."""
+
+    def version_of(self, node: ast.expr) -> InstalledVersion | VersionGate | str | None:
+        """A name, attribute chain or call as an installed version, a version test, or a
+        literal string; None: none of these."""
+
+    def parses_versions(self, func: ast.expr) -> bool:
+        """Whether a callee is one of :data:`PARSERS`."""
 
 
-def version_fact(node: ast.expr, known: Known) -> InstalledVersion | VersionGate | None:
+def version_fact(node: ast.expr, names: Names) -> InstalledVersion | VersionGate | None:
     """What a value assigned to a name is, as far as version tests go: an installed version
     (parsed or not) or a version test; None: neither (or not read exactly)."""
-    value = _version_operand(node, known)
+    value = _version_operand(node, names)
     if isinstance(value, InstalledVersion):
         return value
-    fact = known(node)
+    fact = names.version_of(node)
     if isinstance(fact, InstalledVersion):
         return fact
-    true = version_window(node, known, positive=True)
-    false = version_window(node, known, positive=False)
+    true = version_window(node, names, positive=True)
+    false = version_window(node, names, positive=False)
     return VersionGate(true, false) if true is not None or false is not None else None
 
 
-def version_window(test: ast.expr, known: Known, *, positive: bool = True) -> Window | None:
+def version_window(test: ast.expr, names: Names, *, positive: bool = True) -> Window | None:
     """The releases where ``test`` is ``positive``, or None where that cannot be read as one
     window. A conjunction keeps the parts it can read: the branch runs on a subset of
     each part's window, so the window it gets is never too narrow."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return version_window(test.operand, known, positive=not positive)
+        return version_window(test.operand, names, positive=not positive)
     if isinstance(test, ast.BoolOp):
-        return _conjunction(test, known, positive=positive)
+        return _conjunction(test, names, positive=positive)
     if isinstance(test, ast.Compare):
-        window = _comparison(test, known)
+        window = _comparison(test, names)
         if window is None or positive:
             return window
         return window.negated()
     if isinstance(test, (ast.Name, ast.Attribute)):
-        fact = known(test)
+        fact = names.version_of(test)
         if isinstance(fact, VersionGate):
             return fact.true if positive else fact.false
     return None
 
 
-def _conjunction(test: ast.BoolOp, known: Known, *, positive: bool) -> Window | None:
+def _conjunction(test: ast.BoolOp, names: Names, *, positive: bool) -> Window | None:
     if isinstance(test.op, ast.And) != positive:
         return None  # a and b failing, a or b holding: one of several windows
     read = [
         part
         for value in test.values
-        if (part := version_window(value, known, positive=positive)) is not None
+        if (part := version_window(value, names, positive=positive)) is not None
     ]
     if not read:
         return None
@@ -260,19 +258,19 @@ def _conjunction(test: ast.BoolOp, known: Known, *, positive: bool) -> Window | 
     return window
 
 
-def _comparison(node: ast.Compare, known: Known) -> Window | None:
+def _comparison(node: ast.Compare, names: Names) -> Window | None:
     """``Version(installed) <op> Version("X")`` (either side), or ``Version(installed).major
     <op> N``: the window where it holds."""
     if len(node.ops) != 1 or type(node.ops[0]) not in _OPERATORS:
         return None
     operator = _OPERATORS[type(node.ops[0])]
     left, right = node.left, node.comparators[0]
-    major = _major(left, known), _major(right, known)
+    major = _major(left, names), _major(right, names)
     if major[0] is not None and isinstance(right, ast.Constant):
         return _major_window(major[0], operator, right.value)
     if major[1] is not None and isinstance(left, ast.Constant):
         return _major_window(major[1], _SWAPPED[operator], left.value)
-    first, second = _version_operand(left, known), _version_operand(right, known)
+    first, second = _version_operand(left, names), _version_operand(right, names)
     if isinstance(first, InstalledVersion) and isinstance(second, Version):
         return Window(frozenset({(first.package, operator, str(second))}))
     if isinstance(second, InstalledVersion) and isinstance(first, Version):
@@ -280,13 +278,13 @@ def _comparison(node: ast.Compare, known: Known) -> Window | None:
     return None
 
 
-def _version_operand(node: ast.expr, known: Known) -> InstalledVersion | Version | None:
+def _version_operand(node: ast.expr, names: Names) -> InstalledVersion | Version | None:
     """A comparable version: ``Version(<installed>)`` (or a name bound to one), or
     ``Version("X")`` of a literal."""
     if isinstance(node, ast.Call):
-        if _dotted(node.func) not in _PARSERS or len(node.args) != 1 or node.keywords:
+        if len(node.args) != 1 or node.keywords or not names.parses_versions(node.func):
             return None
-        inner = known(node.args[0])
+        inner = names.version_of(node.args[0])
         if isinstance(inner, InstalledVersion):
             return InstalledVersion(inner.package, parsed=True)
         if isinstance(inner, str):
@@ -295,15 +293,15 @@ def _version_operand(node: ast.expr, known: Known) -> InstalledVersion | Version
             except InvalidVersion:
                 return None
         return None
-    fact = known(node)
+    fact = names.version_of(node)
     return fact if isinstance(fact, InstalledVersion) and fact.parsed else None
 
 
-def _major(node: ast.expr, known: Known) -> str | None:
+def _major(node: ast.expr, names: Names) -> str | None:
     """The package whose installed version's ``.major`` this is."""
     if not isinstance(node, ast.Attribute) or node.attr != "major":
         return None
-    value = _version_operand(node.value, known)
+    value = _version_operand(node.value, names)
     return value.package if isinstance(value, InstalledVersion) else None
 
 
@@ -322,13 +320,3 @@ def _major_window(package: str, operator: str, major: object) -> Window | None:
         "!=": None,
     }[operator]
     return Window(frozenset(bounds)) if bounds else None
-
-
-def _dotted(node: ast.expr) -> str | None:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    return ".".join([node.id, *reversed(parts)])
