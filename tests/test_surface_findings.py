@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from canary.surface.baseline import load_baseline, write_baseline
 from canary.surface.findings import findings, model_package
 from canary.surface.model import Kind, Outcome, Reference, Resolved, Site, Target
 
@@ -119,3 +120,13 @@ def test_the_model_package_of_a_target():
     assert model_package("transformers.models") is None
     assert model_package("transformers.modeling_utils.PreTrainedModel") is None
     assert model_package("trl.models.utils.unwrap_model_for_generation") is None
+
+
+def test_a_reference_gated_away_everywhere_is_no_baseline_entry(tmp_path):
+    gated = findings([resolved(LLAMA, "ommm", site(window="<5.0.0"))], PROJECT)
+    held = findings([resolved(LOADING, "oomm")], PROJECT)
+    path = tmp_path / "baseline.json"
+    write_baseline(path, {"transformers": list(RELEASES)}, gated + held)
+    baseline = load_baseline(path)
+    assert list(baseline.missing) == [("proj", held[0].reference.key)]
+    assert baseline.stale(gated + held) == []
