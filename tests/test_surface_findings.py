@@ -130,3 +130,18 @@ def test_a_reference_gated_away_everywhere_is_no_baseline_entry(tmp_path):
     baseline = load_baseline(path)
     assert list(baseline.missing) == [("proj", held[0].reference.key)]
     assert baseline.stale(gated + held) == []
+
+
+def test_a_came_later_miss_every_running_site_guards_is_excused_a_removed_one_is_not():
+    # unsloth: try: from transformers.utils.import_utils import is_tracing
+    #          except ImportError: def is_tracing(...): ...  (the 4.x fallback)
+    guarded = site(at_import=True, guarded=True)
+    (later,) = findings([resolved(LOADING, "mmoo", guarded)], PROJECT)
+    assert "guarded: the project expects it absent before 5.1.0" in later.excused["5.0.0"]
+    assert not later.fails
+    (removed,) = findings([resolved(LOADING, "oomm", guarded)], PROJECT)
+    assert (removed.excused, removed.new) == ({}, ("5.1.0", "5.2.0"))  # it used to apply
+    # one unguarded site that runs there is enough to count; one gated off there is not
+    for other, counts in ((site(20), True), (site(20, window=">=5.1.0"), False)):
+        (finding,) = findings([resolved(LOADING, "mmoo", guarded, other)], PROJECT)
+        assert finding.fails is counts

@@ -311,8 +311,8 @@ def verdict(surface_run: SurfaceRun) -> list[str]:
     excused = [f for f in surface_run.findings if f.excused]
     if excused:
         lines.append(
-            f"canary: {len(excused):,} reference(s) came later than the declared floor, in model "
-            "packages the older releases lack: not counted (raise the floor or guard them)"
+            f"canary: {len(excused):,} reference(s) came later than the declared floor where they "
+            "cannot break (guarded, or in a model package the release lacks): not counted"
         )
     if surface_run.stale:
         lines.append(

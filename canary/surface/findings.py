@@ -12,15 +12,22 @@ Two narrowings, each exactly as wide as its reason:
 - **Gated away.** A miss on a release where no site of the reference runs (every site sits
   in a branch whose version test excludes that release: ``Site.versions``) is nobody's
   problem: it is recorded (``gated``), never held.
-- **Came later, in a model package the release does not have.** A miss on a release older
-  than the first one where the reference is ok *came later*: the project needs a newer
-  upstream for it (``needs``), which is a real break wherever the code runs. It is not
-  counted (``excused``) when the reference lies in a model package of transformers
-  (``transformers.models.<name>``) that the release does not have at all, as resolved for
-  that release, and no site of it runs at import (module level, unguarded): a model type a
-  release lacks cannot be loaded on it, so code that patches that model runs for no user
-  of the release, while a module-level import would fail for every user. A miss *after* an
-  ok release (removed) is always held, as is one that never was ok.
+- **Came later, where it cannot break.** A miss on a release older than the first one
+  where the reference is ok (:attr:`Finding.since`) *came later*: the project needs a newer
+  upstream for it, a real break wherever the code runs unguarded. It is not counted
+  (``excused``) in two cases, and only on that release:
+
+  1. every site of it that runs there is guarded (a ``try``, a ``hasattr``, a test): the
+     miss does not crash, and it undoes no patch that ever applied on that release (the
+     thing never existed there): the project's code expects it absent. A *removed*
+     guarded miss still counts: there the patch used to apply and silently stopped;
+  2. it lies in a model package of transformers (``transformers.models.<name>``) that the
+     release does not have at all, as resolved for that release (``absent``), and no
+     site of it runs at import unguarded: a model type a release lacks cannot be loaded
+     on it, so code that patches that model runs for no user of the release, while a
+     module-level import would fail for every user.
+
+  A miss *after* an ok release (removed) is always held, as is one that never was ok.
 """
 
 from __future__ import annotations
@@ -120,16 +127,16 @@ def findings(
                 accepted[version] = reason
         since = next((v for v, o in item.outcomes.items() if o is Outcome.OK), None)
         finding = Finding(target.name, reference, missing, accepted, since, gated=gated)
-        if absent is not None:
-            excused = {v: why for v in finding.came_later if (why := _excused(finding, v, absent))}
+        excused = {v: why for v in finding.came_later if (why := _excused(finding, v, absent))}
+        if excused:
             finding = Finding(target.name, reference, missing, accepted, since, excused, gated)
         found.append(finding)
     return tuple(found)
 
 
 def findings_of_result(result: SurfaceResult) -> tuple[Finding, ...]:
-    """Each target's findings among a result's references, from the result alone (nothing
-    accepted, nothing excused: which model packages a release lacks is not in it)."""
+    """Each target's findings among a result's references, from the result alone: nothing
+    accepted, and no model package known absent (the result does not say)."""
     return tuple(f for target in result.targets for f in findings(result.references, target))
 
 
@@ -142,16 +149,19 @@ def model_package(target: str) -> str | None:
     return ".".join(parts[:3])
 
 
-def _excused(finding: Finding, version: str, absent: Absent) -> str | None:
+def _excused(finding: Finding, version: str, absent: Absent | None) -> str | None:
     """Why a came-later miss on ``version`` does not count (None: it does)."""
     reference = finding.reference
+    running = [site for site in reference.sites if site.runs_on(reference.package, version)]
+    if running and all(site.guarded for site in running):
+        return (
+            "every site that runs there is guarded: the project expects it absent before "
+            f"{finding.since}"
+        )
     package = model_package(reference.target)
-    if package is None or not absent(package, version):
+    if package is None or absent is None or not absent(package, version):
         return None
-    if any(
-        site.at_import and not site.guarded and site.runs_on(reference.package, version)
-        for site in reference.sites
-    ):
+    if any(site.at_import and not site.guarded for site in running):
         return None  # imported with its module: fails for every user of the release
     return f"{package} is not in the release: none of its users runs that model"
 

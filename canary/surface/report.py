@@ -12,8 +12,8 @@ order a maintainer should read them.
 3. **Came later than the declared floor**: missing inside the range only on releases
    older than the first that has it: the project needs a newer upstream for it ("needs
    transformers>=X"): raise the floor or guard the use. Each says whether it counts (it
-   fails the run) or not (a model package the release lacks, used only where that model
-   runs: :mod:`canary.surface.findings`).
+   fails the run) or not (every site that runs there is guarded, or a model package the
+   release lacks, used only where that model runs: :mod:`canary.surface.findings`).
 4. **The rest**: misses outside the declared range or where no site runs (a version test
    excludes the release), and what could not be decided (``unknown``, never reported as
    missing); references fine everywhere are counted.
