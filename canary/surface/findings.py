@@ -83,8 +83,7 @@ class Finding:
         """The misses on releases older than :attr:`since`: upstream added it later."""
         if self.since is None:
             return ()
-        order = list(self.missing)
-        return tuple(v for v in order if _older(v, self.since))
+        return tuple(v for v in self.missing if _older(v, self.since))
 
     @property
     def removed(self) -> tuple[str, ...]:
@@ -102,8 +101,8 @@ def findings(
 ) -> tuple[Finding, ...]:
     """The findings of ``target`` among ``resolved`` (its own references, with its own
     sites): one per reference missing somewhere inside its range; ``accepts`` are asked in
-    order; ``absent`` says which model packages a release lacks (None: nothing is known,
-    so no came-later miss is excused)."""
+    order; ``absent`` says which model packages a release lacks (None: none is known to be
+    absent, so only guarded came-later misses are excused)."""
     ranges: dict[str, SpecifierSet | None] = {}
     found = []
     for item in resolved:

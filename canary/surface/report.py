@@ -166,7 +166,8 @@ def inside(specifiers: Iterable[SpecifierSet], version: str) -> bool:
 
 def default_findings(result: SurfaceResult) -> tuple[Finding, ...]:
     """Every miss on a version inside a target's declared range where a site runs
-    (nothing accepted, nothing excused)."""
+    (nothing accepted; no model package known absent, so only guarded came-later misses
+    are excused)."""
     return findings_of_result(result)
 
 
