@@ -285,6 +285,54 @@ def test_a_failing_extraction_is_an_error_of_each_case_tried_once(project, monke
     assert tried == ["proj==1.0"]  # the second case fails fast with the same reason
 
 
+def test_a_site_whose_version_test_excludes_the_release_is_not_held_there(project, monkeypatch):
+    # `if toy_version < Version("2.0"): from toy.core import Engine`: 2.0 never runs it.
+    gated = Reference(
+        "toy", "toy.core.Engine", Kind.IMPORT, (Site("proj/p.py", 3, True, (("toy", "<2.0"),)),)
+    )
+    monkeypatch.setattr(surface_plugin, "default_engine", FakeEngine(project_refs=(gated,)).engine)
+    result = run(project, "--canary-surface", "proj", "-k", "proj-toy_1_1_0 or proj-toy_2_0", "-v")
+    assert outcomes_by_id(result) == {"proj-toy_1_1_0": "PASSED", "proj-toy_2_0_0": "PASSED"}
+
+
+class Judging(FakeEngine):
+    """A fake whose judge (the whole surface over every release, as the surface command
+    judges it) counts the misses of ``counted`` only, and records each call."""
+
+    def __init__(self, counted: dict) -> None:
+        super().__init__()
+        self.counted, self.judged = counted, []
+
+    def engine(self) -> surface_plugin.Engine:
+        return surface_plugin.Engine(
+            self.open_target, self.extract, self.resolve_case, judge=self.judge
+        )
+
+    def judge(self, surface, workspace, cases_of):
+        self.judged.append((surface.target.name, tuple(c.label for c in cases_of("toy"))))
+        return self.counted
+
+
+def test_a_miss_the_whole_surface_does_not_count_passes_and_the_judge_runs_once(
+    project, monkeypatch
+):
+    # Its misses on 2.0.0 judged over every release count nowhere (it came later, say).
+    engine = Judging({})
+    monkeypatch.setattr(surface_plugin, "default_engine", engine.engine)
+    result = run(project, "--canary-surface", "proj", "-k", "proj-toy")
+    result.assert_outcomes(passed=3, skipped=2)
+    # Asked once, by the case that missed, over every release of the package.
+    assert engine.judged == [("proj", ("1.0.0", "1.1.0", "1.1.1", "2.0.0", "2.10.0"))]
+
+
+def test_a_miss_the_whole_surface_counts_on_that_release_fails(project, monkeypatch):
+    engine_key = ref("toy.core.Engine").key
+    engine = Judging({engine_key: ("2.0.0",)})
+    monkeypatch.setattr(surface_plugin, "default_engine", engine.engine)
+    result = run(project, "--canary-surface", "proj", "-k", "proj-toy_2_0")
+    result.assert_outcomes(failed=1)
+
+
 def test_a_miss_the_targets_configuration_accepts_does_not_fail(project, monkeypatch):
     class Accepting(FakeEngine):
         def open_target(self, spec, *, download_dir, offline):

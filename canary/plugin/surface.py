@@ -66,6 +66,10 @@ class LoadedTarget(Protocol):
 
 
 Accepts = Callable[[Reference, str], object]  # the entry accepting a miss there, or None
+# (a target's surface, the workspace, a package's cases) -> key -> releases whose miss counts
+Judge = Callable[
+    ["Surface", Workspace, Callable[[str], Sequence[Case]]], Mapping[Key, tuple[str, ...]]
+]
 
 
 @dataclass(frozen=True)
@@ -78,10 +82,16 @@ class Engine:
     # Where a reference lives on a case (an anchor's function): the subject the matrix
     # report diffs; None where it cannot be found there.
     locate: Callable[[Reference, Case, Workspace], Subject | None] | None = None
+    # A target's references judged over every case of their packages, as ``python -m
+    # canary surface`` judges them (key -> the releases whose miss counts): a miss that
+    # came later than the target's floor needs the other releases' outcomes to be told
+    # from a removal. None: every miss on a release counts.
+    judge: Judge | None = None
 
 
 def default_engine() -> Engine:
     """The real pieces, imported when the first surface item runs."""
+    from canary.surface import command
     from canary.surface.extract import extract
     from canary.surface.resolve import WorkspaceSources, resolve_case
     from canary.surface.targets import open_target
@@ -89,7 +99,26 @@ def default_engine() -> Engine:
     def locate(reference: Reference, case: Case, workspace: Workspace) -> Subject | None:
         return WorkspaceSources(workspace, {case.package: [case]}).locate(reference, case.label)
 
-    return Engine(open_target, extract, resolve_case, locate)
+    def judge(
+        surface: Surface, workspace: Workspace, cases_of: Callable[[str], Sequence[Case]]
+    ) -> Mapping[Key, tuple[str, ...]]:
+        accepts = surface.accepts
+        reasons = None if accepts is None else _reasons(accepts)
+        judged = command.Surface(surface.target, surface.references, reasons)
+        found = command.check_surfaces([judged], workspace, cases_of).findings
+        return {finding.reference.key: finding.new for finding in found}
+
+    return Engine(open_target, extract, resolve_case, locate, judge)
+
+
+def _reasons(accepts: Accepts) -> Callable[[Reference, str], str | None]:
+    """A configuration's acceptance (its entry, or None) as findings ask it: why, or None."""
+
+    def reason(reference: Reference, version: str) -> str | None:
+        entry = accepts(reference, version)
+        return None if entry is None else f"expected_absent: {getattr(entry, 'reason', entry)}"
+
+    return reason
 
 
 def add_options(group: pytest.OptionGroup) -> None:
@@ -162,6 +191,7 @@ class SurfacePlugin:
         self._engine_factory = engine
         self._engine: Engine | None = None
         self._surfaces: dict[str, Surface | InfrastructureError] = {}
+        self._judgements: dict[str, Mapping[Key, tuple[str, ...]]] = {}
         self._lock = threading.Lock()
 
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
@@ -215,6 +245,8 @@ class SurfacePlugin:
             due, unowned = declared_gate(surface.target, mine, version), []
         if not due and not unowned:
             pytest.skip(_outside(surface.target, case, item.target == OWN))
+        # A site in a branch whose version test excludes this release does not run here.
+        due = [ref for ref in due if ref.runs_on(case.label)]
         decided = self.engine.resolve_case(due, case, workspace) if due else {}
         missing = []
         for ref in due:
@@ -224,6 +256,9 @@ class SurfacePlugin:
             if surface.accepts is not None and surface.accepts(ref, case.label) is not None:
                 continue
             missing.append((ref, why))
+        if missing and item.target != OWN and self.engine.judge is not None:
+            counted = self._judged(item.target, surface)
+            missing = [(ref, why) for ref, why in missing if case.label in counted.get(ref.key, ())]
         return missing, unowned, surface
 
     def subject(
@@ -250,6 +285,16 @@ class SurfacePlugin:
         if self._engine is None:
             self._engine = (self._engine_factory or default_engine)()
         return self._engine
+
+    def _judged(self, spec: str, surface: Surface) -> Mapping[Key, tuple[str, ...]]:
+        """The target judged over every release, once, by whichever case first misses
+        something (warm, its outcomes on the other releases are remembered)."""
+        with self._lock:
+            if spec not in self._judgements:
+                judge = self.engine.judge
+                assert judge is not None
+                self._judgements[spec] = judge(surface, self.run.workspace, self.run.cases)
+            return self._judgements[spec]
 
     def _surface(self, spec: str) -> Surface:
         with self._lock:  # one extraction per target, whichever item asks first
