@@ -1611,8 +1611,14 @@ class _Walker:
         """A project function given a source text or an upstream object: what it does with
         them is the caller's (anchors on the text, a source read or a patch made through the
         object)."""
+        positional = list(
+            itertools.takewhile(lambda a: not isinstance(a, ast.Starred), node.args)
+        )
+        given = {id(a): self._given(a) for a in (*positional, *(k.value for k in node.keywords))}
+        if not self._worth_applying(callee, given.values()):
+            # most calls: decided before the callee is parsed for its parameter names
+            return
         names = _positional(callee.node)
-        positional = itertools.takewhile(lambda a: not isinstance(a, ast.Starred), node.args)
         arguments = dict(enumerate(positional))
         arguments.update((names.index(k.arg), k.value) for k in node.keywords if k.arg in names)
         values: dict[int, Value | Upstream] = {}
@@ -1620,12 +1626,10 @@ class _Walker:
         for index, argument in arguments.items():
             if self.selector is not None and _is_name(argument, self.selector):
                 selector = index
-            binding, _, complete = self.chain(argument)
-            value = binding if isinstance(binding, Upstream) and complete else self.value(argument)
+            value = given[id(argument)]
             if value is not None:
                 values[index] = value
-        given = {type(v) for v in values.values()}
-        if Text in given or (Upstream in given and self.project.acts_on_objects(callee)):
+        if self._worth_applying(callee, values.values()):
             self.project.apply(
                 callee,
                 values,
@@ -1633,6 +1637,17 @@ class _Walker:
                 selected=self.selected if selector is not None else None,
                 depth=self.depth + 1 if self.applying else 0,
             )
+
+    def _given(self, argument: ast.expr) -> Value | Upstream | None:
+        """What an argument hands a project function: an upstream object or a value."""
+        binding, _, complete = self.chain(argument)
+        return binding if isinstance(binding, Upstream) and complete else self.value(argument)
+
+    def _worth_applying(
+        self, callee: ProjectFunction, given: Iterable[Value | Upstream | None]
+    ) -> bool:
+        kinds = {type(v) for v in given}
+        return Text in kinds or (Upstream in kinds and self.project.acts_on_objects(callee))
 
     def upstream_objects(self, argument: ast.expr) -> tuple[str, ...]:
         """The upstream objects an expression is: a chain, or ``eval`` of literal dotted
