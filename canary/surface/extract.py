@@ -842,17 +842,15 @@ class _Walker:
             return False
         if node is self.checked:
             return False  # its Definition was just found worth walking
-        if isinstance(node, Definition):
-            names, text = node.identifiers, node.text
-        else:
-            names, text = self.project.identifiers(self.path, node), None
-        if self.interesting & names:
+        if not isinstance(node, Definition):
+            # a function inside a module-level block (rare): walked unless it names nothing
+            names = self.project.identifiers(self.path, node)
+            return not (self.interesting & names) and "import" not in names
+        if node.mentions(self.interesting):
             return False
-        if "import" not in names:
+        if not node.mentions(("import",)):
             return True
-        if text is None:  # a function inside a module-level block: rare, walk it
-            return False
-        return not any(self._import_reaches(m, names) for m, names in self._imported(text))
+        return not any(self._import_reaches(m, names) for m, names in self._imported(node.text))
 
     def _imported(self, text: str) -> Iterator[tuple[str, tuple[str, ...] | None]]:
         """The modules a function's import statements name, made absolute, with the names

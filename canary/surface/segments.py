@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import ast
 import bisect
+import functools
 import itertools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 # Where a line starts at column 0: a definition, a decorator, or another statement (not a
@@ -35,7 +36,6 @@ _TRIPLE_QUOTE = re.compile(r"\"\"\"|'''")
 # A column-0 line that continues the statement before it.
 _CONTINUATION = re.compile(r"(?:else|elif|except|finally)\b")
 _NAME = re.compile(r"^(?:async[ \t]+)?(def|class)[ \t]+(\w+)", re.MULTILINE)
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass
@@ -48,7 +48,6 @@ class Definition:
     first_line: int  # 1-based line of its first line (a decorator's)
     parse: Callable[[Definition], ast.stmt] = field(repr=False)
     _node: ast.stmt | None = field(default=None, repr=False)
-    _identifiers: frozenset[str] | None = field(default=None, repr=False)
 
     @property
     def node(self) -> ast.stmt:
@@ -56,12 +55,18 @@ class Definition:
             self._node = self.parse(self)
         return self._node
 
-    @property
-    def identifiers(self) -> frozenset[str]:
-        """Every identifier its text contains (strings and comments too: a cheap superset)."""
-        if self._identifiers is None:
-            self._identifiers = frozenset(_IDENTIFIER.findall(self.text))
-        return self._identifiers
+    def mentions(self, names: Iterable[str]) -> bool:
+        """Any of ``names`` is an identifier in its text (strings and comments too: a cheap
+        superset of the names its code uses). A substring test first: most definitions
+        contain none of them."""
+        return any(name in self.text and _identifier(name).search(self.text) for name in names)
+
+
+@functools.lru_cache(maxsize=4096)
+def _identifier(name: str) -> re.Pattern[str]:
+    """``name`` where it is a whole identifier: a run of word characters, less the digits
+    it starts with (no identifier starts with a digit)."""
+    return re.compile(rf"(?<![A-Za-z0-9_])[0-9]*{re.escape(name)}(?![A-Za-z0-9_])")
 
 
 Statement = ast.stmt | Definition
