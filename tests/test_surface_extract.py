@@ -529,3 +529,26 @@ def test_functions_are_cut_from_the_text_and_keep_their_lines(tmp_path):
         ("transformers.Trainer.in_class", 18),
         ("transformers.Trainer.after_open_bracket", 23),
     }
+
+
+def test_a_string_the_cuts_mistake_for_code_leaves_the_file_parsed_whole(tmp_path):
+    # the triple quote inside a one-line string pairs with B's opening quote, so the cut
+    # sees `def inside` as code; the file's own parse knows it is text
+    refs = surface(
+        tmp_path,
+        {
+            "m.py": """\
+                from transformers import Trainer
+                A = '\"\"\"'
+                B = \"\"\"
+                def inside():
+                    return Trainer.in_a_string
+                \"\"\"
+                def real():
+                    return Trainer.real
+                """,
+        },
+    )
+    assert {(r.target, r.sites[0].line) for r in refs if r.kind is not Kind.IMPORT} == {
+        ("transformers.Trainer.real", 8),
+    }

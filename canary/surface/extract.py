@@ -1609,9 +1609,7 @@ class _Walker:
         """A project function given a source text or an upstream object: what it does with
         them is the caller's (anchors on the text, a source read or a patch made through the
         object)."""
-        positional = list(
-            itertools.takewhile(lambda a: not isinstance(a, ast.Starred), node.args)
-        )
+        positional = list(itertools.takewhile(lambda a: not isinstance(a, ast.Starred), node.args))
         given = {id(a): self._given(a) for a in (*positional, *(k.value for k in node.keywords))}
         if not self._worth_applying(callee, given.values()):
             # most calls: decided before the callee is parsed for its parameter names

@@ -4,12 +4,14 @@ A large project is mostly code that never names upstream (unsloth's wheel: 30 MB
 Python, most of it a web backend); parsing all of it to ``ast`` costs more than the whole
 extraction may. So a module is cut at its top-level ``def``/``class`` statements (with their
 decorators) by one regular-expression pass that steps over strings and comments; the code
-between them (imports, assignments, ``if``/``try`` blocks) is parsed at once, each function
-or class only when the walker asks (it asks when the text names something bound to
-upstream). Line numbers are those of the file.
+between them (imports, assignments, ``if``/``try`` blocks) is parsed at once, in one parse
+with the definitions' lines left blank, each function or class only when the walker asks
+(it asks when the text names something bound to upstream). Line numbers are those of the
+file.
 
-A cut that does not parse (a bracket left open across a column-0 line, an odd string) is
-not trusted: the whole file is parsed instead, and its real syntax error, if any, is raised.
+A cut that does not parse (a bracket left open across a column-0 line, an odd string), or
+a statement of that one parse that runs into a definition's blank lines, is not trusted:
+the whole file is parsed instead, and its real syntax error, if any, is raised.
 """
 
 from __future__ import annotations
@@ -17,22 +19,22 @@ from __future__ import annotations
 import ast
 import bisect
 import functools
-import itertools
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 # Where a line starts at column 0: a definition, a decorator, or another statement (not a
-# closing bracket, a comment or a blank line).
+# closing bracket, a comment or a blank line). Matched at the newline before it (a literal
+# the regex engine finds fast: ``^`` with MULTILINE tries every position), so the text is
+# searched with a newline in front.
 _LINE_START = re.compile(
-    r"^(?:(?P<definition>(?:async[ \t]+)?def\b|class\b)"
+    r"\n(?:(?P<definition>(?:async[ \t]+)?def\b|class\b)"
     r"|(?P<decorator>@)"
-    r"|(?P<statement>[^\s#)\]}]))",
-    re.MULTILINE,
+    r"|(?P<statement>[^\s#)\]}]))"
 )
 # Only triple-quoted strings span lines. A triple quote inside a comment or a one-line string
 # misleads the pairing; the cut that results does not parse, and the file is parsed whole.
-_TRIPLE_QUOTE = re.compile(r"\"\"\"|'''")
+_TRIPLE_QUOTES = ('"""', "'''")
 # A column-0 line that continues the statement before it.
 _CONTINUATION = re.compile(r"(?:else|elif|except|finally)\b")
 _NAME = re.compile(r"^(?:async[ \t]+)?(def|class)[ \t]+(\w+)", re.MULTILINE)
@@ -78,26 +80,40 @@ def split_module(
     """The top-level statements of ``text``: parsed ones, and :class:`Definition` for each
     top-level function or class. None when a cut does not parse (parse the file whole);
     ``fallback(path, definition)`` gives a definition whose own cut does not parse."""
-    lines = _cuts(text)
-    line_starts = _line_starts(text)
+    cuts = _cuts(text)
+    bounds = [*(offset for _, offset, _ in cuts), len(text)]
+    # the code between definitions is parsed at once, each definition's lines left blank, so
+    # its line numbers are the file's
+    code = []
+    for (_, offset, kind), end in zip(cuts, bounds[1:], strict=True):
+        chunk = text[offset:end]
+        code.append(chunk if kind == "code" else "\n" * chunk.count("\n"))
+    try:
+        parsed = ast.parse("".join(code), filename=path).body
+    except (SyntaxError, ValueError):
+        return None
     statements: list[Statement] = []
-    for index, (start, kind) in enumerate(lines):
-        end = lines[index + 1][0] if index + 1 < len(lines) else len(line_starts)
-        chunk = text[line_starts[start] : line_starts[end] if end < len(line_starts) else None]
+    position = 0
+    for index, (line, offset, kind) in enumerate(cuts):
+        last = cuts[index + 1][0] if index + 1 < len(cuts) else None  # 0-based, exclusive
         if kind == "code":
-            try:
-                tree = ast.parse("\n" * start + chunk, filename=path)
-            except (SyntaxError, ValueError):
-                return None
-            statements.extend(tree.body)
+            while position < len(parsed) and (last is None or parsed[position].lineno <= last):
+                statement = parsed[position]
+                if statement.lineno <= line or (
+                    last is not None and (statement.end_lineno or 0) > last
+                ):
+                    return None  # spans a definition's blank lines: a cut inside a statement
+                statements.append(statement)
+                position += 1
             continue
+        chunk = text[offset : bounds[index + 1]]
         found = _NAME.search(chunk)
         if found is None:
             return None
         statements.append(
-            Definition(found.group(1), found.group(2), chunk, start + 1, _parse(path, fallback))
+            Definition(found.group(1), found.group(2), chunk, line + 1, _parse(path, fallback))
         )
-    return statements
+    return statements if position == len(parsed) else None
 
 
 def _parse(
@@ -114,56 +130,60 @@ def _parse(
     return parse
 
 
-def _cuts(text: str) -> list[tuple[int, str]]:
-    """(0-based line, "code" | "definition") where each run of code or each definition
-    starts."""
+def _cuts(text: str) -> list[tuple[int, int, str]]:
+    """(0-based line, offset, "code" | "definition") where each run of code or each
+    definition starts."""
     spans = _string_spans(text)
     span_starts = [start for start, _ in spans]
-    cuts: list[tuple[int, str]] = []
+    cuts: list[tuple[int, int, str]] = []
     line = 0
     position = 0
     after_decorator = False
-    for match in _LINE_START.finditer(text):
-        at = match.start()
+    for match in _LINE_START.finditer("\n" + text):
+        kind = match.lastgroup
+        if kind == "statement" and not after_decorator and cuts and cuts[-1][2] == "code":
+            continue  # more of a run of code (or a line of a string in it): no new cut
+        at = match.start()  # the line's offset in text (the newline's in "\n" + text)
         index = bisect.bisect_right(span_starts, at) - 1
         if index >= 0 and spans[index][0] < at < spans[index][1]:
             continue  # inside a string
         line += text.count("\n", position, at)
         position = at
-        kind = match.lastgroup
         if kind == "statement":
             if _CONTINUATION.match(text, at):
                 continue
             after_decorator = False
-            if not cuts or cuts[-1][1] != "code":
-                cuts.append((line, "code"))
+            if not cuts or cuts[-1][2] != "code":
+                cuts.append((line, at, "code"))
         elif kind == "decorator":
             if not after_decorator:
-                cuts.append((line, "definition"))
+                cuts.append((line, at, "definition"))
             after_decorator = True
         else:  # a def or class: its own cut, unless its decorators began it
             if not after_decorator:
-                cuts.append((line, "definition"))
+                cuts.append((line, at, "definition"))
             after_decorator = False
     if not cuts or cuts[0][0] != 0:
-        cuts.insert(0, (0, "code"))
+        cuts.insert(0, (0, 0, "code"))
     return cuts
 
 
 def _string_spans(text: str) -> list[tuple[int, int]]:
+    quotes = []  # (offset, quote), as a left-to-right scan for either finds them
+    for quote in _TRIPLE_QUOTES:
+        at = text.find(quote)
+        while at >= 0:
+            quotes.append((at, quote))
+            at = text.find(quote, at + 3)
+    quotes.sort()
     spans = []
-    quote, opened = None, 0
-    for match in _TRIPLE_QUOTE.finditer(text):
-        if quote is None:
-            quote, opened = match.group(), match.start()
-        elif match.group() == quote:
-            spans.append((opened, match.end()))
-            quote = None
-    if quote is not None:
+    opening, opened = None, 0
+    for at, quote in quotes:
+        if opening is None:
+            opening, opened = quote, at
+        elif quote == opening:
+            spans.append((opened, at + 3))
+            opening = None
+    if opening is not None:
         spans.append((opened, len(text)))
     return spans
-
-
-def _line_starts(text: str) -> list[int]:
-    # "\n" only, as the parser counts lines (str.splitlines also splits at \f, \v, ...)
-    return [0, *itertools.accumulate(len(line) + 1 for line in text.split("\n"))]
