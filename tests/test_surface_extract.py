@@ -161,6 +161,25 @@ def test_names_bound_by_project_modules_and_star_imports(tmp_path):
     assert not any(t.startswith("trl") for t in attrs)  # private names are not star-exported
 
 
+def test_a_module_read_inside_an_import_cycle_is_walked_with_the_cycle_complete(tmp_path):
+    # reading b's names reads a's, which sees b partly initialised (no helper_alias yet);
+    # a's functions run later, when b is complete
+    refs = surface(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/b.py": "from transformers import X as helper_alias\nfrom pkg.a import use\n",
+            "pkg/a.py": """\
+                from pkg.b import helper_alias
+
+                def use():
+                    return helper_alias.forward
+                """,
+        },
+    )
+    assert one(refs, Kind.ATTRIBUTE, "transformers.X.forward").sites[0].path == "pkg/a.py"
+
+
 # --- patches ---------------------------------------------------------------------------
 
 

@@ -357,6 +357,8 @@ class _Project:
         self._bodies: dict[str, list[Statement]] = {}
         self._source_readers: dict[str, bool] = {}
         self._reaches: dict[str, bool] = {}
+        self._reading: list[str] = []  # the modules whose exports are being read, in order
+        self._cut_short: set[str] = set()  # read while a module they import was partial
         self._applied: set[tuple[object, ...]] = set()
         self.applied_uses: list[Use] = []  # anchors found in helpers given a source
         # (why, path, line): a set, so parallel walkers that meet the same site count it once
@@ -450,11 +452,24 @@ class _Project:
             self._exports[module] = _Exports({}, {}, [])
             path = self.path_of.get(module)
             if path is not None:
-                walker = _Walker(self, path, emit=False)
-                walker.bind_module_level()
+                self._reading.append(module)
+                try:
+                    walker = _Walker(self, path, emit=False)
+                    walker.bind_module_level()
+                finally:
+                    self._reading.pop()
                 scope = walker.module_scope
                 self._exports[module] = _Exports(scope.names, scope.values, walker.upstream_stars)
+        elif module in self._reading:
+            # a cycle: the modules read since saw this one partly initialised
+            self._cut_short.update(self._reading[self._reading.index(module) + 1 :])
         return self._exports[module]
+
+    def whole_exports(self, module: str) -> _Exports | None:
+        """The module's bindings, where no import cycle cut them short (None: read again,
+        every module it imports is whole now)."""
+        exports = self.exports(module)
+        return None if module in self._cut_short else exports
 
     def member(self, module: str, name: str) -> Binding | None:
         exports = self.exports(module)
@@ -813,7 +828,13 @@ class _Walker:
     # entry points
 
     def walk_module(self) -> None:
-        self.bind_module_level()
+        exports = self.project.whole_exports(self.module)
+        if exports is None:
+            self.bind_module_level()
+        else:  # the same binding pass, done already
+            self.module_scope = _Scope(dict(exports.names), dict(exports.values))
+            self.scope = self.module_scope
+            self.upstream_stars = list(exports.upstream_stars)
         self.interesting = self._interesting()
         self.block(self.project.body(self.path))
 
