@@ -497,6 +497,46 @@ def test_own_attributes_are_not_dependencies(tmp_path):
     assert "transformers.Trainer.myproj_public" in targets(refs, Kind.ATTRIBUTE)
 
 
+def test_a_stash_of_upstream_source_text_read_back_later_is_own(tmp_path):
+    # axolotl and unsloth keep a method's getsource text on the class under a private name
+    # (no hasattr test before it), and read it back the next time they patch
+    refs = surface(
+        tmp_path,
+        {
+            "proj/__init__.py": "",
+            "proj/patch.py": """\
+                import inspect
+                from transformers import Trainer
+                from transformers import trainer as trainer_module
+
+                def source_of_loop():
+                    return inspect.getsource(Trainer._inner_training_loop)
+
+                def patch():
+                    if Trainer._inner_training_loop.__name__ != "fast":
+                        loop = source_of_loop()
+                        Trainer._original_training_loop = loop
+                    else:
+                        loop = Trainer._original_training_loop
+                    end = loop.find("\\n\\n")
+                    Trainer._kept_text = inspect.getsource(Trainer.train).replace("a", "b")
+                    Trainer._saved = Trainer._helper  # an object stash of a private name
+                    Trainer._other_text = inspect.getsource(trainer_module.get_scheduler)
+                    Trainer._same = inspect.getsource(Trainer._same)
+                """,
+        },
+    )
+    patched, read = targets(refs, Kind.PATCH), targets(refs, Kind.ATTRIBUTE)
+    for own in ("transformers.Trainer._original_training_loop", "transformers.Trainer._kept_text"):
+        assert own not in patched, own
+        assert not any(r == own or r.startswith(f"{own}.") for r in read), own
+    # the rule is no wider: the source of another object, of the name itself, or a private
+    # original (a restore of a stash made the other way) keeps the assignment a patch
+    for kept in ("_saved", "_other_text", "_same"):
+        assert f"transformers.Trainer.{kept}" in patched, kept
+    assert "transformers.Trainer._inner_training_loop" in targets(refs, Kind.SOURCE)
+
+
 # --- errors ----------------------------------------------------------------------------
 
 

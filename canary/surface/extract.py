@@ -53,13 +53,15 @@ What is followed, and where it stops:
   top-level packages; public names are left alone, upstream has ``use_liger_kernel``) or
   matches ``own_attributes``; a literal marker on something the project replaced
   (``X.forward = mine; X.forward._fast = True``); one that keeps upstream's original beside
-  it (``X._orig_forward = X.forward``); and one it sets only where a test said it is not
-  there (``if hasattr(X, "_orig"): return`` before it, or a backfill under ``if not
-  hasattr(...)``). Reads prove nothing either way: patching a name and then calling it is
-  the normal case, and ``f = getattr(peft, "get_peft_model", None)`` before replacing it is
-  a dependency. An attribute only ever assigned is a patch: replacing a name upstream no
-  longer uses silently does nothing, which is what the surface exists to catch; one upstream
-  never had is missing on every release, and ``own_attributes`` names it.
+  it (``X._orig_forward = X.forward``), or the original's source text, to read back when
+  it patches again (``X._orig_src = inspect.getsource(X.forward)``); and one it sets only
+  where a test said it is not there (``if hasattr(X, "_orig"): return`` before it, or a
+  backfill under ``if not hasattr(...)``). Reads prove nothing either way: patching a name
+  and then calling it is the normal case, and ``f = getattr(peft, "get_peft_model", None)``
+  before replacing it is a dependency. An attribute only ever assigned is a patch: replacing
+  a name upstream no longer uses silently does nothing, which is what the surface exists to
+  catch; one upstream never had is missing on every release, and ``own_attributes`` names
+  it.
 
 Which files are read: each file that names an upstream package (or calls ``getsource``),
 then each file that imports a project module and names something project modules bind to
@@ -1252,17 +1254,7 @@ class _Walker:
             binding, steps, complete = self.chain(target)
             if isinstance(binding, Upstream) and steps:
                 kind = Kind.PATCH if complete else Kind.ATTRIBUTE
-                original = self.binding(value)
-                # X._orig_f = X.f keeps upstream's original under a private name of its own;
-                # X.f = saved_f (saved_f = X.f) and X.f = X._orig_f restore, they keep nothing
-                stash = (
-                    original.path
-                    if isinstance(original, Upstream)
-                    and original.path != binding.path
-                    and binding.path.rpartition(".")[2].startswith("_")
-                    and original.path.rpartition(".")[0] == binding.path.rpartition(".")[0]
-                    else None
-                )
+                stash = self._stash(binding.path, value)
                 constant = isinstance(value, ast.Constant)
                 self.use(
                     kind, binding.path, target, replaces=complete, stash=stash, constant=constant
@@ -1279,6 +1271,27 @@ class _Walker:
                 self.chain_root(target.value)
             elif not isinstance(target.value, ast.Name):
                 self.expr(target.value)
+
+    def _stash(self, target: str, value: ast.expr | None) -> str | None:
+        """The upstream original that ``target = value`` keeps beside it, under a private
+        name of its own on the same object: ``X._orig_f = X.f``, or its source text,
+        ``X._orig_f = inspect.getsource(X.f)`` (kept to read back, or to patch again from).
+        ``X.f = saved_f`` (saved_f = X.f) and ``X.f = X._orig_f`` restore, they keep nothing;
+        so does ``X._a = X._b``, a stash made the other way put back. A text is never a
+        restore: no upstream attribute holds its own object's source."""
+        owner, _, name = target.rpartition(".")
+        if value is None or not name.startswith("_"):
+            return None
+        original = self.binding(value)
+        if isinstance(original, Upstream):
+            kept = original.path
+            sibling = kept != target and kept.rpartition(".")[0] == owner
+            return kept if sibling and not kept.rpartition(".")[2].startswith("_") else None
+        text = self.value(value)
+        if not isinstance(text, Text) or not text.origins:
+            return None
+        siblings = all(o != target and o.rpartition(".")[0] == owner for o in text.origins)
+        return min(text.origins) if siblings else None
 
     def assign_name(self, name: str, value: ast.expr | None) -> None:
         binding = self.binding(value)
@@ -2108,8 +2121,7 @@ def _own_targets(
     for target, assigned in sets.items():
         owner = target.rpartition(".")[0]
         marker = owner in replaced and all(s.constant for s in assigned)
-        # a stash of something itself a stash (X._a = X._b) is a restore of the other way
-        stash = any(s.stash and not s.stash.rpartition(".")[2].startswith("_") for s in assigned)
+        stash = any(s.stash for s in assigned)
         if marker or stash or all(s.unset for s in assigned):
             own.add(target)
     return frozenset(own)
