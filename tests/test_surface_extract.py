@@ -590,6 +590,46 @@ def test_functions_are_cut_from_the_text_and_keep_their_lines(tmp_path):
     }
 
 
+def test_a_class_is_walked_member_by_member_and_keeps_its_lines(tmp_path):
+    refs = surface(
+        tmp_path,
+        {
+            "m.py": '''\
+                from transformers import Trainer
+
+                class Patched(Trainer):
+                    """A docstring.
+                def not_a_member(self):
+                """
+                    limit = Trainer.default_limit
+
+                    @property
+                    def decorated(self):
+                        return Trainer.in_property
+
+                    def unrelated(self):
+                        return 1
+
+                    class Inner:
+                        def run(self):
+                            return Trainer.in_inner
+
+                    async def later(self):
+                        text = f"""
+                    def in_a_string(): {Trainer.in_fstring}
+                """
+                        return text
+                ''',
+        },
+    )
+    assert {(r.target, r.sites[0].line) for r in refs if r.kind is not Kind.IMPORT} == {
+        ("transformers.Trainer.default_limit", 7),
+        ("transformers.Trainer.in_property", 11),
+        ("transformers.Trainer.in_inner", 18),
+        ("transformers.Trainer.in_fstring", 22),
+    }
+
+
 def test_a_string_the_cuts_mistake_for_code_leaves_the_file_parsed_whole(tmp_path):
     # the triple quote inside a one-line string pairs with B's opening quote, so the cut
     # sees `def inside` as code; the file's own parse knows it is text

@@ -403,7 +403,10 @@ class _Project:
     def _definition_node(self, path: str, definition: Definition) -> ast.stmt:
         """A cut that does not parse on its own: the file's own parse decides (and names
         the real syntax error if there is one)."""
-        for node in self.tree(path).body:
+        nodes = self.tree(path).body
+        if definition.indent:  # a member of a top-level class
+            nodes = [m for n in nodes if isinstance(n, ast.ClassDef) for m in n.body]
+        for node in nodes:
             lines = [node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))]
             if min(lines) == definition.first_line:
                 return node
@@ -859,9 +862,15 @@ class _Walker:
         return frozenset(names)
 
     def _skippable(self, node: ast.stmt | Definition) -> bool:
-        """A top-level function or class that mentions nothing upstream-bound: walking it
-        could find nothing (most of a large project's code)."""
-        if self.scope is not self.module_scope or self.interesting is None:
+        """A top-level function or class (or a member of a top-level class) that mentions
+        nothing upstream-bound: walking it could find nothing (most of a large project's
+        code). A member sees the same names: a class body's are not visible in its methods."""
+        member = (
+            isinstance(node, Definition)
+            and self.scope.is_class
+            and self.scope.parent is self.module_scope
+        )
+        if not (self.scope is self.module_scope or member) or self.interesting is None:
             return False
         if node is self.checked:
             return False  # its Definition was just found worth walking
@@ -1010,11 +1019,12 @@ class _Walker:
                     self.expr(child)
 
     def definition(self, definition: Definition, nested: bool) -> None:
-        """A top-level function or class not parsed yet: bound by name, parsed only to be
-        walked."""
+        """A top-level function or class, or a member of a top-level class, not parsed yet:
+        bound by name, parsed only to be walked (a class with its members still unparsed)."""
         if nested and not self._skippable(definition):
-            self.checked = definition.node
-            self.statement(definition.node, nested=nested)
+            node = definition.outline() or definition.node
+            self.checked = node
+            self.statement(node, nested=nested)
         elif definition.kind == "def":
             self.bind(definition.name, ProjectFunction(self.module, definition.name, definition))
         else:
