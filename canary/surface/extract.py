@@ -648,8 +648,10 @@ class _Project:
         if not rest:
             return
         tops = "|".join(re.escape(t) for t in sorted({m.split(".")[0] for m in self.path_of}))
+        # a line that starts (after blanks) with an import of the project, found at the
+        # newline before it (a literal: ^ with MULTILINE tries every position)
         imports_project = re.compile(
-            rb"(?m)^\s*(?:from\s+\.|from\s+(?:"
+            rb"\n[^\S\n]*(?:from\s+\.|from\s+(?:"
             + tops.encode()
             + rb")\b|import\s+(?:"
             + tops.encode()
@@ -664,7 +666,7 @@ class _Project:
         for path in rest:
             text = self.text(path)
             if (
-                imports_project.search(text)
+                imports_project.search(b"\n" + text)
                 and any(name in text for name in reexported)
                 and reexported & set(_IDENTIFIER.findall(text))
             ):
