@@ -614,6 +614,12 @@ def test_a_class_is_walked_member_by_member_and_keeps_its_lines(tmp_path):
                         def run(self):
                             return Trainer.in_inner
 
+                    base = Trainer  # read by a member's decorator and default, in the class
+
+                    @base.register
+                    def uses_the_class_names(self, limit=base.default_limit):
+                        return limit
+
                     async def later(self):
                         text = f"""
                     def in_a_string(): {Trainer.in_fstring}
@@ -626,8 +632,13 @@ def test_a_class_is_walked_member_by_member_and_keeps_its_lines(tmp_path):
         ("transformers.Trainer.default_limit", 7),
         ("transformers.Trainer.in_property", 11),
         ("transformers.Trainer.in_inner", 18),
-        ("transformers.Trainer.in_fstring", 22),
+        ("transformers.Trainer.register", 22),
+        ("transformers.Trainer.in_fstring", 28),
     }
+    lines = [
+        site.line for site in one(refs, Kind.ATTRIBUTE, "transformers.Trainer.default_limit").sites
+    ]
+    assert lines == [7, 23]
 
 
 def test_a_string_the_cuts_mistake_for_code_leaves_the_file_parsed_whole(tmp_path):

@@ -850,37 +850,44 @@ class _Walker:
         (None: any name may, under a ``from <upstream> import *``)."""
         if self.upstream_stars:
             return None
-        names = {"__import__", "getsource", "import_module"}
-        for name, binding in self.module_scope.names.items():
+        return frozenset(
+            {"__import__", "getsource", "import_module", *self._bound_upstream(self.module_scope)}
+        )
+
+    def _bound_upstream(self, scope: _Scope) -> Iterator[str]:
+        """The names ``scope`` binds to something that may reach upstream: an upstream
+        object, a project module that binds one, a helper that reads sources, a source."""
+        for name, binding in scope.names.items():
             if (
                 isinstance(binding, Upstream)
                 or (isinstance(binding, ProjectModule) and self.project.reaches(binding.name))
                 or (isinstance(binding, ProjectFunction) and self.project.takes_source(binding))
             ):
-                names.add(name)
-        names.update(
-            name for name, value in self.module_scope.values.items() if isinstance(value, Text)
-        )
-        return frozenset(names)
+                yield name
+        yield from (name for name, value in scope.values.items() if isinstance(value, Text))
 
     def _skippable(self, node: ast.stmt | Definition) -> bool:
         """A top-level function or class (or a member of a top-level class) that mentions
         nothing upstream-bound: walking it could find nothing (most of a large project's
-        code). A member sees the same names: a class body's are not visible in its methods."""
+        code). A member's body sees the module's names (a class body's are not visible in
+        its methods); its decorators, defaults and annotations see the class's too."""
         member = (
             isinstance(node, Definition)
             and self.scope.is_class
             and self.scope.parent is self.module_scope
         )
-        if not (self.scope is self.module_scope or member) or self.interesting is None:
+        interesting = self.interesting
+        if not (self.scope is self.module_scope or member) or interesting is None:
             return False
         if node is self.checked:
             return False  # its Definition was just found worth walking
         if not isinstance(node, Definition):
             # a function inside a module-level block (rare): walked unless it names nothing
             names = self.project.identifiers(self.path, node)
-            return not (self.interesting & names) and "import" not in names
-        if node.mentions(self.interesting):
+            return not (interesting & names) and "import" not in names
+        if member:
+            interesting = interesting | frozenset(self._bound_upstream(self.scope))
+        if node.mentions(interesting):
             return False
         if not node.mentions(("import",)):
             return True
