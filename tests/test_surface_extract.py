@@ -497,6 +497,32 @@ def test_own_attributes_are_not_dependencies(tmp_path):
     assert "transformers.Trainer.myproj_public" in targets(refs, Kind.ATTRIBUTE)
 
 
+def test_only_the_targets_top_level_packages_name_its_own_attributes(tmp_path):
+    # a package vendored deep in the tree (its parent has no __init__.py) and a script
+    # beside the packages are no names of the project's: "data" would claim every
+    # private upstream name that contains it
+    refs = surface(
+        tmp_path,
+        {
+            "setup.py": "",
+            "src/myproj/__init__.py": "",
+            "src/myproj/patch.py": """\
+                from trl import SFTTrainer
+
+                def patch(fast):
+                    SFTTrainer._prepare_dataset = fast
+                    SFTTrainer._setup_done = True
+                    SFTTrainer._myproj_done = True
+                """,
+            "tools/vendored/data_designer_seed/__init__.py": "",
+        },
+    )
+    patched = targets(refs, Kind.PATCH)
+    assert "trl.SFTTrainer._prepare_dataset" in patched
+    assert "trl.SFTTrainer._setup_done" in patched
+    assert "trl.SFTTrainer._myproj_done" not in patched  # src/myproj: the project's name
+
+
 def test_a_stash_of_upstream_source_text_read_back_later_is_own(tmp_path):
     # axolotl and unsloth keep a method's getsource text on the class under a private name
     # (no hasattr test before it), and read it back the next time they patch

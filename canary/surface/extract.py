@@ -168,6 +168,8 @@ _VALUE_METHODS = frozenset(
 )  # fmt: skip
 _VALUE_NAME = re.compile(r"^_*[A-Z][A-Z0-9_]*$|logger$")
 _DEDENTING_HELPER = re.compile(r"dedent|detab", re.IGNORECASE)
+# Folders that hold a project's packages (src layout).
+_SOURCE_ROOTS = frozenset({"src", "lib"})
 # Top-level folders that are no project's name.
 _GENERIC_FOLDERS = frozenset({"src", "lib", "tests", "test", "docs", "examples", "scripts"})
 
@@ -344,7 +346,7 @@ class _Project:
             name = _module_name(path, packages)
             self.module_of[path] = name
             self.path_of.setdefault(name, path)
-        self.own_tokens = _own_tokens(self.module_of.values())
+        self.own_tokens = _own_tokens(self.module_of.items())
         self.children: dict[str, list[str]] = {}  # package -> its direct submodules
         for name in self.path_of:
             if "." in name:
@@ -750,12 +752,21 @@ def _module_name(path: str, packages: set[str]) -> str:
     return ".".join(names)
 
 
-def _own_tokens(modules: Iterable[str]) -> frozenset[str]:
+def _own_tokens(modules: Iterable[tuple[str, str]]) -> frozenset[str]:
     """Names that mark an attribute as the project's: its top-level packages, and their
-    first word when it is a name of its own (``unsloth`` of ``unsloth_zoo``)."""
+    first word when it is a name of its own (``unsloth`` of ``unsloth_zoo``). Top-level
+    in the target (under ``src/`` or ``lib/`` too): a package vendored deeper (unsloth's
+    ``studio/.../data_designer_*``) is no name of the project's, nor is a script beside its
+    packages (``setup.py``); either would make every private upstream name containing it
+    (``_prepare_dataset``) look like the project's own."""
     tokens = set()
-    for module in modules:
+    for path, module in modules:
         top = module.split(".", 1)[0].lower()
+        folders = list(PurePosixPath(path).parts[:-1])
+        while folders and folders[0] in _SOURCE_ROOTS:
+            folders.pop(0)
+        if not folders or folders[0].lower() != top:
+            continue
         if not top or top in _GENERIC_FOLDERS or top == "__init__":
             continue
         tokens.add(top)
