@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Sequence
 
 from canary.codeindex import Module, parse_module
 from canary.symbols import PackageTree
+from canary.symbols.alltext import TextAll, read_all_of
 
 
 def package(name: str, files: dict[str, str], *, listed: bool = False) -> PackageTree:
     """A PackageTree over ``files`` (path -> source, dedented); ``listed``: with a lister
-    of its folders, as a caller that can list the tree gives."""
+    of its folders and a reader of files' bytes, as a caller that can list the tree gives."""
     sources = {path: textwrap.dedent(text) for path, text in files.items()}
 
     def load(path: str) -> Module | None:
@@ -23,4 +25,9 @@ def package(name: str, files: dict[str, str], *, listed: bool = False) -> Packag
         entries = {p[len(prefix) :].split("/")[0] for p in sources if p.startswith(prefix)}
         return sorted(entries) or None
 
-    return PackageTree(name, load, listdir=listdir if listed else None)
+    def read_all(paths: Sequence[str]) -> dict[str, TextAll]:
+        return read_all_of({p: sources[p].encode() if p in sources else None for p in paths})
+
+    return PackageTree(
+        name, load, listdir=listdir if listed else None, read_all=read_all if listed else None
+    )

@@ -41,7 +41,17 @@ def folder_entries(names: Iterable[str], folder: str) -> list[str] | None:
     """The entries directly inside ``folder`` ("transformers/models") among the file paths
     ``names`` ("transformers/models/llama/__init__.py" gives "llama"); None when none lies
     there. What a source that can list its tree answers to ``listdir``."""
-    prefix = folder.rstrip("/") + "/"
-    entries = {name[len(prefix) :].split("/")[0] for name in names if name.startswith(prefix)}
-    entries.discard("")
-    return sorted(entries) or None
+    return folder_index(names).get(folder.rstrip("/"))
+
+
+def folder_index(names: Iterable[str]) -> dict[str, list[str]]:
+    """Every folder among the file paths ``names`` -> its entries, sorted (what
+    :func:`folder_entries` answers for each): built once, a listing is a dict lookup."""
+    entries: dict[str, set[str]] = {}
+    for name in names:
+        parts = name.split("/")
+        for depth in range(1, len(parts)):
+            entries.setdefault("/".join(parts[:depth]), set()).add(parts[depth])
+    for found in entries.values():
+        found.discard("")
+    return {folder: sorted(found) for folder, found in entries.items() if found}

@@ -23,11 +23,11 @@ import sys
 import tempfile
 import threading
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from canary.errors import CacheDamaged, FetchError, IndexUnreachable, OfflineMiss, RefNotFound
-from canary.sources import folder_entries, pipfailure
+from canary.sources import folder_index, pipfailure
 from canary.sources.health import HostHealth
 
 # The index as HostHealth sees it: pip hides which host it tried, so the index is one "host".
@@ -124,10 +124,11 @@ class IndexSource:
         if kept is None or not kept.is_file():
             return None
         try:
-            names = KEPT_WHEELS.names(kept, origin=self.description)
+            folders = KEPT_WHEELS.folders(kept, origin=self.description)
         except FetchError:
             return None  # damaged: the next fetch replaces it, the lookup is not the place
-        return folder_entries(names, folder)
+        found = folders.get(folder.rstrip("/"))
+        return list(found) if found is not None else None
 
     @property
     def _listing(self) -> str:
@@ -241,6 +242,7 @@ class OpenWheels:
     def __init__(self, limit: int = 8) -> None:
         self.limit = limit
         self._open: dict[tuple[str, int, int], tuple[zipfile.ZipFile, frozenset[str]]] = {}
+        self._folders: dict[tuple[str, int, int], dict[str, list[str]]] = {}
         self._lock = threading.Lock()
 
     def read(self, wheel: Path, paths: Sequence[str], *, origin: str) -> dict[str, bytes | None]:
@@ -262,13 +264,31 @@ class OpenWheels:
                 self._close(str(wheel))
                 raise FetchError(f"{origin}: {wheel.name} is not a readable wheel: {exc}") from None
 
+    def folders(self, wheel: Path, *, origin: str) -> Mapping[str, list[str]]:
+        """Every folder of the wheel -> its entries (:func:`canary.sources.folder_index`),
+        built once per open wheel: a walk over ``models/`` lists hundreds of folders."""
+        with self._lock:
+            try:
+                key = self._key(wheel)
+                self._opened(wheel)
+            except (zipfile.BadZipFile, OSError) as exc:
+                self._close(str(wheel))
+                raise FetchError(f"{origin}: {wheel.name} is not a readable wheel: {exc}") from None
+            if key not in self._folders:
+                self._folders[key] = folder_index(self._open[key][1])
+            return self._folders[key]
+
     def forget(self, wheel: Path) -> None:
         with self._lock:
             self._close(str(wheel))
 
-    def _opened(self, wheel: Path) -> tuple[zipfile.ZipFile, frozenset[str]]:
+    @staticmethod
+    def _key(wheel: Path) -> tuple[str, int, int]:
         stat = wheel.stat()
-        key = (str(wheel), stat.st_mtime_ns, stat.st_size)  # a wheel downloaded again
+        return (str(wheel), stat.st_mtime_ns, stat.st_size)  # a wheel downloaded again
+
+    def _opened(self, wheel: Path) -> tuple[zipfile.ZipFile, frozenset[str]]:
+        key = self._key(wheel)
         if key not in self._open:
             self._close(str(wheel))
             while len(self._open) >= self.limit:
@@ -280,6 +300,7 @@ class OpenWheels:
     def _close(self, wheel: str) -> None:
         for key in [key for key in self._open if key[0] == wheel]:
             self._open.pop(key)[0].close()
+            self._folders.pop(key, None)
 
 
 # One per process: every source of the process reads kept wheels through it.

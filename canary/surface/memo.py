@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from canary.cache import Cache
 from canary.surface.model import Outcome
+from canary.symbols.alltext import TextAll
 
 RESOLUTIONS = "surface-resolution"  # the cache's blob namespace
 
@@ -106,3 +107,73 @@ def _decode(blob: bytes) -> _Remembered:
     except (ValueError, TypeError, AttributeError):
         return _Remembered()
     return _Remembered(releases)
+
+
+FOLDER_TEXTS = "surface-folder-all"  # the cache's blob namespace
+
+
+class TextsMemo:
+    """Each release's files' ``__all__`` as read off their text
+    (:mod:`canary.symbols.alltext`), one blob per release: a lookup that misses on a
+    transformers release reads every file of the package for it (about 3,300), and after
+    any change to the resolver every outcome is decided again, but those reads are not.
+
+    ``salt`` names the reader's code: what another reader read is never reused.
+    """
+
+    def __init__(self, cache: Cache | None, salt: str) -> None:
+        self.cache = cache
+        self.salt = salt
+        self._releases: dict[str, dict[str, list[str] | None]] = {}
+        self._changed: set[str] = set()
+
+    def recall(self, release: str | None, paths: Sequence[str]) -> dict[str, TextAll]:
+        """What was read of ``paths`` on ``release`` (those not read yet are left out)."""
+        known = self._release(release)
+        return {p: _names(known[p]) for p in paths if p in known}
+
+    def remember(self, release: str | None, found: Mapping[str, TextAll]) -> None:
+        if release is None:
+            return
+        self._release(release).update(
+            {p: list(names) if names is not None else None for p, names in found.items()}
+        )
+        self._changed.add(release)
+
+    def save(self) -> None:
+        if self.cache is None:
+            return
+        for release in sorted(self._changed):
+            blob = json.dumps(self._releases[release], sort_keys=True).encode()
+            self.cache.write_blob(FOLDER_TEXTS, self._blob_name(release), blob)
+        self._changed.clear()
+
+    def _release(self, release: str | None) -> dict[str, list[str] | None]:
+        if release is None:
+            return {}  # a tree that can change: read again every time
+        if release not in self._releases:
+            name = self._blob_name(release)
+            blob = self.cache.read_blob(FOLDER_TEXTS, name) if self.cache else None
+            self._releases[release] = _decode_texts(blob) if blob else {}
+        return self._releases[release]
+
+    def _blob_name(self, release: str) -> str:
+        return hashlib.sha256(f"{self.salt}\0{release}".encode()).hexdigest()
+
+
+def _names(listed: list[str] | None) -> TextAll:
+    return tuple(listed) if listed is not None else None
+
+
+def _decode_texts(blob: bytes) -> dict[str, list[str] | None]:
+    """A blob that does not read as one is forgotten: derived data, read again."""
+    try:
+        found = json.loads(blob)
+        if isinstance(found, dict) and all(
+            v is None or (isinstance(v, list) and all(isinstance(n, str) for n in v))
+            for v in found.values()
+        ):
+            return {str(p): v for p, v in found.items()}
+    except ValueError:
+        pass
+    return {}

@@ -24,12 +24,15 @@ from typing import Any, Protocol
 from canary import codeindex, symbols
 from canary.errors import InfrastructureError, Subject
 from canary.surface.anchors import anchor_outcome, getsource_text
-from canary.surface.memo import Memo
+from canary.surface.memo import Memo, TextsMemo
 from canary.surface.model import Kind, Match, Outcome, Reference, Resolved
+from canary.symbols import alltext
 from canary.workspace import Case, Workspace
 
 #: Bump when what an outcome means changes in a way the code digest below cannot see.
 RESOLUTION_FORMAT = 1
+#: Bump when what a remembered reading of a file's ``__all__`` means changes.
+TEXTS_FORMAT = 1
 
 # The code that decides an outcome: a result remembered from other code is not reused.
 _DECIDING_MODULES = ("canary.symbols", "canary.surface.resolve", "canary.surface.anchors")
@@ -71,6 +74,7 @@ def resolve(
     oldest first). A case that cannot be read is handed to ``on_error`` and left out of
     every outcome (without ``on_error`` it is raised)."""
     memo = memo if memo is not None else Memo(workspace.cache, salt())
+    texts = TextsMemo(workspace.cache, texts_salt())
     by_package: dict[str, list[Reference]] = {}
     for ref in references:
         by_package.setdefault(ref.package, []).append(ref)
@@ -88,6 +92,7 @@ def resolve(
                 memo=memo,
                 make_tree=make_tree,
                 hints=hints[case.package],
+                texts=texts,
             )
         except InfrastructureError as exc:
             if on_error is None:
@@ -123,6 +128,7 @@ def resolve(
                     decide(case)
     finally:
         memo.save()  # what was decided before an error is still worth keeping
+        texts.save()
     ordered = [case for package in sorted(by_package) for case in cases.get(package, ())]
     return tuple(
         _resolved(ref, [(c, decided[c]) for c in ordered if c in decided]) for ref in references
@@ -152,14 +158,18 @@ def resolve_case(
     memo: Memo | None = None,
     make_tree: MakeTree | None = None,
     hints: set[str] | None = None,
+    texts: TextsMemo | None = None,
 ) -> dict[Key, Decided]:
     """The outcome and why of each reference of ``case.package`` on that case (key ->
     (outcome, why); why is "" for ok). Raises the case's InfrastructureError when its
     files cannot be read or parsed. ``hints``: paths worth reading in one pass before the
     lookups (what the same lookups read on another release); the paths read here are
-    added to it."""
+    added to it. ``texts``: the files' ``__all__`` read off their text on each release,
+    remembered (:class:`~canary.surface.memo.TextsMemo`)."""
     own = memo is None
     memo = memo if memo is not None else Memo(workspace.cache, salt())
+    own_texts = texts is None
+    texts = texts if texts is not None else TextsMemo(workspace.cache, texts_salt())
     release = release_of(case)
     decided: dict[Key, Decided] = {}
     pending = []
@@ -171,7 +181,7 @@ def resolve_case(
         else:
             pending.append(ref)
     if pending:
-        files = _CaseFiles(workspace, case)
+        files = _CaseFiles(workspace, case, texts)
         files.read(set(hints or ()).union(*(candidate_paths(ref.target) for ref in pending)))
         # One tree per release: what it learns of the package serves every lookup.
         tree = _tree(files, make_tree)
@@ -182,6 +192,8 @@ def resolve_case(
             hints.update(files.loaded)
     if own:
         memo.save()
+    if own_texts:
+        texts.save()
     return decided
 
 
@@ -206,6 +218,15 @@ def candidate_paths(dotted: str) -> set[str]:
         if end > 1:
             found.add(f"{stem}.py")
     return found
+
+
+@functools.cache
+def texts_salt() -> str:
+    """What a remembered reading of ``__all__`` off a file's text depends on: the reader's
+    format and source (not the resolver's, which changes far more often)."""
+    digest = hashlib.sha256(f"{TEXTS_FORMAT}\0".encode())
+    digest.update(Path(alltext.__file__ or "").read_bytes())
+    return digest.hexdigest()
 
 
 @functools.cache
@@ -270,9 +291,10 @@ class _CaseFiles:
     """One case's files as a lookup reads them: modules through the workspace's code
     index, a module's whole text; ``loaded``: every path a lookup asked for."""
 
-    def __init__(self, workspace: Workspace, case: Case) -> None:
+    def __init__(self, workspace: Workspace, case: Case, texts: TextsMemo | None = None) -> None:
         self.workspace = workspace
         self.case = case
+        self.texts = texts if texts is not None else TextsMemo(None, "")
         self.loaded: set[str] = set()
         self._absent: set[str] = set()
 
@@ -291,6 +313,17 @@ class _CaseFiles:
 
     def listdir(self, folder: str) -> list[str] | None:
         return self.workspace.listdir(self.case, folder)
+
+    def read_all(self, paths: Sequence[str]) -> dict[str, alltext.TextAll]:
+        """Files' ``__all__`` read off their text, unparsed (what a walk over a folder
+        reads of most of them), remembered per release."""
+        release = release_of(self.case)
+        found = self.texts.recall(release, paths)
+        if unread := [p for p in paths if p not in found]:
+            read = alltext.read_all_of(self.workspace.read(self.case, unread))
+            self.texts.remember(release, read)
+            found.update(read)
+        return found
 
     def text(self, path: str) -> str | None:
         content = self.workspace.read(self.case, [path])[path]
@@ -325,7 +358,10 @@ def _source_of(lookup: Lookup, files: _CaseFiles) -> str | None:
 def _tree(files: _CaseFiles, make_tree: MakeTree | None) -> PackageTree:
     """The case's package tree: ``make_tree``'s (a test's), else the real one, able to
     list its folders where the source can (a kept wheel, a local tree): transformers'
-    ``define_import_structure`` reads folders, and only a listing proves a name absent."""
+    ``define_import_structure`` reads folders, and only a listing proves a name absent;
+    the files of a folder it walks are read as text, not parsed."""
     if make_tree is not None:
         return make_tree(files.case.package, files.load)
-    return symbols.PackageTree(files.case.package, files.load, listdir=files.listdir)
+    return symbols.PackageTree(
+        files.case.package, files.load, listdir=files.listdir, read_all=files.read_all
+    )

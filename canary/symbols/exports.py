@@ -57,6 +57,7 @@ class Resolver:
         self._lazy: dict[str, LazyModule | None] = {}
         self._all: dict[str, frozenset[str] | None] = {}
         self._suffixes: dict[str, tuple[tuple[str, str], ...]] = {}
+        self._below: dict[str, tuple[frozenset[str], bool] | None] = {}
 
     def module(self, dotted: str) -> Lookup:
         path = self.files.module_file(dotted)
@@ -348,19 +349,30 @@ class Resolver:
         (the TYPE_CHECKING mirror). The mirror finds what it lists, but cannot prove a
         miss: it can be stale (transformers 5.5.3's models/__init__ omits lighton_ocr and
         the pp_ocrv5 recognisers that define_import_structure serves). Children are tried
-        in order of likeness to ``name``: LlamaModel is in models/llama."""
+        in order of likeness to ``name``: LlamaModel is in models/llama.
+
+        A listed folder is read as define_import_structure reads it: from the listing,
+        each file's ``__all__`` off its text (:mod:`canary.symbols.alltext`), loading only
+        a file whose text does not decide it, and once per tree (:meth:`_listed_exports`):
+        a miss would otherwise read every file of ``models/`` (about 2,000) again."""
         if package in seen:
             return None, True
         seen.add(package)
-        init = self.files.module(package)
-        if init is None:
-            return None, False
         children = self.files.folder(package)
-        complete = children is not None
+        listed = children is not None
+        if listed and (below := self._listed_exports(package)) is not None:
+            names, whole = below
+            if name not in names:
+                return None, whole  # what the walk below would answer, without walking it
+        if self.files.module_file(package, listed=listed) is None:
+            return None, False
         if children is None:
+            init = self.files.module(package)
+            assert init is not None  # module_file found it
             children = _listed(init, package, self.files)
+        complete = listed
         for child in sorted(children, key=lambda c: _unlike(name, c)):
-            path = self.files.module_file(child)
+            path = self.files.module_file(child, listed=listed)
             if path is None:
                 continue  # a stale line of the mirror, or a folder that is no package
             if path.endswith("/__init__.py"):
@@ -369,12 +381,58 @@ class Resolver:
                 if found is not None:
                     return found, complete
                 continue
-            exported = self._exported(child)
-            if exported is None and _has_all(self.files.module(child)):
-                complete = False  # an __all__ built in steps we do not evaluate
-            elif name in (exported or ()):
+            exported, exact = self._file_exports(child, path, listed=listed)
+            complete = complete and exact
+            if name in exported:
                 return child, complete
         return None, complete
+
+    def _listed_exports(self, package: str) -> tuple[frozenset[str], bool] | None:
+        """Every name an ``__all__`` of a file in ``package``'s listed folder (recursively)
+        lists, and whether :meth:`_in_folder` would call a miss there complete; None
+        where a folder below cannot be listed (the walk then reads a mirror)."""
+        if package in self._below:
+            return self._below[package]
+        self._below[package] = None  # a folder that contains itself (a link) is not summed
+        children = self.files.folder(package)
+        if children is None:
+            return None
+        if self.files.module_file(package, listed=True) is None:
+            self._below[package] = (frozenset(), False)
+            return self._below[package]
+        paths = {child: self.files.module_file(child, listed=True) for child in children}
+        # Every file's text in one read: a walk over a listed folder reads them all.
+        self.files.read_all_texts(p for p in paths.values() if p and not p.endswith("/__init__.py"))
+        names: set[str] = set()
+        complete = True
+        for child, path in paths.items():
+            if path is None:
+                continue
+            if path.endswith("/__init__.py"):
+                below = self._listed_exports(child)
+                if below is None:
+                    return None
+                names.update(below[0])
+                complete = complete and below[1]
+                continue
+            exported, exact = self._file_exports(child, path, listed=True)
+            names.update(exported)
+            complete = complete and exact
+        self._below[package] = (frozenset(names), complete)
+        return self._below[package]
+
+    def _file_exports(self, child: str, path: str, *, listed: bool) -> tuple[frozenset[str], bool]:
+        """What define_import_structure serves from the module ``child`` (its ``__all__``:
+        off its text where the folder is listed and the text decides it, else from its
+        code index), and whether that is exact (not an ``__all__`` built in steps we do
+        not evaluate)."""
+        from_text = self.files.text_all(path) if listed else None
+        if from_text is not None:
+            return frozenset(from_text), True
+        exported = self._exported(child)
+        if exported is None:
+            return frozenset(), not _has_all(self.files.module(child))
+        return exported, True
 
     def _fallbacks(
         self, module: Module, dotted: str, lazy: LazyModule

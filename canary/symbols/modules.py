@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 
 from canary.codeindex import Module
+from canary.symbols.alltext import AllReader, TextAll
 
 Loader = Callable[[str], Module | None]
 Lister = Callable[[str], Iterable[str] | None]
@@ -23,11 +24,20 @@ class ModuleFiles:
     """The modules of one package (``import_name`` "transformers"), loaded on demand, each
     at most once; :attr:`paths_read` is every path the loader was asked for."""
 
-    def __init__(self, import_name: str, load: Loader, listdir: Lister | None = None) -> None:
+    def __init__(
+        self,
+        import_name: str,
+        load: Loader,
+        listdir: Lister | None = None,
+        read_all: AllReader | None = None,
+    ) -> None:
         self.import_name = import_name
         self._load = load
         self._listdir = listdir
+        self._read_all = read_all
         self._loaded: dict[str, Module | None] = {}
+        self._listings: dict[str, frozenset[str] | None] = {}
+        self._all_texts: dict[str, TextAll] = {}
 
     def inside(self, dotted: str) -> bool:
         """Whether ``dotted`` names something in this package."""
@@ -38,17 +48,61 @@ class ModuleFiles:
             self._loaded[path] = self._load(path)
         return self._loaded[path]
 
-    def module_file(self, dotted: str) -> str | None:
+    def module_file(self, dotted: str, *, listed: bool = False) -> str | None:
         """``"transformers.trainer"`` -> ``"transformers/trainer.py"``, or the package's
-        ``__init__.py``; None when neither file is there (or ``dotted`` is outside)."""
+        ``__init__.py``; None when neither file is there (or ``dotted`` is outside).
+
+        ``listed``: answered from the folder listings where the caller can list them, so
+        no file is loaded (a walk over a folder that reads only the text of its files);
+        by loading the files otherwise."""
         if not self.inside(dotted) or not all(p.isidentifier() for p in dotted.split(".")):
             return None
         base = dotted.replace(".", "/")
+        if listed:
+            decided, found = self._listed_file(base)
+            if decided:
+                return found
         # A package beats a module of the same name, as in Python's path finder.
         for path in (f"{base}/__init__.py", f"{base}.py"):
             if self.load(path) is not None:
                 return path
         return None
+
+    def _listed_file(self, base: str) -> tuple[bool, str | None]:
+        """``module_file`` from the listings: (False, None) where they cannot say."""
+        parent, _, leaf = base.rpartition("/")
+        entries = self._listing(parent) if parent else None
+        if entries is None:
+            return False, None
+        if leaf in entries:
+            inner = self._listing(base)
+            if inner is None:
+                return False, None  # a folder it cannot list (an empty one has no __init__)
+            if "__init__.py" in inner:
+                return True, f"{base}/__init__.py"
+        return True, f"{base}.py" if f"{leaf}.py" in entries else None
+
+    def _listing(self, folder: str) -> frozenset[str] | None:
+        if folder not in self._listings:
+            entries = self._listdir(folder) if self._listdir else None
+            self._listings[folder] = frozenset(entries) if entries is not None else None
+        return self._listings[folder]
+
+    def read_all_texts(self, paths: Iterable[str]) -> None:
+        """Read the ``__all__`` of the files at ``paths`` off their text in one go (what
+        :meth:`text_all` answers); nothing without a reader."""
+        wanted = sorted({p for p in paths if p not in self._all_texts})
+        if self._read_all is None or not wanted:
+            return
+        found = self._read_all(wanted)
+        self._all_texts.update({path: found.get(path) for path in wanted})
+
+    def text_all(self, path: str) -> TextAll:
+        """The file's ``__all__`` as :func:`~canary.symbols.alltext.read_all` reads it off
+        its text; None where that does not decide it (or there is no reader): the caller
+        reads the file's code index instead."""
+        self.read_all_texts([path])
+        return self._all_texts.get(path)
 
     def module(self, dotted: str) -> Module | None:
         path = self.module_file(dotted)
@@ -58,7 +112,7 @@ class ModuleFiles:
         """The modules and packages in ``package``'s folder (dotted), as transformers'
         ``define_import_structure`` walks it (no conversion scripts or modular sources);
         None when no lister was given or it cannot list the folder."""
-        entries = self._listdir(package.replace(".", "/")) if self._listdir else None
+        entries = self._listing(package.replace(".", "/"))
         if entries is None:
             return None
         children = []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from canary.codeindex import Class
+from canary.symbols.alltext import AllReader
 from canary.symbols.classes import Classes
 from canary.symbols.exports import Resolver
 from canary.symbols.lookup import (
@@ -24,12 +25,21 @@ class PackageTree:
 
     ``listdir``, where the caller can list folders, makes what transformers'
     ``define_import_structure`` reads exact; without it the folder's ``__init__`` (its
-    TYPE_CHECKING mirror) lists it.
+    TYPE_CHECKING mirror) lists it. ``read_all`` (files' ``__all__`` read off their text,
+    :mod:`canary.symbols.alltext`) lets a walk over a listed folder read them as that
+    function does, instead of loading each file's code index.
     """
 
-    def __init__(self, import_name: str, load: Loader, *, listdir: Lister | None = None) -> None:
+    def __init__(
+        self,
+        import_name: str,
+        load: Loader,
+        *,
+        listdir: Lister | None = None,
+        read_all: AllReader | None = None,
+    ) -> None:
         self.import_name = import_name
-        self._files = ModuleFiles(import_name, load, listdir)
+        self._files = ModuleFiles(import_name, load, listdir, read_all)
         self._resolver = Resolver(self._files)
         self._classes = Classes(self._resolver)
 

@@ -1,0 +1,82 @@
+"""A file's ``__all__`` read from its text, as transformers' ``define_import_structure``
+reads it, without parsing the file.
+
+``define_import_structure(folder)`` (transformers 4.52+) serves the ``__all__`` of every
+file of a folder, and it never imports or parses them: ``fetch__all__`` (in
+``utils/import_utils.py``, the same from 4.52 to 5.25) takes the last line that starts
+with ``__all__`` and reads the names off it, or off the lines that follow it up to a line
+that is only ``]``. A lookup that misses reads every file of ``models/`` that way (about
+2,000 per release), so the code index of each (a full parse) is far too dear for it.
+
+:func:`read_all` answers only where that reading and Python's agree by construction: the
+text names ``__all__`` exactly once, on a line of its own at column 0, as
+``__all__ = [...]`` holding nothing but string literals that are identifiers (on one line,
+or one per line up to a closing ``]``). Anything else (``__all__`` built in steps, named
+twice, a comment or two names on a line of the list) is None: not decided here, the caller
+reads the file's code index instead, so nothing is guessed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+
+TextAll = tuple[str, ...] | None
+AllReader = Callable[[Sequence[str]], Mapping[str, TextAll]]
+"""Paths in the installed layout -> each file's ``__all__`` as :func:`read_all` reads it
+(None where it does not decide it, or the file is absent), many files in one go: the
+caller reads the files (:func:`read_all_of` over their bytes) and may remember it."""
+
+_NAME = r"""(?:"[A-Za-z_][A-Za-z0-9_]*"|'[A-Za-z_][A-Za-z0-9_]*')"""
+# Spaces only, never tabs: fetch__all__ strips spaces, quotes and commas off a name, so a
+# tab would stay in it. ``__all__ = ["A", "B"]`` on one line, ending in the bracket
+# (fetch__all__ reads a line that does not end in "]" as the first of several).
+_ONE_LINE = re.compile(rf"__all__ = \[ *(?:{_NAME}(?: *, *{_NAME})* *,?)? *\]")
+# ``__all__ = [`` then one name per line, then a line that is only ``]``.
+_OPENING = re.compile(r"__all__ = \[ *")
+_ITEM = re.compile(rf" *({_NAME}) *,? *")
+_CLOSING = re.compile(r" *\] *")
+_QUOTED = re.compile(r"""["']([A-Za-z_][A-Za-z0-9_]*)["']""")
+
+
+def read_all(text: str) -> TextAll:
+    """The names the file's ``__all__`` lists, () when the file never names ``__all__``,
+    None when its shape is not the plain one (see the module's docstring)."""
+    count = text.count("__all__")
+    if count == 0:
+        return ()
+    start = text.find("__all__")
+    if count != 1 or (start > 0 and text[start - 1] != "\n"):
+        return None
+    first, _, rest = text[start:].partition("\n")
+    if _ONE_LINE.fullmatch(first):
+        return tuple(_QUOTED.findall(first))
+    if _OPENING.fullmatch(first):
+        return _one_per_line(rest)
+    return None
+
+
+def _one_per_line(lines: str) -> tuple[str, ...] | None:
+    """The names listed one per line up to a line that is only ``]``."""
+    names: list[str] = []
+    for line in lines.split("\n"):
+        if _CLOSING.fullmatch(line):
+            return tuple(names)
+        item = _ITEM.fullmatch(line)
+        if item is None:
+            return None
+        names.append(item.group(1)[1:-1])
+    return None  # never closed: not a statement Python would run
+
+
+def read_all_of(contents: Mapping[str, bytes | None]) -> dict[str, TextAll]:
+    """:func:`read_all` of each file's bytes (path -> bytes, None where absent): UTF-8, as
+    define_import_structure opens them; None for a file that is absent or does not
+    decode (its code index decides it)."""
+    found: dict[str, TextAll] = {}
+    for path, content in contents.items():
+        try:
+            found[path] = read_all(content.decode("utf-8")) if content is not None else None
+        except UnicodeDecodeError:
+            found[path] = None
+    return found
