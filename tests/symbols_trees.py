@@ -10,9 +10,12 @@ from canary.symbols import PackageTree
 from canary.symbols.alltext import TextAll, read_all_of
 
 
-def package(name: str, files: dict[str, str], *, listed: bool = False) -> PackageTree:
+def package(
+    name: str, files: dict[str, str], *, listed: bool = False, texts_read: list[str] | None = None
+) -> PackageTree:
     """A PackageTree over ``files`` (path -> source, dedented); ``listed``: with a lister
-    of its folders and a reader of files' bytes, as a caller that can list the tree gives."""
+    of its folders and a reader of files' ``__all__`` off their text, as a caller that can
+    list the tree gives; ``texts_read`` records each path that reader is asked for."""
     sources = {path: textwrap.dedent(text) for path, text in files.items()}
 
     def load(path: str) -> Module | None:
@@ -26,6 +29,8 @@ def package(name: str, files: dict[str, str], *, listed: bool = False) -> Packag
         return sorted(entries) or None
 
     def read_all(paths: Sequence[str]) -> dict[str, TextAll]:
+        if texts_read is not None:
+            texts_read.extend(paths)
         return read_all_of({p: sources[p].encode() if p in sources else None for p in paths})
 
     return PackageTree(

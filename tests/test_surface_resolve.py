@@ -15,7 +15,7 @@ from canary.errors import ConfigError, FetchError
 from canary.surface.anchors import anchor_outcome, getsource_text
 from canary.surface.baseline import load_baseline, write_baseline
 from canary.surface.findings import findings, in_range
-from canary.surface.memo import Memo
+from canary.surface.memo import Memo, TextsMemo
 from canary.surface.model import Kind, Match, Outcome, Reference, Resolved, Site, Target
 from canary.surface.resolve import resolve, resolve_case
 from canary.workspace import Case
@@ -362,3 +362,30 @@ def test_the_real_package_tree_resolves_through_the_workspace(tmp_path):
     outcomes = [[r.outcomes[v].value for v in ("1.0", "2.0")] for r in found]
     assert outcomes == [["ok", "missing"], ["ok", "ok"], ["unknown", "unknown"], ["ok", "missing"]]
     assert "_compute_loss" in found[0].why["2.0"]
+
+
+def test_the_all_read_off_each_file_text_is_kept_per_release(tmp_path):
+    cache = Cache(tmp_path / "cache")
+    read = {"t/models/a.py": ("AModel",), "t/models/b.py": None, "t/models/c.py": ()}
+    first = TextsMemo(cache, salt="reader 1")
+    first.remember("index:t:1.0", read)
+    first.remember(None, read)  # a tree that can change: never kept
+    first.save()
+    again = TextsMemo(cache, salt="reader 1")
+    paths = [*read, "t/models/unread.py"]
+    assert again.recall("index:t:1.0", paths) == read  # what was not read is left out
+    assert again.recall("index:t:1.1", paths) == {}
+    assert again.recall(None, paths) == {}
+    # Another reader's readings are never reused.
+    assert TextsMemo(cache, salt="reader 2").recall("index:t:1.0", paths) == {}
+
+
+def test_a_damaged_texts_blob_is_read_again(tmp_path):
+    cache = Cache(tmp_path / "cache")
+    memo = TextsMemo(cache, salt="reader")
+    memo.remember("index:t:1.0", {"t/a.py": ("A",)})
+    memo.save()
+    (blob,) = (tmp_path / "cache" / "blobs" / "surface-folder-all").rglob("*.entry")
+    # Whole as an entry, but not what a TextsMemo writes (another canary, a hand edit).
+    cache.write_blob("surface-folder-all", blob.stem, b'{"t/a.py": 3}')
+    assert TextsMemo(cache, salt="reader").recall("index:t:1.0", ["t/a.py"]) == {}

@@ -631,3 +631,90 @@ def test_a_structure_step_not_evaluated_makes_a_miss_unknown_not_missing():
 
 def test_lazy_module_is_none_for_a_regular_module():
     assert lazy_module(parse_module("import sys\nsys.modules['x'] = 1\n", path="m.py")) is None
+
+
+def listed_4_57(extra: dict[str, str], texts_read: list[str] | None = None):
+    return package(
+        "transformers",
+        {
+            **COMMON,
+            **XLSTM,
+            "transformers/__init__.py": TOP_4_57_HEAD,
+            "transformers/utils/import_utils.py": LAZY_4,
+            "transformers/models/__init__.py": MODELS,
+            "transformers/models/llama/__init__.py": LLAMA_4_57,
+            **extra,
+        },
+        listed=True,
+        texts_read=texts_read,
+    )
+
+
+def test_a_listed_folder_is_read_off_its_files_text_once_per_tree_not_parsed():
+    texts_read: list[str] = []
+    tree = listed_4_57({}, texts_read)
+    for name in ("LlamaAttention", "NoSuchModel", "AnotherMiss"):
+        miss = tree.lookup(f"transformers.{name}")
+        assert miss.found is False
+        assert "lazy import structure has no" in miss.why
+    # Every file under the folders define_import_structure reads was read, as text, once
+    # for the three misses; none of the model files was parsed to read its __all__.
+    assert "transformers/models/xlstm/configuration_xlstm.py" in texts_read
+    assert "transformers/models/llama/modeling_llama.py" in texts_read
+    assert len(texts_read) == len(set(texts_read))
+    assert not any(path.startswith("transformers/models/") for path in tree.paths_read - {
+        "transformers/models/__init__.py", "transformers/models/llama/__init__.py",
+        "transformers/models/xlstm/__init__.py",
+    })  # fmt: skip
+    # A hit is then looked up in the module that lists it, which is parsed for it.
+    assert outcome(tree, "transformers.xLSTMConfig") == (
+        True,
+        "transformers/models/xlstm/configuration_xlstm.py",
+    )
+    assert "transformers/models/xlstm/configuration_xlstm.py" in tree.paths_read
+
+
+def test_a_listed_file_whose_text_does_not_decide_its_all_is_read_from_its_code_index():
+    steps = {
+        "transformers/models/xlstm/modeling_xlstm.py": """
+            class xLSTMModel:
+                pass
+
+
+            class xLSTMBlock:
+                pass
+
+
+            __all__ = ["xLSTMModel"]
+            __all__ += ["xLSTMBlock"]
+        """
+    }
+    tree = listed_4_57(steps)
+    # Literal steps: the code index evaluates them, so the hit and the miss are exact.
+    assert outcome(tree, "transformers.xLSTMBlock") == (
+        True,
+        "transformers/models/xlstm/modeling_xlstm.py",
+    )
+    assert tree.lookup("transformers.NoSuchModel").found is False
+    # A step not evaluated: that file may serve any name, so a miss is unknown.
+    built = {
+        "transformers/models/xlstm/modeling_xlstm.py": """
+            from . import helpers
+
+            class xLSTMModel:
+                pass
+
+
+            __all__ = ["xLSTMModel"] + helpers.__all__
+        """
+    }
+    tree = listed_4_57(built)
+    miss = tree.lookup("transformers.NoSuchModel")
+    assert miss.found is None
+    assert outcome(tree, "transformers.xLSTMConfig")[0] is True
+
+
+def test_a_folder_without_an_init_is_no_package_of_the_walk():
+    stray = {"transformers/models/stray/modeling_stray.py": "__all__ = ['StrayModel']\n"}
+    tree = listed_4_57(stray)
+    assert tree.lookup("transformers.StrayModel").found is False
