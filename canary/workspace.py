@@ -132,11 +132,17 @@ class Tree:
     def mutable(self) -> bool:
         return self.case.mutable and self.commit is None
 
-    def read(self, paths: Iterable[str]) -> dict[str, bytes | None]:
-        """Each path's bytes (None where absent upstream); misses are fetched once."""
+    def read(self, paths: Iterable[str], *, keep: bool = True) -> dict[str, bytes | None]:
+        """Each path's bytes (None where absent upstream); misses are fetched once.
+
+        ``keep=False``: where the source holds the whole release on disk already (a kept
+        wheel), read it there, neither reading nor writing the cache's entry per file: for
+        a reader that remembers what it derives from thousands of files itself."""
         paths = sorted(set(paths))
         self._pin()
         if self.cache is None:  # local trees are read in place
+            return self._fetch(paths)
+        if not keep and not self.mutable and getattr(self.source, "available_offline", False):
             return self._fetch(paths)
         found = self._from_cache(paths)
         missing = [p for p in paths if p not in found]
@@ -402,16 +408,18 @@ class Workspace:
             return state.version
 
     def prefetch(self, plan: Mapping[Case, set[str]]) -> None:
-        """Start loading every case's files in the background, a few cases at a time."""
-        if not plan:
-            return
+        """Start loading every case's files in the background, a few cases at a time. A
+        case already being loaded is left as it is (its files are read once)."""
+        fresh = {case: paths for case, paths in plan.items() if self._state(case).pending is None}
+        if not fresh:
+            return  # nothing new: how the cases under way are parsed stays as it is
         with self._lock:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="canary-fetch")
             pool = self._pool
             # Starting processes costs more than parsing a handful of files in place.
-            self.indexes.in_processes = len(plan) >= _CASES_WORTH_PROCESSES
-        for case, paths in plan.items():
+            self.indexes.in_processes = len(fresh) >= _CASES_WORTH_PROCESSES
+        for case, paths in fresh.items():
             state = self._state(case)
             with state.lock:
                 if state.pending is None:
@@ -460,13 +468,16 @@ class Workspace:
                     break
         return {path: load(path) for path in sorted(tree.paths_read) if path not in declared}
 
-    def read(self, case: Case, paths: Sequence[str]) -> dict[str, bytes | None]:
+    def read(
+        self, case: Case, paths: Sequence[str], *, keep: bool = True
+    ) -> dict[str, bytes | None]:
         """The files' bytes as the case's tree has them (None where absent), unparsed: for
-        a reader that needs the text or its digest, not the code index."""
+        a reader that needs the text or its digest, not the code index. ``keep``: as
+        :meth:`Tree.read`."""
         state = self._state(case)
         if state.pending is not None:
             _wait(state.pending)  # a failed prefetch is this case's failure here too
-        return self._read(state, paths)
+        return self._read(state, paths, keep=keep)
 
     def listdir(self, case: Case, folder: str) -> list[str] | None:
         """The entries of ``folder`` in the case's tree, where its source can list it (a
@@ -546,13 +557,15 @@ class Workspace:
             state.parsing.pop(path, None)
         return module
 
-    def _read(self, state: _CaseState, paths: Sequence[str]) -> dict[str, bytes | None]:
+    def _read(
+        self, state: _CaseState, paths: Sequence[str], *, keep: bool = True
+    ) -> dict[str, bytes | None]:
         """Read through the case's tree; a fetch that failed once fails fast for the rest
         of the run instead of retrying for every check of the case."""
         if (failure := state.failure) is not None:
             raise failure.again() from failure
         try:
-            return state.tree.read(paths)
+            return state.tree.read(paths, keep=keep)
         except InfrastructureError as exc:
             state.failure = exc
             raise

@@ -62,6 +62,9 @@ class IndexSource:
         self.offline = offline
         self.health = health if health is not None else INDEX_HEALTH
         self.bytes_downloaded = 0
+        # The kept wheel's folders, once listed: a walk lists hundreds of them, and the
+        # wheel of a release never changes (a damaged one is forgotten with it).
+        self._folders: Mapping[str, list[str]] | None = None
 
     @property
     def description(self) -> str:
@@ -86,6 +89,7 @@ class IndexSource:
                 return KEPT_WHEELS.read(kept, paths, origin=self.description)
             except FetchError as exc:  # damaged on disk: forget it and download it again
                 KEPT_WHEELS.forget(kept)
+                self._folders = None
                 with contextlib.suppress(OSError):
                     kept.unlink()
                 if self.offline:
@@ -121,13 +125,14 @@ class IndexSource:
         """The entries of ``folder`` in the kept wheel; None when no wheel is kept yet (a
         lookup then falls back on what the package's own files say)."""
         kept = self.kept_wheel
-        if kept is None or not kept.is_file():
-            return None
-        try:
-            folders = KEPT_WHEELS.folders(kept, origin=self.description)
-        except FetchError:
-            return None  # damaged: the next fetch replaces it, the lookup is not the place
-        found = folders.get(folder.rstrip("/"))
+        if self._folders is None:
+            if kept is None or not kept.is_file():
+                return None
+            try:
+                self._folders = KEPT_WHEELS.folders(kept, origin=self.description)
+            except FetchError:
+                return None  # damaged: the next fetch replaces it, the lookup is not the place
+        found = self._folders.get(folder.rstrip("/"))
         return list(found) if found is not None else None
 
     @property

@@ -296,19 +296,17 @@ class _CaseFiles:
         self.case = case
         self.texts = texts if texts is not None else TextsMemo(None, "")
         self.loaded: set[str] = set()
-        self._absent: set[str] = set()
 
     def read(self, paths: set[str]) -> None:
-        """Read ``paths`` in one go: on a cold release, one pass over its wheel instead of
-        one per file."""
+        """Load ``paths`` in one go: on a cold release, one pass over its wheel instead of
+        one per file. Nothing more where the release is being loaded already (the
+        resolution prefetches every release it decides): read again, they would be
+        read twice."""
         if paths:
-            read = self.workspace.read(self.case, sorted(paths))
-            self._absent.update(path for path, content in read.items() if content is None)
+            self.workspace.prefetch({self.case: paths})
 
     def load(self, path: str) -> codeindex.Module | None:
         self.loaded.add(path)
-        if path in self._absent:
-            return None
         return self.workspace.snapshot(self.case, [path]).modules[path]
 
     def listdir(self, folder: str) -> list[str] | None:
@@ -320,7 +318,8 @@ class _CaseFiles:
         release = release_of(self.case)
         found = self.texts.recall(release, paths)
         if unread := [p for p in paths if p not in found]:
-            read = alltext.read_all_of(self.workspace.read(self.case, unread))
+            # Straight from the kept wheel: what is derived is remembered, not the texts.
+            read = alltext.read_all_of(self.workspace.read(self.case, unread, keep=False))
             self.texts.remember(release, read)
             found.update(read)
         return found

@@ -23,6 +23,8 @@ Decisions where the source alone is ambiguous:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from canary.codeindex import Import, Module
 from canary.symbols.dynamic import Served, served
 from canary.symbols.effects import declared_all, effect_text
@@ -360,6 +362,9 @@ class Resolver:
         seen.add(package)
         children = self.files.folder(package)
         listed = children is not None
+        if listed and package not in self._below:
+            # Every file's text below in one read: summing the folder reads them all.
+            self.files.read_all_texts(self._listed_modules(package))
         if listed and (below := self._listed_exports(package)) is not None:
             names, whole = below
             if name not in names:
@@ -401,8 +406,6 @@ class Resolver:
             self._below[package] = (frozenset(), False)
             return self._below[package]
         paths = {child: self.files.module_file(child, listed=True) for child in children}
-        # Every file's text in one read: a walk over a listed folder reads them all.
-        self.files.read_all_texts(p for p in paths.values() if p and not p.endswith("/__init__.py"))
         names: set[str] = set()
         complete = True
         for child, path in paths.items():
@@ -420,6 +423,16 @@ class Resolver:
             complete = complete and exact
         self._below[package] = (frozenset(names), complete)
         return self._below[package]
+
+    def _listed_modules(self, package: str) -> Iterator[str]:
+        """The module files of ``package``'s listed folder and of the listed packages
+        below it: what :meth:`_listed_exports` reads the text of."""
+        for child in self.files.folder(package) or ():
+            path = self.files.module_file(child, listed=True)
+            if path is not None and path.endswith("/__init__.py"):
+                yield from self._listed_modules(child)
+            elif path is not None:
+                yield path
 
     def _file_exports(self, child: str, path: str, *, listed: bool) -> tuple[frozenset[str], bool]:
         """What define_import_structure serves from the module ``child`` (its ``__all__``:

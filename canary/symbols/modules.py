@@ -37,6 +37,7 @@ class ModuleFiles:
         self._read_all = read_all
         self._loaded: dict[str, Module | None] = {}
         self._listings: dict[str, frozenset[str] | None] = {}
+        self._folders: dict[str, list[str] | None] = {}
         self._all_texts: dict[str, TextAll] = {}
 
     def inside(self, dotted: str) -> bool:
@@ -101,7 +102,8 @@ class ModuleFiles:
         """The file's ``__all__`` as :func:`~canary.symbols.alltext.read_all` reads it off
         its text; None where that does not decide it (or there is no reader): the caller
         reads the file's code index instead."""
-        self.read_all_texts([path])
+        if path not in self._all_texts:
+            self.read_all_texts([path])
         return self._all_texts.get(path)
 
     def module(self, dotted: str) -> Module | None:
@@ -112,22 +114,26 @@ class ModuleFiles:
         """The modules and packages in ``package``'s folder (dotted), as transformers'
         ``define_import_structure`` walks it (no conversion scripts or modular sources);
         None when no lister was given or it cannot list the folder."""
-        entries = self._listing(package.replace(".", "/"))
-        if entries is None:
-            return None
-        children = []
-        for entry in sorted(entries):
-            stem = entry.removesuffix(".py")
-            if entry in ("__init__.py", "__pycache__") or not stem.isidentifier():
-                continue
-            if stem.startswith(("convert_", "modular_")):
-                continue
-            children.append(f"{package}.{stem}")
-        return children
+        if package not in self._folders:
+            entries = self._listing(package.replace(".", "/"))
+            self._folders[package] = None if entries is None else _children(package, entries)
+        return self._folders[package]
 
     @property
     def paths_read(self) -> frozenset[str]:
         return frozenset(self._loaded)
+
+
+def _children(package: str, entries: Iterable[str]) -> list[str]:
+    children = []
+    for entry in sorted(entries):
+        stem = entry.removesuffix(".py")
+        if entry in ("__init__.py", "__pycache__") or not stem.isidentifier():
+            continue
+        if stem.startswith(("convert_", "modular_")):
+            continue
+        children.append(f"{package}.{stem}")
+    return children
 
 
 def dotted_of(path: str) -> str:
