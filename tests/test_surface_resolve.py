@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from packaging.specifiers import SpecifierSet
-from surface_fakes import FakeTree, workspace
+from surface_fakes import FakeTree, Source, workspace
 
 from canary.cache import Cache
 from canary.errors import ConfigError, FetchError
@@ -18,7 +18,7 @@ from canary.surface.findings import findings, in_range
 from canary.surface.memo import Memo, TextsMemo
 from canary.surface.model import Kind, Match, Outcome, Reference, Resolved, Site, Target
 from canary.surface.resolve import resolve, resolve_case
-from canary.workspace import Case
+from canary.workspace import Case, FetchPolicy, Workspace
 
 TRAINER_V1 = b"""\
 from torch import nn
@@ -389,3 +389,22 @@ def test_a_damaged_texts_blob_is_read_again(tmp_path):
     # Whole as an entry, but not what a TextsMemo writes (another canary, a hand edit).
     cache.write_blob("surface-folder-all", blob.stem, b'{"t/a.py": 3}')
     assert TextsMemo(cache, salt="reader").recall("index:t:1.0", ["t/a.py"]) == {}
+
+
+def test_texts_of_a_release_held_on_disk_are_read_there_not_kept_as_entries(tmp_path):
+    class Kept(Source):
+        available_offline = True  # as an index source whose wheel is kept
+
+    ws = Workspace(
+        lambda case: Kept(case, TREES, set()),
+        Cache(tmp_path / "cache"),
+        FetchPolicy(),
+        parse_processes=0,
+    )
+    release = CASES["toy"][0]
+    read = ws.read(release, ["toy/trainer.py", "toy/gone.py"], keep=False)
+    assert read == {"toy/trainer.py": TRAINER_V1, "toy/gone.py": None}
+    assert not (tmp_path / "cache" / "files").exists()
+    # Read to be kept (the default), the same file becomes an entry.
+    ws.read(release, ["toy/trainer.py"])
+    assert len(list((tmp_path / "cache" / "files").rglob("*.entry"))) == 1
