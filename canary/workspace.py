@@ -408,22 +408,32 @@ class Workspace:
             return state.version
 
     def prefetch(self, plan: Mapping[Case, set[str]]) -> None:
-        """Start loading every case's files in the background, a few cases at a time. A
-        case already being loaded is left as it is (its files are read once)."""
-        fresh = {case: paths for case, paths in plan.items() if self._state(case).pending is None}
-        if not fresh:
-            return  # nothing new: how the cases under way are parsed stays as it is
+        """Start loading every case's files in the background, a few cases at a time. For
+        a case already being loaded, ``paths`` are loaded once that is done (what it has
+        loaded is not read again): a caller can start every download at once and name
+        more files of a case later."""
+        if not plan:
+            return
+        fresh = sum(self._state(case).pending is None for case in plan)
         with self._lock:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="canary-fetch")
             pool = self._pool
-            # Starting processes costs more than parsing a handful of files in place.
-            self.indexes.in_processes = len(fresh) >= _CASES_WORTH_PROCESSES
-        for case, paths in fresh.items():
+            if fresh:  # more files of cases under way: they keep how they are parsed
+                # Starting processes costs more than parsing a handful of files in place.
+                self.indexes.in_processes = fresh >= _CASES_WORTH_PROCESSES
+        for case, paths in plan.items():
             state = self._state(case)
-            with state.lock:
+            wanted = sorted(paths)
+            # Not state.lock: a load holds it for its whole download. Those dicts only
+            # grow, so a path seen in them is loaded; one not seen yet costs a load that
+            # finds it there.
+            with self._lock:
                 if state.pending is None:
-                    state.pending = pool.submit(self._load, state, sorted(paths))
+                    state.pending = pool.submit(self._load, state, wanted)
+                elif any(p not in state.modules and p not in state.parsing for p in wanted):
+                    load = functools.partial(pool.submit, self._load, state, wanted)
+                    state.pending = _then(state.pending, load)
 
     def snapshot(
         self, case: Case, paths: Sequence[str], *, inherits: Sequence[str] = ()
@@ -569,6 +579,35 @@ class Workspace:
         except InfrastructureError as exc:
             state.failure = exc
             raise
+
+
+def _then(first: Future[None], start: Callable[[], Future[None]]) -> Future[None]:
+    """A future done when ``first`` and then the one ``start`` gives are: ``start`` is
+    called once ``first`` is done (never blocking a pool thread on it); a failure of
+    ``first`` is the chain's, and ``start`` is not called."""
+    chained: Future[None] = Future()
+
+    def settle(done: Future[None]) -> None:
+        if done.cancelled():
+            chained.cancel()
+        elif (failure := done.exception()) is not None:
+            chained.set_exception(failure)
+        else:
+            chained.set_result(None)
+
+    def then(done: Future[None]) -> None:
+        if done.cancelled() or done.exception() is not None:
+            settle(done)
+            return
+        try:
+            follow = start()
+        except RuntimeError as exc:  # the pool was shut down (the run is closing)
+            chained.set_exception(exc)
+            return
+        follow.add_done_callback(settle)
+
+    first.add_done_callback(then)
+    return chained
 
 
 def _wait(pending: Future[None]) -> None:

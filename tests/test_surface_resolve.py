@@ -408,3 +408,20 @@ def test_texts_of_a_release_held_on_disk_are_read_there_not_kept_as_entries(tmp_
     # Read to be kept (the default), the same file becomes an entry.
     ws.read(release, ["toy/trainer.py"])
     assert len(list((tmp_path / "cache" / "files").rglob("*.entry"))) == 1
+
+
+def test_more_files_of_a_release_under_way_are_loaded_after_it_each_read_once(tmp_path):
+    ws = workspace(tmp_path, TREES, failing={"1.1"})
+    release, failing = CASES["toy"][0], CASES["toy"][1]
+    # Every download starts at once; what the newest release's lookups read is named
+    # for the others later, while theirs may still be under way.
+    ws.prefetch({release: {"toy/__init__.py"}, failing: {"toy/__init__.py"}})
+    ws.prefetch({release: {"toy/__init__.py", "toy/trainer.py"}, failing: {"toy/trainer.py"}})
+    found = ws.snapshot(release, ["toy/__init__.py", "toy/trainer.py"])
+    assert found.modules["toy/trainer.py"] is not None
+    source = ws._state(release).tree.source
+    assert source.requests == [("toy/__init__.py",), ("toy/trainer.py",)]
+    # A release whose first load failed fails the same way, its later files not tried.
+    with pytest.raises(FetchError, match="connection reset"):
+        ws.snapshot(failing, ["toy/trainer.py"])
+    assert ws._state(failing).tree.source.requests == [("toy/__init__.py",)]

@@ -100,8 +100,9 @@ def resolve(
             on_error(case, exc)
 
     # Only what is still to decide is read: a warm run reads no upstream file at all.
-    # One release of each package first (the newest), alone: what its lookups read is
-    # then fetched and parsed ahead for every other release, several at a time.
+    # Every release's download starts at once, the newest of each package first; that
+    # one is decided first, and what its lookups read is then loaded ahead for every
+    # other release too, as soon as its own download is done.
     pending = {
         package: [
             case
@@ -111,17 +112,12 @@ def resolve(
         for package, mine in by_package.items()
     }
     first = [listed[-1] for listed in pending.values() if listed]
+    rest = [case for listed in pending.values() for case in listed[:-1]]
     try:
-        workspace.prefetch({case: _candidates(by_package[case.package]) for case in first})
+        workspace.prefetch({case: _candidates(by_package[case.package]) for case in first + rest})
         for case in first:
             decide(case)
-        workspace.prefetch(
-            {
-                case: _candidates(by_package[package]) | hints[package]
-                for package, listed in pending.items()
-                for case in listed[:-1]
-            }
-        )
+        workspace.prefetch({case: hints[case.package] for case in rest})
         for package in sorted(by_package):
             for case in cases.get(package, ()):
                 if case not in tried:
