@@ -3,6 +3,7 @@
     python bench/surface.py                          # the four projects, warm and cold
     python bench/surface.py --skip-cold              # extraction and warm resolution only
     python bench/surface.py dist/my-1.0-py3-none-any.whl --cold-tags transformers=5.5
+    python bench/surface.py my.whl --cold-only --cold-tags transformers=5.0.0,5.5.0
 
 Measures, on this machine, for each target (default: the newest unsloth, unsloth_zoo,
 liger-kernel and axolotl wheels, downloaded first, untimed):
@@ -85,6 +86,9 @@ def main(argv: list[str] | None = None) -> int:
         "--cold-tags", action="append", default=[], help="as --canary-tags, for the cold part"
     )
     parser.add_argument("--skip-cold", action="store_true", help="no cold run and floor")
+    parser.add_argument(
+        "--cold-only", action="store_true", help="only the cold run and its floor (no warm part)"
+    )
     parser.add_argument("--workers", type=int, default=4, help="parallel downloads, both sides")
     parser.add_argument("--work-dir", type=Path, help="keep downloads here (default: a temp dir)")
     options = parser.parse_args(argv)
@@ -95,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"canary surface benchmark ({os.cpu_count()} cores, python {sys.version.split()[0]})")
     try:
         targets = options.targets or newest_wheels(list(PROJECTS), work / "targets", env)
-        for target in targets:
+        for target in () if options.cold_only else targets:
             first = surface([target], options.tags, offline=True, workers=options.workers)
             warm = surface([target], options.tags, offline=True, workers=options.workers)
             kinds = Counter(r.reference.kind.value for r in warm.result.references)
