@@ -249,5 +249,5 @@ def test_version_prefixed_k_selects_exactly_one_package_in_the_catalog():
         for module in (ROOT / "canary" / "checks").glob("test_*.py")
         for name in re.findall(r"^def (test_\w+)\(", module.read_text(), re.M)
     ]
-    assert len(names) > 100
+    assert len(names) >= 100  # the glob found the catalog
     assert [name for name in names if pattern.search(name)] == []

@@ -46,7 +46,6 @@ TRAINER = "transformers/trainer.py"
 TRAINER_UTILS = "transformers/trainer_utils.py"
 LOSS_UTILS = "transformers/loss/loss_utils.py"
 MODELING_UTILS = "transformers/modeling_utils.py"
-HUB = "transformers/utils/hub.py"
 BITSANDBYTES = "transformers/integrations/bitsandbytes.py"
 FP8 = "transformers/integrations/finegrained_fp8.py"
 QUANTIZERS_UTILS = "transformers/quantizers/quantizers_utils.py"
@@ -54,7 +53,6 @@ PROCESSING_UTILS = "transformers/processing_utils.py"
 AUTO_FACTORY = "transformers/models/auto/auto_factory.py"
 CONFIGURATION_UTILS = "transformers/configuration_utils.py"
 TOKENIZATION_BASE = "transformers/tokenization_utils_base.py"
-ATTN_MASK_UTILS = "transformers/modeling_attn_mask_utils.py"
 CACHE_UTILS = "transformers/cache_utils.py"
 TRAINING_ARGS = "transformers/training_args.py"
 GEMMA3 = "transformers/models/gemma3/modeling_gemma3.py"
@@ -635,14 +633,6 @@ def test_modeling_utils_binds_torch_checkpoint(upstream):
     )
 
 
-@check(reads=HUB, fix="PushToHubMixin._create_repo", until="5.0.0")
-def test_push_to_hub_mixin_has_create_repo(upstream):
-    """Until 5.0 PushToHubMixin (transformers/utils/hub.py) has _create_repo(repo_id, private,
-    token, ...); 5.0 removed it, so the patch must not call it there."""
-    create = upstream.module(HUB).cls("PushToHubMixin").method("_create_repo")
-    expect_parameters(create, "repo_id", "private", "token")
-
-
 @check(reads=BITSANDBYTES, fix="bitsandbytes Linear4bit replacement", until="5.0.0")
 def test_bitsandbytes_replacement_builds_linear4bit_in_helper(upstream):
     """Until 5.0 integrations/bitsandbytes.py's replace_with_bnb_linear delegates to
@@ -749,24 +739,6 @@ def test_apply_chat_template_keywords(upstream):
         method, "conversation", "chat_template", "add_generation_prompt", "tokenize", keyword=True
     )
     expect_keyword_accepted(method, "return_dict")
-
-
-@check(
-    reads=ATTN_MASK_UTILS,
-    fix="attention mask utilities",
-    known_drift={"5.24.0": "ships without modeling_attn_mask_utils.py (back in 5.25.0)"},
-)
-def test_attention_mask_utilities(upstream):
-    """modeling_attn_mask_utils.py defines AttentionMaskConverter and the _prepare_4d_*
-    mask builders."""
-    module = upstream.module(ATTN_MASK_UTILS)
-    for name in (
-        "AttentionMaskConverter",
-        "_prepare_4d_attention_mask",
-        "_prepare_4d_causal_attention_mask",
-        "_prepare_4d_causal_attention_mask_for_sdpa",
-    ):
-        expect_defined(module, name)
 
 
 @check(reads=CACHE_UTILS, fix="KV cache classes")

@@ -25,12 +25,6 @@ TRANSFORMERS_PATCHES: tuple[Fix, ...] = (
         upstream=("transformers.modeling_utils:checkpoint",),
     ),
     Fix(
-        name="PushToHubMixin._create_repo",
-        summary="calls PushToHubMixin._create_repo when saving and pushing merged models",
-        reference="unsloth-zoo#393",
-        upstream=("transformers.utils.hub:PushToHubMixin._create_repo",),
-    ),
-    Fix(
         name="bitsandbytes Linear4bit replacement",
         summary=(
             "patches transformers.integrations.bitsandbytes' replacement of nn.Linear by "
@@ -117,15 +111,6 @@ TRANSFORMERS_PATCHES: tuple[Fix, ...] = (
         ),
         reference="unsloth#5036",
         upstream=("transformers.tokenization_utils_base:PreTrainedTokenizerBase",),
-    ),
-    Fix(
-        name="attention mask utilities",
-        summary=(
-            "imports AttentionMaskConverter and the _prepare_4d_* mask builders from "
-            "transformers.modeling_attn_mask_utils for its fast attention paths"
-        ),
-        reference="unsloth#5036",
-        upstream=("transformers.modeling_attn_mask_utils",),
     ),
     Fix(
         name="KV cache classes",

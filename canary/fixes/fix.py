@@ -19,7 +19,7 @@ class Fix:
     supports; the static tier checks the fix's own surface there, and an upstream package
     the fix's code uses without a window is a finding.
     ``upstream`` (downstream patches): what the patch uses upstream, as
-    ``module:qualname`` (``transformers.utils.hub:PushToHubMixin._create_repo``; a module
+    ``module:qualname`` (``transformers.cache_utils:DynamicCache``; a module
     alone for a whole module), so ``surface --stale`` can tell an entry whose project no
     longer uses any of it.
     """
