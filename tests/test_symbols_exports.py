@@ -239,3 +239,13 @@ def test_paths_read_lists_every_path_asked_for():
     tree.lookup("pkg.Trainer")
     assert {"pkg/__init__.py", "pkg/api.py", "pkg/core/trainer.py"} <= tree.paths_read
     assert "pkg/utils/logging.py" not in tree.paths_read  # never needed
+
+
+def test_what_the_import_system_sets_on_every_module_is_there_but_all_is_not():
+    tree = package("pkg", CHAIN)
+    for dotted in ("pkg.__package__", "pkg.core.trainer.__file__", "pkg.utils.__spec__"):
+        assert tree.lookup(dotted).found is True, dotted
+    assert tree.lookup("pkg.core.__path__").found is True  # a package
+    assert tree.lookup("pkg.core.trainer.__path__").found is False  # a module is none
+    # __all__ is the module's own: pkg/api.py never defines one.
+    assert tree.lookup("pkg.api.__all__").found is False

@@ -47,6 +47,12 @@ from canary.symbols.modules import ModuleFiles, absolute, dotted_of
 _TYPE_CHECKING = frozenset({"TYPE_CHECKING", "typing.TYPE_CHECKING"})
 # ``globals()[name] = ...``, ``globals().update(...)``, ``vars()``: names we cannot list.
 _NAMESPACE_WRITERS = frozenset({"globals", "vars", "locals"})
+# What the import system puts on every module it loads (a lazy module's own __init__ sets
+# __file__ and __path__ as well); ``__path__`` on packages only. ``__all__`` is not one.
+_MODULE_ATTRIBUTES = frozenset(
+    {"__name__", "__doc__", "__package__", "__loader__", "__spec__", "__file__", "__cached__"}
+    | {"__dict__", "__builtins__"}
+)
 
 
 class Resolver:
@@ -86,6 +92,8 @@ class Resolver:
         module = self.files.module(dotted)
         if module is None:
             return self.module(dotted)
+        if name in _MODULE_ATTRIBUTES or (name == "__path__" and _is_package(module)):
+            return Lookup(True, ASSIGNMENT, module.path, name, "set by the import system")
         self._active.add(key)
         try:
             lazy = self._lazy_of(module)
@@ -474,6 +482,10 @@ def _unbound(module: Module, dotted: str, name: str) -> Lookup:
     bound = [*module.classes, *module.functions, *module.assignments, *module.imports]
     why = f"{dotted} does not bind {name!r}{closest(name, bound)}"
     return missing(NAME, module.path, name, why)
+
+
+def _is_package(module: Module) -> bool:
+    return module.path.endswith("/__init__.py")
 
 
 def _has_all(module: Module | None) -> bool:
