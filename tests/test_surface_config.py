@@ -67,6 +67,12 @@ def test_a_file_of_its_own_may_hold_the_keys_at_top_level(tmp_path):
     assert load_config(path).own_attributes == ("_mine",)
 
 
+def test_version_parsers_are_read_as_given(tmp_path):
+    path = tmp_path / "surface.toml"
+    path.write_text('version_parsers = ["unsloth_zoo.utils.Version", "mypkg.v.parse"]\n')
+    assert load_config(path).version_parsers == ("unsloth_zoo.utils.Version", "mypkg.v.parse")
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
@@ -88,6 +94,12 @@ def test_a_file_of_its_own_may_hold_the_keys_at_top_level(tmp_path):
             r"expected_absent\[0\]: unknown key 'why'",
         ),
         ("own_attributes = [", r"not valid TOML"),
+        (
+            "version_parsers = 'mypkg.Version'",
+            r"version_parsers .* must be a list of dotted names.*\"mypkg.utils.Version\"",
+        ),
+        ("version_parsers = ['Version']", r"version_parsers .*; 'Version' is not one"),
+        ("version_parsers = ['mypkg.utils.Version()']", r"'mypkg.utils.Version\(\)' is not one"),
     ],
 )
 def test_bad_input_names_the_key_and_the_fix(tmp_path, text, message):

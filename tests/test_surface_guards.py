@@ -18,12 +18,14 @@ UPSTREAM = ("transformers", "trl", "peft")
 MIXTRAL = "transformers.models.mixtral.modeling_mixtral"
 
 
-def surface(tmp_path: Path, files: dict[str, str]) -> tuple[Reference, ...]:
+def surface(
+    tmp_path: Path, files: dict[str, str], parsers: tuple[str, ...] = ()
+) -> tuple[Reference, ...]:
     for name, text in files.items():
         path = tmp_path / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text))
-    return extract(tmp_path, sorted(files), upstream=UPSTREAM)
+    return extract(tmp_path, sorted(files), upstream=UPSTREAM, version_parsers=parsers)
 
 
 def windows(references, kind: Kind, target: str) -> list[dict[str, str]]:
@@ -184,8 +186,10 @@ class Names:
             return node.value
         return None
 
-    def parses_versions(self, func: ast.expr) -> bool:
-        return isinstance(func, ast.Name) and func.id == "Version"
+    def version_parser(self, func: ast.expr) -> str | None:
+        if isinstance(func, ast.Name) and func.id in ("Version", "Own"):
+            return "packaging.version.Version" if func.id == "Version" else "mypkg.Own"
+        return None
 
 
 def test_a_window_is_never_narrower_than_where_the_branch_runs():
@@ -219,3 +223,71 @@ def test_a_window_is_never_narrower_than_where_the_branch_runs():
 )
 def test_a_site_runs_where_its_window_holds_compared_as_the_project_compares(window, release, runs):
     assert Site("a.py", 1, versions=window).runs_on("transformers", release) is runs
+
+
+# unsloth_zoo's Version, in short: a package name is its installed version; a version with
+# a suffix is read as its release plus ".1" ("4.50.0.dev0" -> 4.50.0.1).
+OWN_VERSION = "def Version(version):\n    return version\n"
+
+
+@pytest.mark.parametrize(
+    ("imports", "parsers"),
+    [
+        # the project's own wrapper, imported from its module or through a re-export
+        ("from proj.utils import Version", ("proj.utils.Version",)),
+        ("from proj import Version", ("proj.utils.Version",)),
+        # another package's (unsloth imports unsloth_zoo's), by name or through its module
+        ("from zoo.utils import Version", ("zoo.utils.Version",)),
+        ("import zoo.utils as u; Version = u.Version", ("zoo.utils.Version",)),
+    ],
+)
+def test_a_declared_parser_gives_windows_as_packaging_does(tmp_path, imports, parsers):
+    files = {
+        "proj/__init__.py": "from proj.utils import Version\n",
+        "proj/utils.py": OWN_VERSION,
+        "proj/a.py": f"""\
+            import transformers
+            import transformers.trainer as t
+            from importlib.metadata import version as importlib_version
+            {imports}
+
+            def f():
+                if Version(importlib_version("transformers")) < Version("5.0.0"):
+                    return
+                t.A = 1
+                if Version(transformers.__version__) >= Version("4.50"):
+                    t.B = 1
+        """,
+    }
+    refs = surface(tmp_path, files, parsers)
+    assert windows(refs, Kind.PATCH, "transformers.trainer.A") == [{"transformers": ">=5.0.0"}]
+    assert windows(refs, Kind.PATCH, "transformers.trainer.B") == [
+        {"transformers": ">=4.50,>=5.0.0"}
+    ]
+    # undeclared, the same wrapper orders nothing canary trusts: every release
+    refs = surface(tmp_path, files)
+    assert windows(refs, Kind.PATCH, "transformers.trainer.A") == [{}]
+
+
+@pytest.mark.parametrize("literal", ["5.0.0.dev0", "5.0.0rc1", "5.0.0.post1", "5.0.0+cu121", "v5"])
+def test_a_declared_parser_is_trusted_with_plain_release_numbers_only(tmp_path, literal):
+    # unsloth's wrapper reads "5.0.0.dev0" as 5.0.0.1, above 5.0.0 where packaging puts it
+    # below: read as packaging reads it, the else branch would be said not to run on 5.0.0
+    files = {
+        "proj/__init__.py": "",
+        "proj/utils.py": OWN_VERSION,
+        "proj/a.py": f"""\
+            import transformers
+            import transformers.trainer as t
+            from proj.utils import Version
+
+            def f():
+                if Version(transformers.__version__) >= Version("{literal}"):
+                    t.A = 1
+                else:
+                    t.B = 1
+        """,
+    }
+    refs = surface(tmp_path, files, ("proj.utils.Version",))
+    assert windows(refs, Kind.PATCH, "transformers.trainer.A") == [{}]
+    assert windows(refs, Kind.PATCH, "transformers.trainer.B") == [{}]

@@ -146,6 +146,7 @@ def _extract(options: SurfaceOptions, run: Run) -> list[Surface]:
             upstream=upstream,
             own_attributes=loaded.config.own_attributes,
             registries=loaded.config.source_registries,
+            version_parsers=loaded.config.version_parsers,
         )
         surfaces.append(Surface(loaded.target, references, _expected_absent(loaded.config)))
     return surfaces

@@ -7,6 +7,7 @@ of the project's own table, not merged with it::
     [tool.canary.surface]
     own_attributes = ["_my_patched*"]     # attribute names the project sets on upstream objects
     exclude = ["templates/*.py"]          # files that are not Python meant to run
+    version_parsers = ["mypkg.utils.Version"]  # the project's own Version(...) callables
 
     [[tool.canary.surface.expected_absent]]
     target = "transformers.models.llama.modeling_llama.LlamaFlashAttention2"
@@ -23,6 +24,12 @@ of the project's own table, not merged with it::
     classes = { grpo_trainer = "GRPOTrainer" }   # what {class} is for each key
 
 ``target`` is an fnmatch pattern on the reference's dotted target (``*`` crosses dots).
+
+``version_parsers`` names callables (the project's, or a package's it imports them from)
+that the maintainer states order release versions as ``packaging.version.Version`` does: a
+version test through one of them gives its branch a window of releases, as a packaging
+comparison does. Only literals that are plain release numbers (``"4.50.0"``, not
+``"4.50.0.dev0"``) are read through them: that is all such a wrapper is trusted with.
 
 A source registry declares what extraction cannot see: functions registered in a mapping of
 lists (``REGISTRY["key"].append(f)``) that the project later calls with the source of an
@@ -54,10 +61,13 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 TABLE = "[tool.canary.surface]"
-_KEYS = frozenset({"expected_absent", "own_attributes", "exclude", "source_registries"})
+_KEYS = frozenset(
+    {"expected_absent", "own_attributes", "exclude", "source_registries", "version_parsers"}
+)
 _ENTRY_KEYS = frozenset({"target", "package", "versions", "kind", "reason"})
 _REGISTRY_KEYS = frozenset({"registry", "parameter", "selector", "source", "classes"})
 _PLACEHOLDERS = re.compile(r"\{(\w*)\}")
+_DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 
 
 @dataclass(frozen=True)
@@ -112,6 +122,7 @@ class SurfaceConfig:
     source_registries: tuple[SourceRegistry, ...] = ()
     own_attributes: tuple[str, ...] = ()  # fnmatch patterns of attribute names
     exclude: tuple[str, ...] = ()  # fnmatch patterns of "/"-separated file paths
+    version_parsers: tuple[str, ...] = ()  # dotted: module and callable
     origin: str | None = None  # the file it was read from
 
     def excludes(self, path: str) -> bool:
@@ -163,6 +174,7 @@ def config_from_table(table: Mapping[str, Any], *, origin: str) -> SurfaceConfig
         source_registries=tuple(_registry(r, i, origin) for i, r in enumerate(registries)),
         own_attributes=_strings(table, "own_attributes", origin),
         exclude=_strings(table, "exclude", origin),
+        version_parsers=_version_parsers(table, origin),
         origin=origin,
     )
 
@@ -172,6 +184,21 @@ def _strings(table: Mapping[str, Any], key: str, origin: str) -> tuple[str, ...]
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
         raise ConfigError(
             f'{origin}: {key} in {TABLE} must be a list of non-empty strings (["pattern", ...])'
+        )
+    return tuple(value)
+
+
+def _version_parsers(table: Mapping[str, Any], origin: str) -> tuple[str, ...]:
+    value = table.get("version_parsers", [])
+    if not isinstance(value, list):
+        bad: object = value
+    else:
+        bad = next((e for e in value if not isinstance(e, str) or not _DOTTED.fullmatch(e)), None)
+    if bad is not None or not isinstance(value, list):
+        raise ConfigError(
+            f"{origin}: version_parsers in {TABLE} must be a list of dotted names, each a "
+            f'module and the callable in it (version_parsers = ["mypkg.utils.Version"]); '
+            f"{bad!r} is not one"
         )
     return tuple(value)
 

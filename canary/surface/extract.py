@@ -181,6 +181,9 @@ class Upstream:
 
 @dataclass(frozen=True)
 class Stdlib:
+    """An object of a module outside the project and upstream, known by its dotted path: of
+    the standard library (and ``packaging``), or a version parser the project declares."""
+
     path: str  # inspect.getsource
 
 
@@ -247,14 +250,21 @@ def extract(
     upstream: Collection[str],
     own_attributes: Collection[str] = (),
     registries: Collection[SourceRegistry] = (),
+    version_parsers: Collection[str] = (),
 ) -> tuple[Reference, ...]:
     """The references of the project at ``root`` (``files`` relative, "/"-separated) to the
     packages whose import names are ``upstream``, one per key with every site, sorted.
     ``own_attributes``: fnmatch patterns of attribute names the project puts on upstream
     objects itself (beyond those carrying its name); ``registries``: the project's source
-    registries (``[tool.canary.surface]``)."""
+    registries; ``version_parsers``: dotted names of callables that order release versions
+    as packaging's ``Version`` does (all three from ``[tool.canary.surface]``)."""
     return survey(
-        root, files, upstream=upstream, own_attributes=own_attributes, registries=registries
+        root,
+        files,
+        upstream=upstream,
+        own_attributes=own_attributes,
+        registries=registries,
+        version_parsers=version_parsers,
     ).references
 
 
@@ -265,11 +275,12 @@ def survey(
     upstream: Collection[str],
     own_attributes: Collection[str] = (),
     registries: Collection[SourceRegistry] = (),
+    version_parsers: Collection[str] = (),
     workers: int | None = None,
 ) -> Survey:
     """:func:`extract`, with what could not be followed. ``workers``: processes to walk a
     large project's files in (default: one per CPU; 1: this process only)."""
-    project = _Project(root, tuple(files), frozenset(upstream))
+    project = _Project(root, tuple(files), frozenset(upstream), frozenset(version_parsers))
     paths = list(project.paths_to_walk())
     uses, skipped = _walk_all(project, paths, os.cpu_count() if workers is None else workers)
     for registry in registries:
@@ -335,9 +346,16 @@ class _Exports:
 
 
 class _Project:
-    def __init__(self, root: Path, files: tuple[str, ...], upstream: frozenset[str]) -> None:
+    def __init__(
+        self,
+        root: Path,
+        files: tuple[str, ...],
+        upstream: frozenset[str],
+        parsers: frozenset[str] = frozenset(),
+    ) -> None:
         self.root = root
         self.upstream = upstream
+        self.parsers = parsers  # the version parsers the project declares, dotted
         self.files = tuple(f for f in files if f.endswith(".py"))
         self.module_of: dict[str, str] = {}
         self.path_of: dict[str, str] = {}
@@ -448,9 +466,14 @@ class _Project:
             return Upstream(dotted)
         if dotted in self.path_of:
             return ProjectModule(dotted)
-        if dotted.split(".", 1)[0] in _STDLIB:
+        if dotted.split(".", 1)[0] in _STDLIB or self.outside_parser(dotted):
             return Stdlib(dotted)
         return None
+
+    def outside_parser(self, dotted: str) -> bool:
+        """Whether ``dotted`` is a declared version parser, or a module holding one, that
+        is neither the project's nor upstream's (unsloth's ``unsloth_zoo.utils.Version``)."""
+        return any(p == dotted or p.startswith(f"{dotted}.") for p in self.parsers)
 
     def exports(self, module: str) -> _Exports:
         """The module-level bindings of a project module (lazily; a cycle sees what is
@@ -1229,9 +1252,9 @@ class _Walker:
             elif base in self.project.path_of:
                 self.import_project(base, alias)
             elif alias.name != "*":
-                stdlib = base.split(".", 1)[0] in _STDLIB
-                binding = Stdlib(f"{base}.{alias.name}") if stdlib else None
-                self.bind(alias.asname or alias.name, binding)
+                dotted = f"{base}.{alias.name}"
+                known = base.split(".", 1)[0] in _STDLIB or self.project.outside_parser(dotted)
+                self.bind(alias.asname or alias.name, Stdlib(dotted) if known else None)
 
     def import_upstream(self, node: ast.ImportFrom, base: str, alias: ast.alias) -> None:
         target = base if alias.name == "*" else f"{base}.{alias.name}"
@@ -1493,10 +1516,17 @@ class _Walker:
     def _version_fact(self, value: ast.expr) -> guards.InstalledVersion | guards.VersionGate | None:
         return guards.version_fact(value, self)
 
-    def parses_versions(self, func: ast.expr) -> bool:
-        """Whether ``func`` is packaging's ``Version``/``parse`` (:class:`guards.Names`)."""
+    def version_parser(self, func: ast.expr) -> str | None:
+        """Which version parser ``func`` is, if any: packaging's ``Version``/``parse`` or
+        one the project declares, its own or imported (:class:`guards.Names`)."""
         binding = self.binding(func)
-        return isinstance(binding, Stdlib) and binding.path in guards.PARSERS
+        if isinstance(binding, Stdlib):
+            path = binding.path
+        elif isinstance(binding, ProjectFunction):
+            path = f"{binding.module}.{binding.name}"
+        else:
+            return None
+        return path if path in guards.PARSERS or path in self.project.parsers else None
 
     def version_of(
         self, node: ast.expr

@@ -10,9 +10,10 @@ a version test is the code for the other releases), and so is the rest of a bloc
 which sees the statements.
 
 A version test also says *where* its branch runs: :func:`version_window` reads the window
-of releases, per package, from the tests it can read exactly (a ``packaging`` comparison
-of an upstream package's installed version with a literal version, directly or through a
-project constant defined as one), negated in ``else``, conjoined when nested. Anything else
+of releases, per package, from the tests it can read exactly (a ``packaging`` comparison,
+or one through a parser the project declares, of an upstream package's installed version
+with a literal version, directly or through a project constant defined as one), negated in
+``else``, conjoined when nested. Anything else
 gives no window: the branch counts on every release, as if the test were not there.
 """
 
@@ -136,9 +137,14 @@ def presence_tested(
 # --- version windows ----------------------------------------------------------------------
 
 # What makes a comparable version of a string: packaging's, by where it was imported from
-# (a project's own ``Version`` wrapper may compare differently). A comparison of two
-# strings or of a version and a string is not read: it does not order releases (or raises).
+# (a project's own ``Version`` wrapper may compare differently), and the callables a project
+# declares (``version_parsers`` in ``[tool.canary.surface]``). A comparison of two strings
+# or of a version and a string is not read: it does not order releases (or raises).
 PARSERS = frozenset({"packaging.version.Version", "packaging.version.parse"})
+# A declared parser is trusted to order final releases as packaging does, nothing more:
+# unsloth's reads "4.50.0.dev0" as 4.50.0.1, above 4.50.0 where packaging puts it below. So
+# a literal compared through one is read only when it is a final release's plain number.
+_PLAIN_RELEASE = re.compile(r"\d+(?:\.\d+)*")
 _OPERATORS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
 _SWAPPED = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
 _NEGATED = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
@@ -204,8 +210,9 @@ class Names(Protocol):
         """A name, attribute chain or call as an installed version, a version test, or a
         literal string; None: none of these."""
 
-    def parses_versions(self, func: ast.expr) -> bool:
-        """Whether a callee is one of :data:`PARSERS`."""
+    def version_parser(self, func: ast.expr) -> str | None:
+        """The dotted name of the version parser a callee is: one of :data:`PARSERS` or one
+        the project declares; None: no parser."""
 
 
 def version_fact(node: ast.expr, names: Names) -> InstalledVersion | VersionGate | None:
@@ -282,19 +289,24 @@ def _version_operand(node: ast.expr, names: Names) -> InstalledVersion | Version
     """A comparable version: ``Version(<installed>)`` (or a name bound to one), or
     ``Version("X")`` of a literal."""
     if isinstance(node, ast.Call):
-        if len(node.args) != 1 or node.keywords or not names.parses_versions(node.func):
+        parser = names.version_parser(node.func) if len(node.args) == 1 else None
+        if parser is None or node.keywords:
             return None
         inner = names.version_of(node.args[0])
         if isinstance(inner, InstalledVersion):
             return InstalledVersion(inner.package, parsed=True)
-        if isinstance(inner, str):
-            try:
-                return Version(inner)
-            except InvalidVersion:
-                return None
-        return None
+        return _literal_version(inner, parser) if isinstance(inner, str) else None
     fact = names.version_of(node)
     return fact if isinstance(fact, InstalledVersion) and fact.parsed else None
+
+
+def _literal_version(text: str, parser: str) -> Version | None:
+    if parser not in PARSERS and _PLAIN_RELEASE.fullmatch(text) is None:
+        return None  # a declared parser may read it otherwise
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
 
 
 def _major(node: ast.expr, names: Names) -> str | None:
