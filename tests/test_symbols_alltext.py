@@ -8,7 +8,7 @@ import textwrap
 import pytest
 
 from canary.codeindex import parse_module
-from canary.symbols.alltext import read_all
+from canary.symbols.alltext import read_all, requires_names
 from canary.symbols.effects import declared_all
 
 
@@ -125,3 +125,66 @@ def test_a_real_model_file_tail():
     )
     assert read_all(text) == ("GemmaModel", "GemmaPreTrainedModel")
     assert fetch__all__(text) == ["GemmaModel", "GemmaPreTrainedModel"]
+
+
+def requires_exports(file_content: str) -> list[str]:
+    """The names ``create_import_structure_from_path`` (transformers'
+    ``utils/import_utils.py``, the same in 4.52 and 5.25) exports for ``@requires``,
+    copied as the oracle with its backends parsing left out (``file_content`` as its
+    text-mode ``open`` reads it)."""
+    names: list[str] = []
+    previous_line = ""
+    if "@requires" in file_content:
+        lines = file_content.split("\n")
+        for line in lines:
+            if line.startswith((" ", "\t", "@", ")")) and not line.startswith("@requires"):
+                continue
+            skip_line = False
+            if "@requires" in previous_line:
+                if not line.startswith("class") and not line.startswith("def"):
+                    skip_line = True
+                else:
+                    start_index = 6 if line.startswith("class") else 4
+                    names.append(line[start_index:].split("(")[0].strip(":"))
+            if not skip_line:
+                previous_line = line
+    return names
+
+
+REQUIRES = {
+    "one line": ('@requires(backends=("torch",))\nclass A(B):\n    pass\n', ["A"]),
+    "backends over lines, a comment, other decorators": (
+        "@dataclass\n@requires(\n    backends=(\n        'torch',\n    )\n)\n"
+        "# Copied from x\n@other\ndef f(x):\n    pass\n",
+        ["f"],
+    ),
+    # only the next class/def after it: B is not
+    "a blank line and a statement are stepped over": (
+        "@requires(backends=())\n\nX = 1\nclass A:\n    pass\nclass B:\n    pass\n",
+        ["A"],
+    ),
+    "a method is not exported": ("class A:\n    @requires()\n    def m(self): ...\n", []),
+    "nor an async def": ("@requires()\nasync def g(): ...\n", []),
+    "nor what an aliased decorator marks": ("@utils.requires()\ndef k(): ...\n", []),
+    # an async def is stepped over like any statement: the def after it is the one
+    "the def after an async def": ("@requires()\nasync def g(): ...\ndef h(): ...\n", ["h"]),
+    "a column-0 comment naming it counts, as there": ("# see @requires\ndef f(): ...\n", ["f"]),
+    "windows line endings": ('@requires(backends=("torch",))\r\nclass A:\r\n    pass\r\n', ["A"]),
+}
+
+
+@pytest.mark.parametrize(("text", "names"), REQUIRES.values(), ids=REQUIRES.keys())
+def test_requires_definitions_are_read_as_transformers_reads_them(text, names):
+    universal = text.replace("\r\n", "\n")  # what its text-mode open hands it
+    assert requires_names(text) == requires_exports(universal) == names
+
+
+def test_the_served_names_are_the_all_then_the_requires_definitions():
+    text = (
+        '@requires(backends=("torch",))\nclass A:\n    pass\n\n'
+        '@requires(backends=("torch",))\ndef helper(): ...\n\n__all__ = ["A", "B"]\n'
+    )
+    assert read_all(text) == ("A", "B", "helper")
+    assert requires_names(text) == ["A", "helper"]
+    # an __all__ the text does not decide leaves the whole file to the code index
+    assert read_all(text + "__all__ += []\n") is None

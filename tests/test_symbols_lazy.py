@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
 from symbols_trees import package
 
 from canary.codeindex import parse_module
@@ -718,3 +719,52 @@ def test_a_folder_without_an_init_is_no_package_of_the_walk():
     stray = {"transformers/models/stray/modeling_stray.py": "__all__ = ['StrayModel']\n"}
     tree = listed_4_57(stray)
     assert tree.lookup("transformers.StrayModel").found is False
+
+
+REQUIRES = """
+    from ...utils.import_utils import requires
+
+
+    @requires(backends=("torch",))
+    class xLSTMServed:
+        pass
+
+
+    @requires(
+        backends=(
+            "torch",
+        )
+    )
+    # Copied from somewhere
+    def xlstm_served_too():
+        pass
+
+
+    def xlstm_helper():
+        pass
+
+
+    class xLSTMModel:
+        pass
+
+"""
+
+
+@pytest.mark.parametrize(
+    "all_", ['__all__ = ["xLSTMModel"]', '__all__ = ["xLSTMModel"]\n__all__ += []']
+)
+def test_requires_definitions_are_served_beside_the_all(all_):
+    # define_import_structure serves a @requires definition its __all__ does not list
+    # (transformers' model_addition_debugger_context): off the text where it decides the
+    # __all__ (one step), else off the code index (two steps)
+    text = textwrap.dedent(REQUIRES) + all_ + "\n"
+    tree = listed_4_57({"transformers/models/xlstm/modeling_xlstm.py": text})
+    for name in ("xLSTMServed", "xlstm_served_too", "xLSTMModel"):
+        assert outcome(tree, f"transformers.{name}") == (
+            True,
+            "transformers/models/xlstm/modeling_xlstm.py",
+        )
+    # An undecorated definition is not served, though the module binds it
+    miss = tree.lookup("transformers.xlstm_helper")
+    assert miss.found is False
+    assert "lazy import structure has no 'xlstm_helper'" in miss.why

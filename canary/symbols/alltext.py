@@ -1,5 +1,5 @@
-"""A file's ``__all__`` read from its text, as transformers' ``define_import_structure``
-reads it, without parsing the file.
+"""What transformers' ``define_import_structure`` serves from a file, read from its text as
+it reads it, without parsing the file: the ``__all__`` and the ``@requires`` definitions.
 
 ``define_import_structure(folder)`` (transformers 4.52+) serves the ``__all__`` of every
 file of a folder, and it never imports or parses them: ``fetch__all__`` (in
@@ -14,6 +14,11 @@ text names ``__all__`` exactly once, on a line of its own at column 0, as
 or one per line up to a closing ``]``). Anything else (``__all__`` built in steps, named
 twice, a comment or two names on a line of the list) is None: not decided here, the caller
 reads the file's code index instead, so nothing is guessed.
+
+Besides the ``__all__``, ``create_import_structure_from_path`` (the same from 4.52 to 5.25)
+serves every definition its ``@requires`` line scan finds (:func:`requires_names`), most
+also in ``__all__``, some not (``model_addition_debugger_context``, ``Trainer``, 5.25's
+``TorchvisionBackend``): :func:`read_all` gives both.
 """
 
 from __future__ import annotations
@@ -40,8 +45,40 @@ _QUOTED = re.compile(r"""["']([A-Za-z_][A-Za-z0-9_]*)["']""")
 
 
 def read_all(text: str) -> TextAll:
-    """The names the file's ``__all__`` lists, () when the file never names ``__all__``,
-    None when its shape is not the plain one (see the module's docstring)."""
+    """The names define_import_structure serves from the file: what its ``__all__`` lists
+    (none when the file never names ``__all__``), then its :func:`requires_names`; None
+    when the ``__all__`` is not of the plain shape (see the module's docstring)."""
+    listed = _listed_all(text)
+    if listed is None:
+        return None
+    return listed + tuple(n for n in dict.fromkeys(requires_names(text)) if n not in listed)
+
+
+def requires_names(text: str) -> list[str]:
+    """The names ``create_import_structure_from_path`` exports for ``@requires``, line for
+    line as it finds them: skipping lines that start with a space, a tab, ``)`` or a
+    decorator other than ``@requires``, a ``class``/``def`` line is exported when the
+    last line not skipped before it contains ``@requires``; any other line after such a
+    line is stepped over (a comment, a docstring's column-0 text). The name is what follows
+    the keyword up to ``(``, less colons (``class A:`` is ``A``), as it takes it."""
+    if "@requires" not in text:
+        return []
+    names = []
+    previous = ""
+    # It reads the file in text mode: universal newlines.
+    for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+        if line.startswith((" ", "\t", "@", ")")) and not line.startswith("@requires"):
+            continue
+        if "@requires" in previous:
+            if not line.startswith(("class", "def")):
+                continue  # the @requires line stays the one before the next
+            start = 6 if line.startswith("class") else 4
+            names.append(line[start:].split("(")[0].strip(":"))
+        previous = line
+    return names
+
+
+def _listed_all(text: str) -> tuple[str, ...] | None:
     count = text.count("__all__")
     if count == 0:
         return ()

@@ -443,17 +443,19 @@ class Resolver:
                 yield path
 
     def _file_exports(self, child: str, path: str, *, listed: bool) -> tuple[frozenset[str], bool]:
-        """What define_import_structure serves from the module ``child`` (its ``__all__``:
-        off its text where the folder is listed and the text decides it, else from its
-        code index), and whether that is exact (not an ``__all__`` built in steps we do
-        not evaluate)."""
+        """What define_import_structure serves from the module ``child`` (its ``__all__``
+        and its ``@requires`` definitions: off its text where the folder is listed and the
+        text decides it, else from its code index), and whether that is exact (not an
+        ``__all__`` built in steps we do not evaluate)."""
         from_text = self.files.text_all(path) if listed else None
         if from_text is not None:
             return frozenset(from_text), True
         exported = self._exported(child)
+        module = self.files.module(child)
+        required = _requires_decorated(module) if module is not None else frozenset()
         if exported is None:
-            return frozenset(), not _has_all(self.files.module(child))
-        return exported, True
+            return required, not _has_all(module)
+        return exported | required, True
 
     def _fallbacks(
         self, module: Module, dotted: str, lazy: LazyModule
@@ -486,6 +488,18 @@ def _unbound(module: Module, dotted: str, name: str) -> Lookup:
 
 def _is_package(module: Module) -> bool:
     return module.path.endswith("/__init__.py")
+
+
+def _requires_decorated(module: Module) -> frozenset[str]:
+    """The module's top-level definitions with a ``requires...`` decorator: without the
+    file's text, what :func:`canary.symbols.alltext.requires_names` finds in it wherever
+    the decorators stand on lines of their own (the code index keeps no column-0 comment
+    that could carry ``@requires`` too)."""
+    return frozenset(
+        name
+        for name, definition in (*module.classes.items(), *module.functions.items())
+        if any(d.startswith("requires") for d in definition.decorators)
+    )
 
 
 def _has_all(module: Module | None) -> bool:
