@@ -104,23 +104,25 @@ def test_a_release_is_fetched_once_and_parsed_once_ever(upstreams, cache):
 
 
 @pytest.mark.parametrize("collecting", [True, False])
-def test_loading_a_cached_index_leaves_the_garbage_collector_as_it_was(
+def test_parsing_and_loading_an_index_leave_the_garbage_collector_as_it_was(
     upstreams, cache, collecting
 ):
-    """Unpickling turns the collector off for its length only: a run whose collector was on
-    keeps it on (else a long run would grow without bound), one that had it off keeps it off."""
+    """Parsing and unpickling turn the collector off for their length only: a run whose
+    collector was on keeps it on (else a long run would grow without bound), one that had it
+    off keeps it off."""
     import gc
 
-    workspace(upstreams, cache).snapshot(RELEASE, ["toy/core.py"])
-    again = workspace(upstreams, cache)
+    first, again = workspace(upstreams, cache), workspace(upstreams, cache)
     if not collecting:
         gc.disable()
     try:
+        first.snapshot(RELEASE, ["toy/core.py"])
+        assert gc.isenabled() is collecting
         snapshot = again.snapshot(RELEASE, ["toy/core.py"])
         assert gc.isenabled() is collecting
     finally:
         gc.enable()
-    assert again.stats.modules_from_cache == 1  # the index was unpickled, not parsed
+    assert (first.stats.modules_parsed, again.stats.modules_from_cache) == (1, 1)
     assert snapshot.module("toy/core.py").cls("Engine").has_method("run")
 
 
