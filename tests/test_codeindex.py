@@ -844,6 +844,23 @@ def test_pickle_round_trip():
     assert list(loaded.all_functions()) == list(module.all_functions())
 
 
+def test_records_pickle_as_dataclasses_does_and_refuse_a_state_of_another_shape():
+    """A blob written before the records had their own pickling loads to the same record
+    (the state is still the list of field values), and one from a canary whose record had
+    other fields is an error (the store then parses the file again), never a half record."""
+    import dataclasses
+
+    from canary.codeindex.model import Param, Signature
+
+    param = Param("labels", "POSITIONAL_OR_KEYWORD", "None", "torch.Tensor | None")
+    assert param.__getstate__() == [getattr(param, f.name) for f in dataclasses.fields(param)]
+    signature = Signature((param,))
+    assert pickle.loads(pickle.dumps(signature, protocol=5)) == signature
+    blank = object.__new__(Param)
+    with pytest.raises(ValueError, match="shorter"):
+        blank.__setstate__(["labels", "POSITIONAL_OR_KEYWORD", "None"])
+
+
 def test_summary_holds_no_ast_nodes():
     import ast
 

@@ -103,6 +103,29 @@ def test_a_release_is_fetched_once_and_parsed_once_ever(upstreams, cache):
     assert again.stats.modules_from_cache == 1
 
 
+@pytest.mark.parametrize("collecting", [True, False])
+def test_parsing_and_loading_an_index_leave_the_garbage_collector_as_it_was(
+    upstreams, cache, collecting
+):
+    """Parsing and unpickling turn the collector off for their length only: a run whose
+    collector was on keeps it on (else a long run would grow without bound), one that had it
+    off keeps it off."""
+    import gc
+
+    first, again = workspace(upstreams, cache), workspace(upstreams, cache)
+    if not collecting:
+        gc.disable()
+    try:
+        first.snapshot(RELEASE, ["toy/core.py"])
+        assert gc.isenabled() is collecting
+        snapshot = again.snapshot(RELEASE, ["toy/core.py"])
+        assert gc.isenabled() is collecting
+    finally:
+        gc.enable()
+    assert (first.stats.modules_parsed, again.stats.modules_from_cache) == (1, 1)
+    assert snapshot.module("toy/core.py").cls("Engine").has_method("run")
+
+
 def test_identical_files_in_two_releases_parse_once_and_name_their_own_release(upstreams, cache):
     space = workspace(upstreams, cache)
     space.snapshot(RELEASE, ["toy/core.py"])

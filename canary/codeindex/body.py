@@ -27,8 +27,10 @@ from canary.codeindex.expressions import (
     literal_value,
     parse_block,
 )
+from canary.codeindex.pickling import by_fields
 
 
+@by_fields
 @dataclass(frozen=True, slots=True)
 class Call:
     """One call expression inside a function body."""
@@ -70,6 +72,7 @@ class Call:
         return tuple(literal_of_text(a) for a in self.args)
 
 
+@by_fields
 @dataclass(frozen=True, slots=True)
 class Assignment:
     """``=``, augmented (``op`` "/" for "/=") or annotated assignment with a value; ``:=`` too."""

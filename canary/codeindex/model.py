@@ -21,6 +21,7 @@ from canary.codeindex.body import Assignment, Body, Call, walk_function
 from canary.codeindex.equivalence import Scope, function_scope
 from canary.codeindex.expressions import SourceText, Span
 from canary.codeindex.flow import Flow, flow_of_function
+from canary.codeindex.pickling import by_fields
 from canary.errors import Drift, Subject
 
 # Drift messages list at most this many candidate names, closest first.
@@ -33,6 +34,7 @@ KEYWORD_ONLY = "keyword_only"
 VAR_KEYWORD = "var_keyword"
 
 
+@by_fields
 @dataclass(frozen=True, slots=True)
 class Param:
     """One parameter of a signature; ``default``/``annotation`` are normalised text."""
@@ -64,6 +66,7 @@ class Param:
         return text
 
 
+@by_fields
 @dataclass(frozen=True, slots=True)
 class Signature:
     params: tuple[Param, ...]
@@ -220,6 +223,7 @@ class Function:
 _FUNCTION_FIELDS = tuple(f.name for f in dataclasses.fields(Function))
 
 
+@by_fields
 @dataclass(frozen=True, slots=True)
 class ClassAttribute:
     name: str
@@ -229,6 +233,7 @@ class ClassAttribute:
     annotation: str | None = None
 
 
+@by_fields
 @dataclass(frozen=True, slots=True)
 class Class:
     name: str
@@ -322,6 +327,7 @@ class Class:
             yield from nested.all_functions()
 
 
+@by_fields
 @dataclass(frozen=True, slots=True)
 class Import:
     """One name a module-level import binds (``name`` "*" for a star import)."""
@@ -342,6 +348,7 @@ class Import:
         return f"{source}import {self.imported}"
 
 
+@by_fields
 @dataclass(frozen=True, slots=True)
 class Effect:
     """A module-level statement that shapes the module's namespace other than by binding a
@@ -369,6 +376,7 @@ class Effect:
         return self.target[:end]
 
 
+@by_fields
 @dataclass(frozen=True, slots=True)
 class Module:
     path: str
