@@ -308,8 +308,9 @@ class Judging(FakeEngine):
             self.open_target, self.extract, self.resolve_case, judge=self.judge
         )
 
-    def judge(self, surface, workspace, cases_of):
-        self.judged.append((surface.target.name, tuple(c.label for c in cases_of("toy"))))
+    def judge(self, surface, workspace, cases_of, selected):
+        read = [c.label for c in cases_of("toy") if selected is None or c in selected]
+        self.judged.append((surface.target.name, tuple(read)))
         return self.counted
 
 
@@ -321,8 +322,15 @@ def test_a_miss_the_whole_surface_does_not_count_passes_and_the_judge_runs_once(
     monkeypatch.setattr(surface_plugin, "default_engine", engine.engine)
     result = run(project, "--canary-surface", "proj", "-k", "proj-toy")
     result.assert_outcomes(passed=3, skipped=2)
-    # Asked once, by the case that missed, over every release of the package.
+    # Asked once, by the case that missed, over every release of the package (all selected).
     assert engine.judged == [("proj", ("1.0.0", "1.1.0", "1.1.1", "2.0.0", "2.10.0"))]
+
+
+def test_a_target_is_judged_over_the_releases_the_run_selected_only(project, monkeypatch):
+    engine = Judging({})
+    monkeypatch.setattr(surface_plugin, "default_engine", engine.engine)
+    run(project, "--canary-surface", "proj", "-k", "proj-toy_1_1_1 or proj-toy_2_0")
+    assert engine.judged == [("proj", ("1.1.1", "2.0.0"))]  # no other release is read
 
 
 def test_a_miss_the_whole_surface_counts_on_that_release_fails(project, monkeypatch):

@@ -140,6 +140,24 @@ def test_a_release_is_resolved_once_ever(tmp_path):
     assert warm.stats.files_from_cache == warm.stats.files_fetched == 0  # no file read
 
 
+def test_cases_not_to_be_read_count_with_what_is_remembered_of_them(tmp_path):
+    patch = ref("toy.trainer.Trainer.compute_loss", Kind.PATCH)
+    train = ref("toy.trainer.Trainer.train")
+    one, two = CASES["toy"][0], CASES["toy"][2]
+    resolve([patch], {"toy": [one]}, workspace(tmp_path, TREES), make_tree=FakeTree)
+
+    FakeTree.lookups = []
+    ws = workspace(tmp_path, TREES)
+    found = resolve([patch, train], CASES, ws, make_tree=FakeTree, decide_only={two})
+    by_target = {r.reference.target: r.outcomes for r in found}
+    # 1.0 was decided before for the patch: remembered; 1.1 never was: not checked there.
+    assert by_target[patch.target] == {"1.0": Outcome.OK, "2.0": Outcome.MISSING}
+    assert by_target[train.target] == {"2.0": Outcome.OK}
+    assert FakeTree.lookups == [patch.target, train.target]  # looked up on 2.0 only
+    unread = [ws._state(case).tree.source.requests for case in CASES["toy"][:2]]
+    assert unread == [[], []]  # nothing was read of 1.0 or 1.1
+
+
 def test_a_tree_that_can_change_is_decided_afresh_every_run(tmp_path):
     local = {"toy": [Case("toy", "1.0", "local")]}
     for _ in range(2):

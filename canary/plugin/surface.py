@@ -66,9 +66,11 @@ class LoadedTarget(Protocol):
 
 
 Accepts = Callable[[Reference, str], object]  # the entry accepting a miss there, or None
-# (a target's surface, the workspace, a package's cases) -> key -> releases whose miss counts
+# (a target's surface, the workspace, a package's cases, the cases that may be read (None:
+# all)) -> key -> the releases whose miss counts
 Judge = Callable[
-    ["Surface", Workspace, Callable[[str], Sequence[Case]]], Mapping[Key, tuple[str, ...]]
+    ["Surface", Workspace, Callable[[str], Sequence[Case]], "Collection[Case] | None"],
+    Mapping[Key, tuple[str, ...]],
 ]
 
 
@@ -100,13 +102,16 @@ def default_engine() -> Engine:
         return WorkspaceSources(workspace, {case.package: [case]}).locate(reference, case.label)
 
     def judge(
-        surface: Surface, workspace: Workspace, cases_of: Callable[[str], Sequence[Case]]
+        surface: Surface,
+        workspace: Workspace,
+        cases_of: Callable[[str], Sequence[Case]],
+        selected: Collection[Case] | None,
     ) -> Mapping[Key, tuple[str, ...]]:
         accepts = surface.accepts
         reasons = None if accepts is None else _reasons(accepts)
         judged = command.Surface(surface.target, surface.references, reasons)
-        found = command.check_surfaces([judged], workspace, cases_of).findings
-        return {finding.reference.key: finding.new for finding in found}
+        run = command.check_surfaces([judged], workspace, cases_of, decide_only=selected)
+        return {finding.reference.key: finding.new for finding in run.findings}
 
     return Engine(open_target, extract, resolve_case, locate, judge)
 
@@ -192,6 +197,7 @@ class SurfacePlugin:
         self._engine: Engine | None = None
         self._surfaces: dict[str, Surface | InfrastructureError] = {}
         self._judgements: dict[str, Mapping[Key, tuple[str, ...]]] = {}
+        self._selected: dict[str, set[Case]] = {}  # target -> its cases the run selected
         self._lock = threading.Lock()
 
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> None:
@@ -286,14 +292,29 @@ class SurfacePlugin:
             self._engine = (self._engine_factory or default_engine)()
         return self._engine
 
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """Which of each target's cases the run selected (``-k``, node ids): a target is
+        judged over those only, so a run of one series never fetches every release."""
+        for item in session.items:
+            callspec = getattr(item, "callspec", None)
+            param = callspec.params.get(FIXTURE) if callspec is not None else None
+            if isinstance(param, SurfaceCase):
+                self._selected.setdefault(param.target, set()).add(param.case)
+
     def _judged(self, spec: str, surface: Surface) -> Mapping[Key, tuple[str, ...]]:
         """The target judged over every release, once, by whichever case first misses
-        something (warm, its outcomes on the other releases are remembered)."""
+        something: the releases the run selected are read, the others count with what is
+        remembered of them (so a run of one series never fetches every release). Warm,
+        this is the surface command's judgement; cold, a miss that came later than a
+        release not yet checked counts (it cannot be told from a removal)."""
         with self._lock:
             if spec not in self._judgements:
                 judge = self.engine.judge
                 assert judge is not None
-                self._judgements[spec] = judge(surface, self.run.workspace, self.run.cases)
+                selected = self._selected.get(spec)
+                self._judgements[spec] = judge(
+                    surface, self.run.workspace, self.run.cases, selected
+                )
             return self._judgements[spec]
 
     def _surface(self, spec: str) -> Surface:

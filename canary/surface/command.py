@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -171,9 +171,11 @@ def check_surfaces(
     *,
     baseline: Baseline | None = None,
     make_tree: MakeTree | None = None,
+    decide_only: Collection[Case] | None = None,
 ) -> SurfaceRun:
     """Resolve the surfaces' references on every case of their packages (``cases_of``:
-    a package's cases, oldest first) and decide each target's findings."""
+    a package's cases, oldest first) and decide each target's findings; ``decide_only``:
+    the cases that may be read, the others count with what is remembered of them."""
     references = _merged(surface.references for surface in surfaces)
     packages = sorted({ref.package for ref in references})
     cases = {package: cases_of(package) for package in packages}
@@ -188,6 +190,7 @@ def check_surfaces(
         memo=memo,
         make_tree=make_tree,
         on_error=lambda case, exc: errors.append((case, exc)),
+        decide_only=decide_only,
     )
     seconds = {"resolve": time.perf_counter() - started}
     # the model packages are asked only to excuse came-later misses: no finding, no output

@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -69,10 +69,12 @@ def resolve(
     memo: Memo | None = None,
     make_tree: MakeTree | None = None,
     on_error: Callable[[Case, InfrastructureError], None] | None = None,
+    decide_only: Collection[Case] | None = None,
 ) -> tuple[Resolved, ...]:
     """Every reference on every case of its package (``cases``: package -> its cases,
     oldest first). A case that cannot be read is handed to ``on_error`` and left out of
-    every outcome (without ``on_error`` it is raised)."""
+    every outcome (without ``on_error`` it is raised). ``decide_only``: the cases that may
+    be read; on the others an outcome is what is remembered, or none (not checked)."""
     memo = memo if memo is not None else Memo(workspace.cache, salt())
     texts = TextsMemo(workspace.cache, texts_salt())
     by_package: dict[str, list[Reference]] = {}
@@ -80,6 +82,15 @@ def resolve(
         by_package.setdefault(ref.package, []).append(ref)
     decided: dict[Case, dict[Key, Decided]] = {}
     tried: set[Case] = set()
+    if decide_only is not None:
+        for case in (c for listed in cases.values() for c in listed if c not in decide_only):
+            tried.add(case)
+            release = release_of(case)
+            decided[case] = {
+                ref.key: known
+                for ref in by_package.get(case.package, ())
+                if (known := memo.recall(ref.key, release)) is not None
+            }
     hints: dict[str, set[str]] = {package: set() for package in by_package}
 
     def decide(case: Case) -> None:
@@ -107,7 +118,7 @@ def resolve(
         package: [
             case
             for case in cases.get(package, ())
-            if any(not memo.knows(ref.key, release_of(case)) for ref in mine)
+            if case not in tried and any(not memo.knows(ref.key, release_of(case)) for ref in mine)
         ]
         for package, mine in by_package.items()
     }
@@ -134,7 +145,7 @@ def resolve(
 def _resolved(ref: Reference, decided: Sequence[tuple[Case, Mapping[Key, Decided]]]) -> Resolved:
     outcomes, why = {}, {}
     for case, found in decided:
-        if case.package == ref.package:
+        if case.package == ref.package and ref.key in found:  # else: not checked there
             outcome, reason = found[ref.key]
             outcomes[case.label] = outcome
             if reason:
