@@ -24,6 +24,7 @@ Decisions where the source alone is ambiguous:
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 from canary.codeindex import Import, Module
 from canary.symbols.dynamic import Served, served
@@ -192,15 +193,7 @@ class Resolver:
             answer = self.follow(module, imported) if imported is not None else None
             if answer is None or answer.found is False:
                 return Lookup(True, SERVED, module.path, name, why)
-            return Lookup(
-                answer.found,
-                answer.kind,
-                answer.path,
-                answer.qualname,
-                why,
-                answer.function,
-                answer.cls,
-            )
+            return replace(answer, why=why)
         if by.closed and not any(e.root in _NAMESPACE_WRITERS for e in module.effects):
             listed = ", ".join(sorted(by.names)) or "nothing"
             return missing(
@@ -324,15 +317,7 @@ class Resolver:
                 answer = self.attribute(dotted, served)
                 if answer.found is not False:
                     why = f"served as {served} by {lazy.factory}.__getattr__"
-                    return Lookup(
-                        answer.found,
-                        answer.kind,
-                        answer.path,
-                        answer.qualname,
-                        why,
-                        answer.function,
-                        answer.cls,
-                    )
+                    return replace(answer, why=why)
         if lazy.unevaluated:
             steps = "; ".join(lazy.unevaluated)
             why = f"{dotted} is a lazy module built by steps not evaluated: {steps}"
