@@ -142,11 +142,9 @@ def terminal(report: Report) -> str:
         out.extend(f"  {line}" for line in t.bad.message.splitlines())
         if item.upstream is not None:
             out.append(f"  upstream: {item.upstream.note}")
-            lines = item.upstream.diff.splitlines()
-            out.extend(f"    {line}" for line in lines[:_TERMINAL_DIFF_LINES])
-            if len(lines) > _TERMINAL_DIFF_LINES:
-                more = len(lines) - _TERMINAL_DIFF_LINES
-                out.append(f"    ... {more} more lines (--format markdown or json has them all)")
+            out.extend(
+                diff_excerpt(item.upstream.diff, _TERMINAL_DIFF_LINES, "--format markdown or json")
+            )
         out.append("")
     for message, cases in _errors_by_message(report.errors):
         out.append(f"ERROR in {len(cases)} case(s), e.g. {cases[0].nodeid}:")
@@ -211,6 +209,16 @@ def markdown(report: Report) -> str:
             )
         out.append("")
     return "\n".join(out).rstrip() + "\n"
+
+
+def diff_excerpt(diff: str, limit: int, complete_in: str) -> list[str]:
+    """A diff's first ``limit`` lines, indented under a terminal report's entry, and how
+    many more there are (shown in full by ``complete_in``)."""
+    lines = diff.splitlines()
+    out = [f"    {line}" for line in lines[:limit]]
+    if len(lines) > limit:
+        out.append(f"    ... {len(lines) - limit} more lines ({complete_in} has them all)")
+    return out
 
 
 def markdown_cell(text: str) -> str:

@@ -38,7 +38,7 @@ from canary import codeindex, versions
 from canary.errors import ConfigError, Subject
 from canary.report.diff import UpstreamDiff, diff_subject
 from canary.report.matrix import range_label, runs
-from canary.report.render import markdown_cell, workflow_command
+from canary.report.render import diff_excerpt, markdown_cell, workflow_command
 from canary.surface.findings import Finding, findings_of_result, in_range
 from canary.surface.model import (
     Kind,
@@ -446,11 +446,9 @@ def terminal(report: SurfaceReport) -> str:
                 out.append(f"  upstream: {text}")
             for diff in entry.diffs:
                 out.append(f"  applied in {diff.good}, not in {diff.bad}: {diff.upstream.note}")
-                lines = diff.upstream.diff.splitlines()
-                out.extend(f"    {line}" for line in lines[:_TERMINAL_DIFF_LINES])
-                if len(lines) > _TERMINAL_DIFF_LINES:
-                    more = len(lines) - _TERMINAL_DIFF_LINES
-                    out.append(f"    ... {more} more lines (--format markdown has them all)")
+                out.extend(
+                    diff_excerpt(diff.upstream.diff, _TERMINAL_DIFF_LINES, "--format markdown")
+                )
             out.append("")
     return "\n".join(out).rstrip() + "\n"
 
