@@ -18,6 +18,7 @@ from canary import cli
 from canary.cache import Cache, FileKey
 from canary.plugin.progress import Progress
 from canary.report.matrix import DASH
+from canary.report.render import diff_excerpt
 from canary.report.results import CaseResult, RunResults, exit_status, load
 from canary.workspace import Case, Stats
 
@@ -369,3 +370,11 @@ def test_a_module_level_subject_is_diffed_as_its_binding():
         "-import numpy as np\n"
         in _diff_subject(Subject("toy/__init__.py", "np"), dotted, plain, "1", "2").diff
     )
+
+
+def test_a_long_upstream_diff_is_cut_in_the_terminal_saying_how_much_is_left_and_where():
+    diff = "\n".join(f"+line {i}" for i in range(5))
+    assert diff_excerpt(diff, 5, "--format json") == [f"    +line {i}" for i in range(5)]
+    cut = diff_excerpt(diff, 2, "--format json")
+    more = "    ... 3 more lines (--format json has them all)"
+    assert cut == ["    +line 0", "    +line 1", more]
