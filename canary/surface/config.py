@@ -203,15 +203,21 @@ def _version_parsers(table: Mapping[str, Any], origin: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _entry(entry: object, index: int, origin: str) -> ExpectedAbsent:
-    where = f"{origin}: expected_absent[{index}]"
+def _table(entry: object, where: str, keys: frozenset[str], required: str) -> Mapping[str, Any]:
+    """``entry`` as a table of only ``keys``; a ConfigError naming ``where`` otherwise."""
     if not isinstance(entry, Mapping):
-        raise ConfigError(f"{where} must be a table with target and reason")
-    unknown = sorted(set(entry) - _ENTRY_KEYS)
+        raise ConfigError(f"{where} must be a table with {required}")
+    unknown = sorted(set(entry) - keys)
     if unknown:
         raise ConfigError(
-            f"{where}: unknown key {unknown[0]!r}; the keys are {', '.join(sorted(_ENTRY_KEYS))}"
+            f"{where}: unknown key {unknown[0]!r}; the keys are {', '.join(sorted(keys))}"
         )
+    return entry
+
+
+def _entry(entry: object, index: int, origin: str) -> ExpectedAbsent:
+    where = f"{origin}: expected_absent[{index}]"
+    entry = _table(entry, where, _ENTRY_KEYS, "target and reason")
     for key in ("target", "reason"):
         if not isinstance(entry.get(key), str) or not entry[key].strip():
             raise ConfigError(
@@ -249,13 +255,7 @@ def _entry(entry: object, index: int, origin: str) -> ExpectedAbsent:
 
 def _registry(entry: object, index: int, origin: str) -> SourceRegistry:
     where = f"{origin}: source_registries[{index}]"
-    if not isinstance(entry, Mapping):
-        raise ConfigError(f"{where} must be a table with registry, parameter and source")
-    unknown = sorted(set(entry) - _REGISTRY_KEYS)
-    if unknown:
-        raise ConfigError(
-            f"{where}: unknown key {unknown[0]!r}; the keys are {', '.join(sorted(_REGISTRY_KEYS))}"
-        )
+    entry = _table(entry, where, _REGISTRY_KEYS, "registry, parameter and source")
     for key in ("registry", "parameter", "source"):
         if not isinstance(entry.get(key), str) or not entry[key].strip():
             raise ConfigError(f"{where}: {key} is required (a non-empty string)")
