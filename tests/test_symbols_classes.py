@@ -242,6 +242,38 @@ def test_a_missing_base_makes_the_mro_empty_and_members_missing_with_the_reason(
     assert "Gone" in answer.why
 
 
+def test_what_the_class_itself_binds_is_found_without_reading_its_bases():
+    """The class comes first in its own MRO: its own method is found even where a base
+    is missing or cannot be read, and the bases' files (transformers' modeling_utils.py
+    and generation/utils.py for every model) are not even read."""
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/a.py": """
+            from .b import Gone
+            from .c import Base
+
+
+            class A(Gone):
+                def forward(self):
+                    pass
+
+
+            class B(Base):
+                scale = 2
+        """,
+        "pkg/b.py": "class Here:\n    pass\n",
+        "pkg/c.py": "class Base:\n    def forward(self):\n        pass\n",
+    }
+    tree = package("pkg", files)
+    own = tree.member("pkg/a.py", "A", "forward")
+    assert (own.found, own.kind, own.qualname) == (True, "method", "A.forward")
+    assert tree.member("pkg/a.py", "B", "scale").found is True
+    assert tree.paths_read == {"pkg/a.py"}
+    # A name it does not bind itself still needs the bases: here one is missing.
+    assert tree.member("pkg/a.py", "A", "other").found is False
+    assert tree.member("pkg/a.py", "B", "forward").path == "pkg/c.py"
+
+
 def test_classes_inheriting_from_each_other_across_files_are_unknown_not_a_crash():
     tree = package(
         "pkg",

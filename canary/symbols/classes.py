@@ -6,7 +6,8 @@ outside the package stays in the MRO as its dotted name ("torch.nn.Module"): a m
 of the package's classes binds is then *unknown*, except the well-known members of
 ``object`` and of ``torch.nn.Module`` (:data:`NN_MODULE_MEMBERS`), which count as found.
 
-Members, first match along the MRO: methods (``property`` ones reported as properties),
+Members, first match along the MRO (the class's own body first, before its bases are
+even read): methods (``property`` ones reported as properties),
 class attributes, nested classes, annotation-only fields of dataclass-like classes, names
 imported in the class body (a function imported there is a method); then
 instance attributes assigned in any method of the MRO (``self.x = ...``). A class with a
@@ -100,6 +101,12 @@ class Classes:
         return result
 
     def member(self, path: str, cls: Class, name: str) -> Lookup:
+        # The class itself comes first in every MRO: what its own body binds is found
+        # there, whatever its bases are (reading them may mean the largest files of the
+        # package: modeling_utils.py, generation/utils.py).
+        me = _Entry(f"{dotted_of(path)}.{cls.qualname}", path, cls)
+        if (own := _declared(me, name) or self._imported(me, name)) is not None:
+            return own
         mro = self.mro(path, cls)
         if isinstance(mro, Lookup):
             return mro
