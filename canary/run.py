@@ -37,6 +37,7 @@ class RunOptions:
     refresh: bool = False
     tags_file: Path | None = None
     workers: int = 4
+    keep_files: bool = True  # as FetchPolicy.keep_files
 
     def tags_path(self, rootpath: Path) -> Path:
         """The tags.toml to read: the one given, else the one in the rootdir."""
@@ -100,7 +101,9 @@ def open_run(options: RunOptions, rootpath: Path, *, run_id: str | None = None) 
             source_for, tags=tags, local=local, wheel_dir=cache.wheel_dir, offline=options.offline
         ),
         cache,
-        FetchPolicy(offline=options.offline, refresh=options.refresh),
+        FetchPolicy(
+            offline=options.offline, refresh=options.refresh, keep_files=options.keep_files
+        ),
         workers=options.workers,
         run_id=run_id,
     )

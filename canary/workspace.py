@@ -72,6 +72,10 @@ class FetchPolicy:
     offline: bool = False
     refresh: bool = False  # refetch mutable refs now
     ttl: float = 6 * 3600.0  # seconds a mutable ref's file stays fresh
+    # Each file a case loads also gets a cache entry of its own (the static tier reads
+    # them back every run). False: a release its source keeps whole on disk (a kept
+    # wheel) is read there, no entry written, for a reader that remembers what it derives.
+    keep_files: bool = True
 
 
 @dataclass
@@ -142,22 +146,35 @@ class Tree:
         self._pin()
         if self.cache is None:  # local trees are read in place
             return self._fetch(paths)
-        if not keep and not self.mutable and getattr(self.source, "available_offline", False):
+        whole = not keep and self._kept_whole()
+        if whole and getattr(self.source, "available_offline", False):
             return self._fetch(paths)
-        found = self._from_cache(paths)
+        found = {} if whole else self._from_cache(paths)
         missing = [p for p in paths if p not in found]
         if not missing:
             return found
         # Another worker may be fetching the same tree: wait for it, then look again.
         with self.cache.lock(f"{self.case.source}-{self.case.package}-{self._ref}"):
-            found.update(self._from_cache(missing))
-            missing = [p for p in paths if p not in found]
+            if not whole:
+                found.update(self._from_cache(missing))
+                missing = [p for p in paths if p not in found]
             if missing:
                 fetched = self._fetch(missing)
-                for path, content in fetched.items():
-                    self.cache.write_file(self._key(path), content)
+                if not whole:
+                    for path, content in fetched.items():
+                        self.cache.write_file(self._key(path), content)
                 found.update(fetched)
         return found
+
+    def _kept_whole(self) -> bool:
+        """Whether the source holds this release whole on disk, or will once it is
+        fetched (a kept wheel): its files need no cache entry each. Offline, only a
+        release already kept: otherwise the entries are all there is."""
+        if self.mutable:
+            return False
+        if getattr(self.source, "available_offline", False):
+            return True
+        return not self.policy.offline and getattr(self.source, "keeps_release", False)
 
     def _pin(self) -> None:
         # Only a source that can name a commit pins (GitHub); a branch read from anything
@@ -489,6 +506,16 @@ class Workspace:
             _wait(state.pending)  # a failed prefetch is this case's failure here too
         return self._read(state, paths, keep=keep)
 
+    def fingerprints(self, case: Case, paths: Sequence[str]) -> dict[str, str]:
+        """A fingerprint of each file its source records without reading it (a kept
+        wheel's CRC-32 and size): the same fingerprint at the same path in another case is
+        the same file. {} where the source records none; a path left out is read as usual."""
+        state = self._state(case)
+        if state.pending is not None:
+            _wait(state.pending)
+        fingerprints = getattr(state.tree.source, "fingerprints", None)
+        return fingerprints(paths) if fingerprints is not None else {}
+
     def listdir(self, case: Case, folder: str) -> list[str] | None:
         """The entries of ``folder`` in the case's tree, where its source can list it (a
         kept wheel, a local tree); None otherwise. Read after the case's files: a wheel is
@@ -521,7 +548,7 @@ class Workspace:
             # one failure decides every check of the case alike, whatever runs first.
             reads_version = case.known_version is None and not state.version_read
             extra = version_files(case.package) if reads_version else []
-            contents = self._read(state, [*wanted, *extra])
+            contents = self._read(state, [*wanted, *extra], keep=self.policy.keep_files)
             if reads_version:
                 state.version = self._declared_version(state, contents)
                 state.version_read = True

@@ -10,6 +10,7 @@ import json
 import sys
 import textwrap
 import zipfile
+import zlib
 from pathlib import Path
 
 import pytest
@@ -170,6 +171,16 @@ def test_a_kept_wheel_read_file_by_file_is_opened_once(fake_pip, wheel, tmp_path
     source.kept_wheel.write_bytes(source.kept_wheel.read_bytes() + b"\0" * 8)
     assert source.fetch(["pkg/sub/mod.py"]) == {"pkg/sub/mod.py": MOD}
     assert len(opened) == 2
+
+
+def test_a_kept_wheel_gives_each_file_s_crc_and_size_without_reading_it(fake_pip, tmp_path):
+    source = fake_pip("ok")
+    source.wheel_dir = tmp_path / "wheels"
+    assert source.keeps_release
+    assert source.fingerprints(["pkg/sub/mod.py"]) == {}  # nothing kept yet: read as usual
+    source.fetch([])
+    found = source.fingerprints(["pkg/sub/mod.py", "pkg/absent.py"])
+    assert found == {"pkg/sub/mod.py": f"{zlib.crc32(MOD):08x}:{len(MOD)}"}
 
 
 def test_a_failed_download_keeps_nothing(fake_pip, tmp_path):

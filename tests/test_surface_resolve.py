@@ -398,6 +398,24 @@ def test_the_all_read_off_each_file_text_is_kept_per_release(tmp_path):
     assert TextsMemo(cache, salt="reader 2").recall("index:t:1.0", paths) == {}
 
 
+def test_a_file_read_on_one_release_serves_the_same_file_on_another(tmp_path):
+    memo = TextsMemo(Cache(tmp_path / "cache"), salt="reader")
+    memo.remember(
+        "index:t:1.0",
+        {"t/models/a.py": ("AModel",), "t/models/b.py": None},
+        {"t/models/a.py": "0badf00d:120", "t/models/b.py": "12345678:40"},
+    )
+    same = memo.recall_same(
+        "index:t:1.1",
+        {"t/models/a.py": "0badf00d:120", "t/models/b.py": "87654321:40", "t/c.py": "1:1"},
+    )
+    # Same path and fingerprint: the same file. Another fingerprint is another file.
+    assert same == {"t/models/a.py": ("AModel",)}
+    assert memo.recall("index:t:1.1", ["t/models/a.py", "t/models/b.py"]) == same
+    # The same fingerprint at another path is not taken for the same file.
+    assert memo.recall_same("index:t:1.2", {"t/models/z.py": "0badf00d:120"}) == {}
+
+
 def test_a_damaged_texts_blob_is_read_again(tmp_path):
     cache = Cache(tmp_path / "cache")
     memo = TextsMemo(cache, salt="reader")

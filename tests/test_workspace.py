@@ -168,6 +168,39 @@ def test_offline_reads_a_source_that_has_its_files_on_disk(upstreams, cache):
     assert upstreams.fetched(RELEASE) == 1
 
 
+def test_without_file_entries_a_release_kept_whole_is_read_there_and_cached_nowhere(
+    upstreams, cache
+):
+    # An index source that keeps the wheel once downloaded: a reader that remembers what
+    # it derives (the surface) writes no entry per file, present or absent.
+    def kept(case: Case) -> FakeSource:
+        source = upstreams(case)
+        source.keeps_release = True
+        return source
+
+    space = Workspace(kept, cache, FetchPolicy(keep_files=False))
+    found = space.snapshot(RELEASE, ["toy/core.py", "toy/gone.py"])
+    assert found.has_file("toy/core.py")
+    assert not found.has_file("toy/gone.py")
+    assert not (cache.root / "files").exists()
+    # The static tier's policy (the default) keeps an entry for each, as before.
+    workspace(upstreams, cache).snapshot(RELEASE, ["toy/core.py", "toy/gone.py"])
+    assert len(list((cache.root / "files").rglob("*.entry"))) == 2
+
+
+def test_offline_without_the_release_on_disk_still_reads_the_file_entries(upstreams, cache):
+    workspace(upstreams, cache).snapshot(RELEASE, ["toy/core.py"])
+
+    def not_kept_yet(case: Case) -> FakeSource:
+        source = upstreams(case)
+        source.keeps_release = True  # but not available offline: nothing on disk
+        return source
+
+    space = Workspace(not_kept_yet, cache, FetchPolicy(offline=True, keep_files=False))
+    assert space.snapshot(RELEASE, ["toy/core.py"]).has_file("toy/core.py")
+    assert upstreams.fetched(RELEASE) == 0  # served by the entry, the source never asked
+
+
 def test_a_fetch_failure_propagates_and_caches_nothing(upstreams, cache):
     upstreams.failing.add(RELEASE)
     with pytest.raises(FetchError):

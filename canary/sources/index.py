@@ -78,6 +78,12 @@ class IndexSource:
         return self.wheel_dir / self.package / f"{self.package}-{self.ref}.whl"
 
     @property
+    def keeps_release(self) -> bool:
+        """Whether the wheel is kept once downloaded: every file of the release is then
+        on disk, whichever were asked for first."""
+        return self.wheel_dir is not None
+
+    @property
     def available_offline(self) -> bool:
         """Files can be read without the network: the wheel is already kept."""
         return self.kept_wheel is not None and self.kept_wheel.is_file()
@@ -120,6 +126,17 @@ class IndexSource:
             found = read_wheel_members(wheel, paths, origin=self.description)
             os.replace(wheel, kept)
         return found
+
+    def fingerprints(self, paths: Sequence[str]) -> dict[str, str]:
+        """Each file's CRC-32 and size as the kept wheel's directory records them, read
+        without reading the files; {} when no wheel is kept yet."""
+        kept = self.kept_wheel
+        if kept is None or not kept.is_file():
+            return {}
+        try:
+            return KEPT_WHEELS.fingerprints(kept, paths, origin=self.description)
+        except FetchError:
+            return {}  # damaged: the next fetch replaces it, and the files are read then
 
     def listdir(self, folder: str) -> list[str] | None:
         """The entries of ``folder`` in the kept wheel; None when no wheel is kept yet (a
@@ -260,6 +277,16 @@ class OpenWheels:
                 self._close(str(wheel))
                 raise FetchError(f"{origin}: {wheel.name} is not a readable wheel: {exc}") from None
 
+    def fingerprints(self, wheel: Path, paths: Sequence[str], *, origin: str) -> dict[str, str]:
+        """``CRC-32:size`` of each of ``paths`` the wheel holds, off its directory."""
+        with self._lock:
+            try:
+                archive, names = self._opened(wheel)
+                return {p: _fingerprint(archive.getinfo(p)) for p in paths if p in names}
+            except (zipfile.BadZipFile, OSError) as exc:
+                self._close(str(wheel))
+                raise FetchError(f"{origin}: {wheel.name} is not a readable wheel: {exc}") from None
+
     def names(self, wheel: Path, *, origin: str) -> frozenset[str]:
         """Every path in the wheel."""
         with self._lock:
@@ -306,6 +333,10 @@ class OpenWheels:
         for key in [key for key in self._open if key[0] == wheel]:
             self._open.pop(key)[0].close()
             self._folders.pop(key, None)
+
+
+def _fingerprint(member: zipfile.ZipInfo) -> str:
+    return f"{member.CRC:08x}:{member.file_size}"
 
 
 # One per process: every source of the process reads kept wheels through it.

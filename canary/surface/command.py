@@ -99,6 +99,8 @@ def run_surface(
             offline=options.offline,
             tags_file=options.tags_file,
             workers=options.workers,
+            # Outcomes and __all__ readings are remembered: the files need no entries.
+            keep_files=False,
         ),
         Path.cwd(),
     )

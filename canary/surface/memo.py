@@ -118,7 +118,9 @@ class TextsMemo:
     transformers release reads every file of the package for it (about 3,300), and after
     any change to the resolver every outcome is decided again, but those reads are not.
 
-    ``salt`` names the reader's code: what another reader read is never reused.
+    ``salt`` names the reader's code: what another reader read is never reused. Within a
+    run, a file read on one release serves every release where the same path has the
+    same fingerprint (a kept wheel's CRC-32 and size): patch releases share most files.
     """
 
     def __init__(self, cache: Cache | None, salt: str) -> None:
@@ -126,18 +128,43 @@ class TextsMemo:
         self.salt = salt
         self._releases: dict[str, dict[str, list[str] | None]] = {}
         self._changed: set[str] = set()
+        self._same: dict[tuple[str, str], list[str] | None] = {}  # (path, fingerprint)
 
     def recall(self, release: str | None, paths: Sequence[str]) -> dict[str, TextAll]:
         """What was read of ``paths`` on ``release`` (those not read yet are left out)."""
         known = self._release(release)
         return {p: _names(known[p]) for p in paths if p in known}
 
-    def remember(self, release: str | None, found: Mapping[str, TextAll]) -> None:
+    def recall_same(
+        self, release: str | None, fingerprints: Mapping[str, str]
+    ) -> dict[str, TextAll]:
+        """What was read of the same files (path -> fingerprint) on another release, now
+        remembered for ``release`` too."""
+        same = {
+            path: self._same[path, fingerprint]
+            for path, fingerprint in fingerprints.items()
+            if (path, fingerprint) in self._same
+        }
+        if same and release is not None:
+            self._release(release).update(same)
+            self._changed.add(release)
+        return {path: _names(listed) for path, listed in same.items()}
+
+    def remember(
+        self,
+        release: str | None,
+        found: Mapping[str, TextAll],
+        fingerprints: Mapping[str, str] | None = None,
+    ) -> None:
+        """What was read of each file; with its ``fingerprints``, it serves the same
+        file on another release (:meth:`recall_same`)."""
+        listed = {p: list(names) if names is not None else None for p, names in found.items()}
+        for path, fingerprint in (fingerprints or {}).items():
+            if path in listed:
+                self._same[path, fingerprint] = listed[path]
         if release is None:
             return
-        self._release(release).update(
-            {p: list(names) if names is not None else None for p, names in found.items()}
-        )
+        self._release(release).update(listed)
         self._changed.add(release)
 
     def save(self) -> None:

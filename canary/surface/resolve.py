@@ -324,10 +324,15 @@ class _CaseFiles:
         reads of most of them), remembered per release."""
         release = release_of(self.case)
         found = self.texts.recall(release, paths)
-        if unread := [p for p in paths if p not in found]:
+        if not (unread := [p for p in paths if p not in found]):
+            return found
+        # Most of them are the same file as on another release: read once.
+        fingerprints = self.workspace.fingerprints(self.case, unread)
+        found.update(self.texts.recall_same(release, fingerprints))
+        if unread := [p for p in unread if p not in found]:
             # Straight from the kept wheel: what is derived is remembered, not the texts.
             read = alltext.read_all_of(self.workspace.read(self.case, unread, keep=False))
-            self.texts.remember(release, read)
+            self.texts.remember(release, read, fingerprints)
             found.update(read)
         return found
 
