@@ -20,6 +20,7 @@ from canary.sources import Source
 from canary.sources import version as versions
 from canary.sources.index import IndexSource, read_wheel_members
 from canary.sources.local import LocalSource, detect_version, find_package_root
+from canary.sources.wheelfile import WheelDirectory
 
 INIT = b'__version__ = "1.2.3"\n'
 MOD = b"def f(x):\n    return x\n"
@@ -159,14 +160,14 @@ def test_a_damaged_kept_wheel_is_downloaded_again_not_trusted(fake_pip, wheel, t
 def test_a_kept_wheel_read_file_by_file_is_opened_once(fake_pip, wheel, tmp_path, monkeypatch):
     source = fake_pip("ok")
     source.wheel_dir = tmp_path / "wheels"
-    source.fetch([])  # downloads and keeps it
     opened = []
     real = zipfile.ZipFile
     monkeypatch.setattr(zipfile, "ZipFile", lambda *a, **k: opened.append(a) or real(*a, **k))
 
+    source.fetch([])  # downloads and keeps it, read where it is kept
     for path in ["pkg/__init__.py", "pkg/sub/mod.py", "pkg/absent.py"]:
         assert source.fetch([path]) == {path: WHEEL_MEMBERS.get(path)}
-    assert len(opened) == 1
+    assert opened == [(source.kept_wheel,)]
     # A wheel kept again (downloaded anew after damage) is read afresh, not the old one.
     source.kept_wheel.write_bytes(source.kept_wheel.read_bytes() + b"\0" * 8)
     assert source.fetch(["pkg/sub/mod.py"]) == {"pkg/sub/mod.py": MOD}
@@ -181,6 +182,35 @@ def test_a_kept_wheel_gives_each_file_s_crc_and_size_without_reading_it(fake_pip
     source.fetch([])
     found = source.fingerprints(["pkg/sub/mod.py", "pkg/absent.py"])
     assert found == {"pkg/sub/mod.py": f"{zlib.crc32(MOD):08x}:{len(MOD)}"}
+
+
+def test_a_wheel_directory_reads_stored_and_deflated_files_as_zipfile_does(tmp_path):
+    path = tmp_path / "mixed.whl"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("pkg/stored.py", INIT, compress_type=zipfile.ZIP_STORED)
+        archive.writestr("pkg/deflated.py", MOD * 50, compress_type=zipfile.ZIP_DEFLATED)
+        archive.writestr("pkg/empty.py", b"", compress_type=zipfile.ZIP_DEFLATED)
+        archive.writestr("pkg/bzip2.py", MOD, compress_type=zipfile.ZIP_BZIP2)
+    directory = WheelDirectory(path)
+    paths = ["pkg/stored.py", "pkg/deflated.py", "pkg/empty.py", "pkg/bzip2.py", "pkg/absent.py"]
+    with zipfile.ZipFile(path) as archive:
+        expected = {p: archive.read(p) if p in archive.namelist() else None for p in paths}
+    assert directory.read(paths) == expected
+    assert directory.members["pkg/stored.py"].fingerprint == f"{zlib.crc32(INIT):08x}:{len(INIT)}"
+
+
+def test_a_file_whose_bytes_are_not_what_the_directory_says_is_a_bad_zip(tmp_path):
+    path = tmp_path / "pkg.whl"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as archive:
+        archive.writestr("pkg/mod.py", MOD)
+    directory = WheelDirectory(path)
+    raw = path.read_bytes()
+    path.write_bytes(raw.replace(MOD, MOD.upper()))  # same length, other bytes
+    with pytest.raises(zipfile.BadZipFile, match="CRC-32"):
+        directory.read(["pkg/mod.py"])
+    path.write_bytes(b"XX" + raw[2:])  # the local header's signature
+    with pytest.raises(zipfile.BadZipFile, match="signature"):
+        directory.read(["pkg/mod.py"])
 
 
 def test_a_failed_download_keeps_nothing(fake_pip, tmp_path):

@@ -23,12 +23,13 @@ import sys
 import tempfile
 import threading
 import zipfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from canary.errors import CacheDamaged, FetchError, IndexUnreachable, OfflineMiss, RefNotFound
 from canary.sources import folder_index, pipfailure
 from canary.sources.health import HostHealth
+from canary.sources.wheelfile import WheelDirectory
 
 # The index as HostHealth sees it: pip hides which host it tried, so the index is one "host".
 INDEX = "the package index"
@@ -123,9 +124,15 @@ class IndexSource:
         with tempfile.TemporaryDirectory(prefix=".download-", dir=kept.parent) as folder:
             wheel = self._download(Path(folder))
             self.bytes_downloaded += wheel.stat().st_size
-            found = read_wheel_members(wheel, paths, origin=self.description)
             os.replace(wheel, kept)
-        return found
+        try:
+            # Read where it is kept, and held open for the files asked for next.
+            return KEPT_WHEELS.read(kept, paths, origin=self.description)
+        except FetchError:  # not a wheel at all: never kept
+            KEPT_WHEELS.forget(kept)
+            with contextlib.suppress(OSError):
+                kept.unlink()
+            raise
 
     def fingerprints(self, paths: Sequence[str]) -> dict[str, str]:
         """Each file's CRC-32 and size as the kept wheel's directory records them, read
@@ -257,86 +264,84 @@ def read_wheel_members(
 
 
 class OpenWheels:
-    """The last few kept wheels, held open: a reader that asks for one file at a time
-    (the surface's lookups, thousands per release) reads a wheel's directory once instead
-    of once per file (a tenth of a second for transformers)."""
+    """The kept wheels read last, their directories held (:class:`~canary.sources.
+    wheelfile.WheelDirectory`, no file held open): a reader that asks for one file at a
+    time (the surface's lookups, thousands per release) reads a wheel's directory once
+    instead of once per file (30 ms for transformers), and a run over every release
+    (each wheel read a few times, minutes apart) once per wheel. The least recently
+    read is forgotten first."""
 
-    def __init__(self, limit: int = 8) -> None:
+    def __init__(self, limit: int = 256) -> None:
         self.limit = limit
-        self._open: dict[tuple[str, int, int], tuple[zipfile.ZipFile, frozenset[str]]] = {}
+        self._open: dict[tuple[str, int, int], WheelDirectory] = {}
         self._folders: dict[tuple[str, int, int], dict[str, list[str]]] = {}
         self._lock = threading.Lock()
 
     def read(self, wheel: Path, paths: Sequence[str], *, origin: str) -> dict[str, bytes | None]:
-        """As :func:`read_wheel_members`, through the open wheel."""
-        with self._lock:
-            try:
-                archive, names = self._opened(wheel)
-                return {path: archive.read(path) if path in names else None for path in paths}
-            except (zipfile.BadZipFile, OSError) as exc:
-                self._close(str(wheel))
-                raise FetchError(f"{origin}: {wheel.name} is not a readable wheel: {exc}") from None
+        """As :func:`read_wheel_members`, through the wheel's directory."""
+        with self._guard(wheel, origin):
+            directory = self._opened(wheel)
+        with self._guard(wheel, origin):
+            return directory.read(paths)  # outside the lock: threads read their wheels at once
 
     def fingerprints(self, wheel: Path, paths: Sequence[str], *, origin: str) -> dict[str, str]:
         """``CRC-32:size`` of each of ``paths`` the wheel holds, off its directory."""
-        with self._lock:
-            try:
-                archive, names = self._opened(wheel)
-                return {p: _fingerprint(archive.getinfo(p)) for p in paths if p in names}
-            except (zipfile.BadZipFile, OSError) as exc:
-                self._close(str(wheel))
-                raise FetchError(f"{origin}: {wheel.name} is not a readable wheel: {exc}") from None
+        with self._guard(wheel, origin):
+            members = self._opened(wheel).members
+        return {p: members[p].fingerprint for p in paths if p in members}
 
     def names(self, wheel: Path, *, origin: str) -> frozenset[str]:
         """Every path in the wheel."""
-        with self._lock:
-            try:
-                return self._opened(wheel)[1]
-            except (zipfile.BadZipFile, OSError) as exc:
-                self._close(str(wheel))
-                raise FetchError(f"{origin}: {wheel.name} is not a readable wheel: {exc}") from None
+        with self._guard(wheel, origin):
+            return self._opened(wheel).names
 
     def folders(self, wheel: Path, *, origin: str) -> Mapping[str, list[str]]:
         """Every folder of the wheel -> its entries (:func:`canary.sources.folder_index`),
-        built once per open wheel: a walk over ``models/`` lists hundreds of folders."""
+        built once per wheel: a walk over ``models/`` lists hundreds of folders."""
+        with self._guard(wheel, origin):
+            key = self._key(wheel)
+            names = self._opened(wheel).names
         with self._lock:
-            try:
-                key = self._key(wheel)
-                self._opened(wheel)
-            except (zipfile.BadZipFile, OSError) as exc:
-                self._close(str(wheel))
-                raise FetchError(f"{origin}: {wheel.name} is not a readable wheel: {exc}") from None
             if key not in self._folders:
-                self._folders[key] = folder_index(self._open[key][1])
+                self._folders[key] = folder_index(names)
             return self._folders[key]
 
     def forget(self, wheel: Path) -> None:
         with self._lock:
             self._close(str(wheel))
 
+    @contextlib.contextmanager
+    def _guard(self, wheel: Path, origin: str) -> Iterator[None]:
+        """A wheel that does not read as one is forgotten and raised as the source's
+        FetchError; the lock is held only where the directories change."""
+        try:
+            yield
+        except (zipfile.BadZipFile, OSError) as exc:
+            self.forget(wheel)
+            raise FetchError(f"{origin}: {wheel.name} is not a readable wheel: {exc}") from None
+
     @staticmethod
     def _key(wheel: Path) -> tuple[str, int, int]:
         stat = wheel.stat()
         return (str(wheel), stat.st_mtime_ns, stat.st_size)  # a wheel downloaded again
 
-    def _opened(self, wheel: Path) -> tuple[zipfile.ZipFile, frozenset[str]]:
-        key = self._key(wheel)
-        if key not in self._open:
+    def _opened(self, wheel: Path) -> WheelDirectory:
+        with self._lock:
+            key = self._key(wheel)
+            if key in self._open:
+                self._open[key] = self._open.pop(key)  # read last: forgotten last
+                return self._open[key]
             self._close(str(wheel))
             while len(self._open) >= self.limit:
                 self._close(next(iter(self._open))[0])
-            archive = zipfile.ZipFile(wheel)
-            self._open[key] = (archive, frozenset(archive.namelist()))
-        return self._open[key]
+        directory = WheelDirectory(wheel)  # outside the lock: 30 ms for transformers
+        with self._lock:
+            return self._open.setdefault(key, directory)
 
     def _close(self, wheel: str) -> None:
         for key in [key for key in self._open if key[0] == wheel]:
-            self._open.pop(key)[0].close()
+            del self._open[key]
             self._folders.pop(key, None)
-
-
-def _fingerprint(member: zipfile.ZipInfo) -> str:
-    return f"{member.CRC:08x}:{member.file_size}"
 
 
 # One per process: every source of the process reads kept wheels through it.
