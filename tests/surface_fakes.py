@@ -34,7 +34,8 @@ class FakeTree:
         self.import_name = import_name
         self.load = load
 
-    def lookup(self, dotted: str) -> FakeLookup:
+    def lookup(self, dotted: str, *, bound_only: bool = False) -> FakeLookup:
+        # bound_only: the real tree may skip parsing; a fake has nothing to skip.
         FakeTree.lookups.append(dotted)
         parts = dotted.split(".")
         for cut in range(len(parts), 0, -1):

@@ -11,14 +11,22 @@ from canary.symbols.alltext import TextAll, read_all_of
 
 
 def package(
-    name: str, files: dict[str, str], *, listed: bool = False, texts_read: list[str] | None = None
+    name: str,
+    files: dict[str, str],
+    *,
+    listed: bool = False,
+    texts_read: list[str] | None = None,
+    loaded: list[str] | None = None,
 ) -> PackageTree:
     """A PackageTree over ``files`` (path -> source, dedented); ``listed``: with a lister
-    of its folders and a reader of files' ``__all__`` off their text, as a caller that can
-    list the tree gives; ``texts_read`` records each path that reader is asked for."""
+    of its folders, a reader of files' ``__all__`` off their text and of their text, as a
+    caller that can list the tree gives; ``texts_read`` records each path that reader is
+    asked for, ``loaded`` each path parsed."""
     sources = {path: textwrap.dedent(text) for path, text in files.items()}
 
     def load(path: str) -> Module | None:
+        if loaded is not None:
+            loaded.append(path)
         if path not in sources:
             return None
         return parse_module(sources[path], path=path, origin="test")
@@ -34,5 +42,9 @@ def package(
         return read_all_of({p: sources[p].encode() if p in sources else None for p in paths})
 
     return PackageTree(
-        name, load, listdir=listdir if listed else None, read_all=read_all if listed else None
+        name,
+        load,
+        listdir=listdir if listed else None,
+        read_all=read_all if listed else None,
+        read_text=sources.get if listed else None,
     )

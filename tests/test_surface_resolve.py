@@ -17,7 +17,7 @@ from canary.surface.baseline import load_baseline, write_baseline
 from canary.surface.findings import findings, in_range
 from canary.surface.memo import Memo, TextsMemo
 from canary.surface.model import Kind, Match, Outcome, Reference, Resolved, Site, Target
-from canary.surface.resolve import resolve, resolve_case
+from canary.surface.resolve import candidate_paths, resolve, resolve_case
 from canary.workspace import Case, FetchPolicy, Workspace
 
 TRAINER_V1 = b"""\
@@ -166,13 +166,25 @@ def test_a_tree_that_can_change_is_decided_afresh_every_run(tmp_path):
 
 
 def test_a_cold_release_is_read_in_one_pass_not_file_by_file(tmp_path):
-    refs = [ref("toy.trainer.Trainer.compute_loss", Kind.PATCH), ref("toy.trainer.nn.Linear")]
+    anchored = [
+        ref("toy.trainer.Trainer.compute_loss", Kind.ANCHOR, anchor="return 0"),
+        ref("toy.trainer.nn.Linear", Kind.ANCHOR, anchor="x"),
+    ]
     ws = workspace(tmp_path, TREES)
-    resolve(refs, CASES, ws, make_tree=FakeTree)
+    resolve(anchored, CASES, ws, make_tree=FakeTree)
     sources = [ws._state(case).tree.source for case in CASES["toy"]]
     # The prefetch reads every file the targets' prefixes name, in one request each.
     assert [len(source.requests) for source in sources] == [1, 1, 1]
     assert "toy/trainer/nn/__init__.py" in sources[0].requests[0]
+
+
+def test_a_reference_that_needs_only_a_bound_name_leaves_out_the_module_binding_it():
+    """Its text may answer (canary.symbols.deftext): transformers.PreTrainedModel is
+    all many projects ask of the 300 KB modeling_utils.py."""
+    everything = candidate_paths("toy.modeling_utils.PreTrainedModel")
+    bound = candidate_paths("toy.modeling_utils.PreTrainedModel", bound_only=True)
+    assert everything - bound == {"toy/modeling_utils.py"}
+    assert "toy/modeling_utils/__init__.py" in bound  # a package's __init__ is read
 
 
 def test_results_of_other_code_are_not_reused(tmp_path):

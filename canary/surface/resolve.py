@@ -55,7 +55,7 @@ class Lookup(Protocol):
 
 
 class PackageTree(Protocol):
-    def lookup(self, dotted: str) -> Lookup: ...
+    def lookup(self, dotted: str, *, bound_only: bool = False) -> Lookup: ...
 
 
 MakeTree = Callable[[str, Load], PackageTree]
@@ -154,7 +154,15 @@ def _resolved(ref: Reference, decided: Sequence[tuple[Case, Mapping[Key, Decided
 
 
 def _candidates(references: Sequence[Reference]) -> set[str]:
-    return set().union(*(candidate_paths(ref.target) for ref in references))
+    return set().union(
+        *(candidate_paths(ref.target, bound_only=_bound_only(ref)) for ref in references)
+    )
+
+
+def _bound_only(ref: Reference) -> bool:
+    """Whether only being bound matters (not the object): all but an anchor, which
+    needs the source of what it is applied to."""
+    return ref.kind is not Kind.ANCHOR
 
 
 def resolve_case(
@@ -189,11 +197,16 @@ def resolve_case(
             pending.append(ref)
     if pending:
         files = _CaseFiles(workspace, case, texts)
-        files.read(set(hints or ()).union(*(candidate_paths(ref.target) for ref in pending)))
+        files.read(
+            set(hints or ()).union(
+                *(candidate_paths(ref.target, bound_only=_bound_only(ref)) for ref in pending)
+            )
+        )
         # One tree per release: what it learns of the package serves every lookup.
         tree = _tree(files, make_tree)
         for ref in pending:
-            known = decided[ref.key] = _outcome(ref, tree.lookup(ref.target), files)
+            lookup = tree.lookup(ref.target, bound_only=_bound_only(ref))
+            known = decided[ref.key] = _outcome(ref, lookup, files)
             memo.remember(ref.key, release, *known)
         if hints is not None:
             hints.update(files.loaded)
@@ -212,9 +225,11 @@ def release_of(case: Case) -> str | None:
     return f"{case.source}:{case.package}:{case.label}"
 
 
-def candidate_paths(dotted: str) -> set[str]:
+def candidate_paths(dotted: str, *, bound_only: bool = False) -> set[str]:
     """The files a lookup of ``dotted`` reads first: each prefix as a package or a
-    module (``a/__init__.py``, ``a/b/__init__.py``, ``a/b.py``, ...)."""
+    module (``a/__init__.py``, ``a/b/__init__.py``, ``a/b.py``, ...). ``bound_only``: not
+    the module that binds the last name, whose text may answer alone (the largest files
+    of a package are often read for one class name)."""
     parts = dotted.split(".")
     found = set()
     for end in range(1, len(parts) + 1):
@@ -222,7 +237,7 @@ def candidate_paths(dotted: str) -> set[str]:
             break
         stem = "/".join(parts[:end])
         found.add(f"{stem}/__init__.py")
-        if end > 1:
+        if end > 1 and not (bound_only and end == len(parts) - 1):
             found.add(f"{stem}.py")
     return found
 
@@ -337,7 +352,8 @@ class _CaseFiles:
         return found
 
     def text(self, path: str) -> str | None:
-        content = self.workspace.read(self.case, [path])[path]
+        keep = self.workspace.policy.keep_files
+        content = self.workspace.read(self.case, [path], keep=keep)[path]
         return None if content is None else content.decode("utf-8", errors="replace")
 
 
@@ -374,5 +390,9 @@ def _tree(files: _CaseFiles, make_tree: MakeTree | None) -> PackageTree:
     if make_tree is not None:
         return make_tree(files.case.package, files.load)
     return symbols.PackageTree(
-        files.case.package, files.load, listdir=files.listdir, read_all=files.read_all
+        files.case.package,
+        files.load,
+        listdir=files.listdir,
+        read_all=files.read_all,
+        read_text=files.text,
     )

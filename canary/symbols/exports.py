@@ -62,6 +62,7 @@ class Resolver:
     def __init__(self, files: ModuleFiles) -> None:
         self.files = files
         self._answers: dict[tuple[str, str], Lookup] = {}
+        self._bound_only: dict[tuple[str, str], Lookup] = {}
         self._active: set[tuple[str, str]] = set()
         self._lazy: dict[str, LazyModule | None] = {}
         self._all: dict[str, frozenset[str] | None] = {}
@@ -77,11 +78,15 @@ class Resolver:
             )
         return Lookup(True, MODULE, path, "")
 
-    def attribute(self, dotted: str, name: str) -> Lookup:
-        """``name`` as an attribute of module ``dotted`` once it has been imported."""
+    def attribute(self, dotted: str, name: str, *, bound_only: bool = False) -> Lookup:
+        """``name`` as an attribute of module ``dotted`` once it has been imported.
+        ``bound_only``: only whether it is bound matters (see :meth:`PackageTree.lookup`);
+        followed through lazy structures and imports to the module that defines it."""
         key = (dotted, name)
-        if key in self._answers:
-            return self._answers[key]
+        # An answer for bound_only may hold no object: it is never one for other callers.
+        known = self._answers.get(key) or (self._bound_only.get(key) if bound_only else None)
+        if (known := known or self._by_text(dotted, name, bound_only)) is not None:
+            return known
         if key in self._active:
             # ``from . import x`` in a package's own __init__: x is the submodule, which
             # Python imports because the package does not bind x yet.
@@ -99,15 +104,24 @@ class Resolver:
         try:
             lazy = self._lazy_of(module)
             if lazy is not None:
-                answer = self._served(module, dotted, lazy, name)
+                answer = self._served(module, dotted, lazy, name, bound_only=bound_only)
             else:
-                answer = self._bound(module, dotted, name)
+                answer = self._bound(module, dotted, name, bound_only=bound_only)
         finally:
             self._active.discard(key)
-        self._answers[key] = answer
+        (self._bound_only if bound_only else self._answers)[key] = answer
         return answer
 
-    def follow(self, module: Module, imported: Import) -> Lookup:
+    def _by_text(self, dotted: str, name: str, bound_only: bool) -> Lookup | None:
+        """Where only being bound matters: a top-level definition the module's text shows,
+        answered without parsing the module (never remembered: it holds no object)."""
+        defined = self.files.defined_at_top(dotted, name) if bound_only else None
+        if defined is None:
+            return None
+        path, kind = defined
+        return Lookup(True, CLASS if kind == "class" else FUNCTION, path, name)
+
+    def follow(self, module: Module, imported: Import, *, bound_only: bool = False) -> Lookup:
         """Where an import binding of ``module`` leads."""
         if imported.module is None:  # import a.b.c / import a.b.c as x
             assert imported.imported is not None
@@ -131,7 +145,7 @@ class Resolver:
                 imported.name,
                 f"{imported.statement} (line {imported.line}): {self.module(base).why}",
             )
-        return self.attribute(base, imported.imported)
+        return self.attribute(base, imported.imported, bound_only=bound_only)
 
     def alias(self, dotted: str) -> Lookup | None:
         """The module a legacy module name stands for, where the package's top-level lazy
@@ -169,8 +183,8 @@ class Resolver:
 
     # -- regular modules
 
-    def _bound(self, module: Module, dotted: str, name: str) -> Lookup:
-        explicit = self._explicit(module, dotted, name)
+    def _bound(self, module: Module, dotted: str, name: str, *, bound_only: bool = False) -> Lookup:
+        explicit = self._explicit(module, dotted, name, bound_only=bound_only)
         if explicit is not None:
             return explicit
         starred = self._starred(module, name)
@@ -204,7 +218,9 @@ class Resolver:
             )
         return _unbound(module, dotted, name)
 
-    def _explicit(self, module: Module, dotted: str, name: str) -> Lookup | None:
+    def _explicit(
+        self, module: Module, dotted: str, name: str, *, bound_only: bool = False
+    ) -> Lookup | None:
         if name in module.classes:
             c = module.classes[name]
             return Lookup(True, CLASS, module.path, name, cls=c)
@@ -213,7 +229,7 @@ class Resolver:
             return Lookup(True, FUNCTION, module.path, name, function=f)
         imported = module.imports.get(name)
         if imported is not None and not _typing_only(imported):
-            return self.follow(module, imported)
+            return self.follow(module, imported, bound_only=bound_only)
         if name in module.assignments:
             return Lookup(True, ASSIGNMENT, module.path, name)
         if imported is not None:
@@ -286,13 +302,15 @@ class Resolver:
             self._lazy[module.path] = lazy_module(module)
         return self._lazy[module.path]
 
-    def _served(self, module: Module, dotted: str, lazy: LazyModule, name: str) -> Lookup:
+    def _served(
+        self, module: Module, dotted: str, lazy: LazyModule, name: str, *, bound_only: bool = False
+    ) -> Lookup:
         if name in lazy.objects:
-            return self._explicit(module, dotted, name) or Lookup(
+            return self._explicit(module, dotted, name, bound_only=bound_only) or Lookup(
                 True, ASSIGNMENT, module.path, name
             )
         if name in lazy.names:
-            return self.attribute(f"{dotted}.{lazy.names[name]}", name)
+            return self.attribute(f"{dotted}.{lazy.names[name]}", name, bound_only=bound_only)
         # A submodule before the folders' names: what _LazyModule does for the keys of
         # its structure, and reading every file of a folder for a submodule is wasted.
         submodule = self._submodule(module, dotted, name) or self.alias(f"{dotted}.{name}")
@@ -362,7 +380,7 @@ class Resolver:
             names, whole = below
             if name not in names:
                 return None, whole  # what the walk below would answer, without walking it
-        if self.files.module_file(package, listed=listed) is None:
+        if self.files.module_file(package) is None:
             return None, False
         if children is None:
             init = self.files.module(package)
@@ -370,7 +388,7 @@ class Resolver:
             children = _listed(init, package, self.files)
         complete = listed
         for child in sorted(children, key=lambda c: _unlike(name, c)):
-            path = self.files.module_file(child, listed=listed)
+            path = self.files.module_file(child)
             if path is None:
                 continue  # a stale line of the mirror, or a folder that is no package
             if path.endswith("/__init__.py"):
@@ -395,10 +413,10 @@ class Resolver:
         children = self.files.folder(package)
         if children is None:
             return None
-        if self.files.module_file(package, listed=True) is None:
+        if self.files.module_file(package) is None:
             self._below[package] = (frozenset(), False)
             return self._below[package]
-        paths = {child: self.files.module_file(child, listed=True) for child in children}
+        paths = {child: self.files.module_file(child) for child in children}
         names: set[str] = set()
         complete = True
         for child, path in paths.items():
@@ -421,7 +439,7 @@ class Resolver:
         """The module files of ``package``'s listed folder and of the listed packages
         below it: what :meth:`_listed_exports` reads the text of."""
         for child in self.files.folder(package) or ():
-            path = self.files.module_file(child, listed=True)
+            path = self.files.module_file(child)
             if path is not None and path.endswith("/__init__.py"):
                 yield from self._listed_modules(child)
             elif path is not None:

@@ -13,11 +13,14 @@ from collections.abc import Callable, Iterable
 
 from canary.codeindex import Module
 from canary.symbols.alltext import AllReader, TextAll
+from canary.symbols.deftext import top_level_definitions
 
 Loader = Callable[[str], Module | None]
 Lister = Callable[[str], Iterable[str] | None]
 """A folder's path in the installed layout ("transformers/models") -> the names of its
 entries ("llama", "modeling_llama.py"), None when the caller cannot list it."""
+TextReader = Callable[[str], str | None]
+"""A path in the installed layout -> the file's text, None when there is no such file."""
 
 
 class ModuleFiles:
@@ -30,11 +33,14 @@ class ModuleFiles:
         load: Loader,
         listdir: Lister | None = None,
         read_all: AllReader | None = None,
+        read_text: TextReader | None = None,
     ) -> None:
         self.import_name = import_name
         self._load = load
         self._listdir = listdir
         self._read_all = read_all
+        self._read_text = read_text
+        self._definitions: dict[str, dict[str, str] | None] = {}
         self._loaded: dict[str, Module | None] = {}
         self._listings: dict[str, frozenset[str] | None] = {}
         self._folders: dict[str, list[str] | None] = {}
@@ -49,20 +55,19 @@ class ModuleFiles:
             self._loaded[path] = self._load(path)
         return self._loaded[path]
 
-    def module_file(self, dotted: str, *, listed: bool = False) -> str | None:
+    def module_file(self, dotted: str) -> str | None:
         """``"transformers.trainer"`` -> ``"transformers/trainer.py"``, or the package's
         ``__init__.py``; None when neither file is there (or ``dotted`` is outside).
 
-        ``listed``: answered from the folder listings where the caller can list them, so
-        no file is loaded (a walk over a folder that reads only the text of its files);
-        by loading the files otherwise."""
+        Answered from the folder listings where the caller can list them, so no file is
+        loaded (a walk over a folder reads only the text of its files, and that a module
+        is there says nothing of what it binds); by loading the files otherwise."""
         if not self.inside(dotted) or not all(p.isidentifier() for p in dotted.split(".")):
             return None
         base = dotted.replace(".", "/")
-        if listed:
-            decided, found = self._listed_file(base)
-            if decided:
-                return found
+        decided, found = self._listed_file(base)
+        if decided:
+            return found
         # A package beats a module of the same name, as in Python's path finder.
         for path in (f"{base}/__init__.py", f"{base}.py"):
             if self.load(path) is not None:
@@ -105,6 +110,22 @@ class ModuleFiles:
         if path not in self._all_texts:
             self.read_all_texts([path])
         return self._all_texts.get(path)
+
+    def defined_at_top(self, dotted: str, name: str) -> tuple[str, str] | None:
+        """(path, "class" or "def") where the text of module ``dotted`` shows a top-level
+        definition of ``name`` (:mod:`canary.symbols.deftext`), read without loading the
+        module. None where it does not, or cannot say: no text reader or listing, or
+        the module is loaded already (its code index answers as fast)."""
+        if self._read_text is None or not self.inside(dotted):
+            return None
+        decided, path = self._listed_file(dotted.replace(".", "/"))
+        if not decided or path is None or path in self._loaded:
+            return None
+        if path not in self._definitions:
+            text = self._read_text(path)
+            self._definitions[path] = top_level_definitions(text) if text is not None else None
+        kind = (self._definitions[path] or {}).get(name)
+        return (path, kind) if kind is not None else None
 
     def module(self, dotted: str) -> Module | None:
         path = self.module_file(dotted)

@@ -16,7 +16,7 @@ from canary.symbols.lookup import (
     missing,
     unknown,
 )
-from canary.symbols.modules import Lister, Loader, ModuleFiles, dotted_of
+from canary.symbols.modules import Lister, Loader, ModuleFiles, TextReader, dotted_of
 
 
 class PackageTree:
@@ -27,7 +27,9 @@ class PackageTree:
     ``define_import_structure`` reads exact; without it the folder's ``__init__`` (its
     TYPE_CHECKING mirror) lists it. ``read_all`` (files' ``__all__`` read off their text,
     :mod:`canary.symbols.alltext`) lets a walk over a listed folder read them as that
-    function does, instead of loading each file's code index.
+    function does, instead of loading each file's code index. ``read_text`` (a file's
+    text) lets a lookup that asks only whether a name is bound answer from the text where
+    it shows a top-level definition (:meth:`lookup`'s ``bound_only``).
     """
 
     def __init__(
@@ -37,9 +39,10 @@ class PackageTree:
         *,
         listdir: Lister | None = None,
         read_all: AllReader | None = None,
+        read_text: TextReader | None = None,
     ) -> None:
         self.import_name = import_name
-        self._files = ModuleFiles(import_name, load, listdir, read_all)
+        self._files = ModuleFiles(import_name, load, listdir, read_all, read_text)
         self._resolver = Resolver(self._files)
         self._classes = Classes(self._resolver)
 
@@ -48,9 +51,13 @@ class PackageTree:
         ``__init__.py``); None when there is no such file."""
         return self._files.module_file(dotted)
 
-    def lookup(self, dotted: str) -> Lookup:
+    def lookup(self, dotted: str, *, bound_only: bool = False) -> Lookup:
         """Any dotted path in the package: a module, ``module.name``, or
-        ``module.Class.member[.more]``, as attribute access after ``import`` would see it."""
+        ``module.Class.member[.more]``, as attribute access after ``import`` would see it.
+
+        ``bound_only``: only whether the last name is bound matters (not the object, its
+        source or its members): a module whose text shows a top-level definition of it
+        answers without being parsed, and the answer then holds no function or class."""
         parts = dotted.split(".")
         if parts[0] != self.import_name:
             return unknown(NAME, None, dotted, f"{dotted} is not in {self.import_name}")
@@ -58,7 +65,8 @@ class PackageTree:
         for i, part in enumerate(parts[1:], start=1):
             if found.found is not True:
                 return found
-            found = self._step(found, part, ".".join(parts[:i]))
+            last = bound_only and i == len(parts) - 1
+            found = self._step(found, part, ".".join(parts[:i]), bound_only=last)
         return found
 
     def member(self, path: str, class_qualname: str, name: str) -> Lookup:
@@ -83,9 +91,9 @@ class PackageTree:
         """Every path ``load`` was asked for (to prefetch or declare them)."""
         return self._files.paths_read
 
-    def _step(self, found: Lookup, part: str, where: str) -> Lookup:
+    def _step(self, found: Lookup, part: str, where: str, *, bound_only: bool = False) -> Lookup:
         if found.kind == MODULE and found.path is not None:
-            answer = self._resolver.attribute(dotted_of(found.path), part)
+            answer = self._resolver.attribute(dotted_of(found.path), part, bound_only=bound_only)
             if answer.found is False and where != dotted_of(found.path):
                 return self._resolver.through_alias(where, part) or answer
             return answer
