@@ -506,6 +506,11 @@ class Workspace:
             _wait(state.pending)  # a failed prefetch is this case's failure here too
         return self._read(state, paths, keep=keep)
 
+    def indexed(self, case: Case, path: str) -> bool:
+        """Whether ``path``'s code index is at hand or being made (a load named it)."""
+        state = self._state(case)
+        return path in state.modules or path in state.parsing
+
     def fingerprints(self, case: Case, paths: Sequence[str]) -> dict[str, str]:
         """A fingerprint of each file its source records without reading it (a kept
         wheel's CRC-32 and size): the same fingerprint at the same path in another case is

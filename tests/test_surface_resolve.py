@@ -17,7 +17,7 @@ from canary.surface.baseline import load_baseline, write_baseline
 from canary.surface.findings import findings, in_range
 from canary.surface.memo import Memo, TextsMemo
 from canary.surface.model import Kind, Match, Outcome, Reference, Resolved, Site, Target
-from canary.surface.resolve import candidate_paths, resolve, resolve_case
+from canary.surface.resolve import _CaseFiles, candidate_paths, resolve, resolve_case
 from canary.workspace import Case, FetchPolicy, Workspace
 
 TRAINER_V1 = b"""\
@@ -473,3 +473,12 @@ def test_more_files_of_a_release_under_way_are_loaded_after_it_each_read_once(tm
     with pytest.raises(FetchError, match="connection reset"):
         ws.snapshot(failing, ["toy/trainer.py"])
     assert ws._state(failing).tree.source.requests == [("toy/__init__.py",)]
+
+
+def test_definitions_are_read_off_a_text_only_where_no_code_index_is_at_hand(tmp_path):
+    ws = workspace(tmp_path, TREES)
+    release = CASES["toy"][0]
+    files = _CaseFiles(ws, release)
+    assert files.definitions_text("toy/trainer.py") == TRAINER_V1.decode()
+    ws.snapshot(release, ["toy/trainer.py"])  # parsed for another lookup
+    assert files.definitions_text("toy/trainer.py") is None  # the index answers, read once

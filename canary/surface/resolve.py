@@ -351,6 +351,12 @@ class _CaseFiles:
             found.update(read)
         return found
 
+    def definitions_text(self, path: str) -> str | None:
+        """The text to read a module's top-level definitions off, None where its code
+        index is at hand or being made anyway (a prefetch named it): that answers too,
+        without reading the file a second time."""
+        return None if self.workspace.indexed(self.case, path) else self.text(path)
+
     def text(self, path: str) -> str | None:
         keep = self.workspace.policy.keep_files
         content = self.workspace.read(self.case, [path], keep=keep)[path]
@@ -394,5 +400,5 @@ def _tree(files: _CaseFiles, make_tree: MakeTree | None) -> PackageTree:
         files.load,
         listdir=files.listdir,
         read_all=files.read_all,
-        read_text=files.text,
+        read_text=files.definitions_text,
     )

@@ -20,7 +20,8 @@ Lister = Callable[[str], Iterable[str] | None]
 """A folder's path in the installed layout ("transformers/models") -> the names of its
 entries ("llama", "modeling_llama.py"), None when the caller cannot list it."""
 TextReader = Callable[[str], str | None]
-"""A path in the installed layout -> the file's text, None when there is no such file."""
+"""A path in the installed layout -> the file's text; None when there is no such file, or
+the caller would rather its code index answered (it is at hand already)."""
 
 
 class ModuleFiles:
