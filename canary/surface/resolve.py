@@ -197,11 +197,7 @@ def resolve_case(
             pending.append(ref)
     if pending:
         files = _CaseFiles(workspace, case, texts)
-        files.read(
-            set(hints or ()).union(
-                *(candidate_paths(ref.target, bound_only=_bound_only(ref)) for ref in pending)
-            )
-        )
+        files.read(set(hints or ()) | _candidates(pending))
         # One tree per release: what it learns of the package serves every lookup.
         tree = _tree(files, make_tree)
         for ref in pending:
