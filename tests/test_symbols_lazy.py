@@ -349,7 +349,12 @@ def transformers_4_46():
     )
 
 
-def transformers_4_57(*, listed: bool = False):
+def transformers_4_57(
+    *,
+    listed: bool = False,
+    extra: dict[str, str] | None = None,
+    texts_read: list[str] | None = None,
+):
     return package(
         "transformers",
         {
@@ -359,8 +364,10 @@ def transformers_4_57(*, listed: bool = False):
             "transformers/utils/import_utils.py": LAZY_4,
             "transformers/models/__init__.py": MODELS,
             "transformers/models/llama/__init__.py": LLAMA_4_57,
+            **(extra or {}),
         },
         listed=listed,
+        texts_read=texts_read,
     )
 
 
@@ -635,20 +642,7 @@ def test_lazy_module_is_none_for_a_regular_module():
 
 
 def listed_4_57(extra: dict[str, str], texts_read: list[str] | None = None):
-    return package(
-        "transformers",
-        {
-            **COMMON,
-            **XLSTM,
-            "transformers/__init__.py": TOP_4_57_HEAD,
-            "transformers/utils/import_utils.py": LAZY_4,
-            "transformers/models/__init__.py": MODELS,
-            "transformers/models/llama/__init__.py": LLAMA_4_57,
-            **extra,
-        },
-        listed=True,
-        texts_read=texts_read,
-    )
+    return transformers_4_57(listed=True, extra=extra, texts_read=texts_read)
 
 
 def test_a_listed_folder_is_read_off_its_files_text_once_per_tree_not_parsed():
