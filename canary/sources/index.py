@@ -29,6 +29,7 @@ from pathlib import Path
 from canary.errors import CacheDamaged, FetchError, IndexUnreachable, OfflineMiss, RefNotFound
 from canary.sources import folder_index, pipfailure
 from canary.sources.health import HostHealth
+from canary.sources.piprun import run_pip
 from canary.sources.wheelfile import WheelDirectory
 
 # The index as HostHealth sees it: pip hides which host it tried, so the index is one "host".
@@ -174,8 +175,7 @@ class IndexSource:
                     f"row failed the same way",
                     cause=cause,
                 )
-        command = [
-            *self.pip,
+        args = [
             "download",
             "--no-deps",
             "--only-binary=:all:",
@@ -187,9 +187,7 @@ class IndexSource:
             requirement,
         ]
         try:
-            done = subprocess.run(
-                command, capture_output=True, text=True, timeout=self.timeout, check=False
-            )
+            done = run_pip(self.pip, args, timeout=self.timeout)
         except OSError:  # missing or not executable
             raise FetchError(
                 f"cannot run {self.pip[0]!r} to download {requirement}: is pip installed? "

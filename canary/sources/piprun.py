@@ -1,0 +1,291 @@
+"""Running ``python -m pip``, from an interpreter that imported pip once.
+
+A cold run downloads one wheel per release (146 of them for tags.toml), and each
+``python -m pip download`` spends about half a CPU-second importing pip before it asks the
+index anything: a third of all the CPU a cold run uses on a 2-core machine. On Linux,
+:func:`run_pip` keeps a few *warm* interpreters instead. Each one is started with the same
+command line, environment and working directory as ``python -m pip`` would be, imports
+pip's download command, and then forks one child per call. The child runs pip's own
+``__main__`` exactly as ``-m`` does (``runpy``), with its output in files and its exit code
+returned, so what pip reads (the user's configuration, environment, certificates) and what
+it prints are what a fresh ``python -m pip`` would read and print.
+
+Anything else (another pip command line, another platform, a warm interpreter that died)
+runs as a plain subprocess. Both return what ``subprocess.run(capture_output=True,
+text=True, timeout=...)`` returns and raise what it raises.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+# Run inside a warm interpreter (``python -c``). It answers one JSON line per request
+# ({"pid"} once the child runs, then {"returncode"} or {"timeout"}) and ends at EOF.
+_WARM_MAIN = r"""
+import json, os, runpy, signal, sys, time
+
+# Ctrl-C reaches the whole process group: the pip running now stops as a fresh one would,
+# and this interpreter waits for canary to close its input.
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+# As `python -m pip` starts: its directory first on sys.path (`-c` puts "" there) while
+# the pip package itself is found, then removed, as pip's own __main__ removes it before
+# importing the rest; each child puts it back and runs that __main__.
+prefixed = not getattr(sys.flags, "safe_path", False)  # -P / PYTHONSAFEPATH: no directory
+if prefixed:
+    sys.path[0] = os.getcwd()
+# Warming only: what is missing (another pip, no pip at all) is imported, or fails, in the
+# child, as it would in `python -m pip`.
+try:
+    import pip
+except Exception:
+    pass
+first_path = sys.path.pop(0) if prefixed else None
+for name in (
+    "pip._internal.cli.main",
+    "pip._internal.cli.main_parser",
+    "pip._internal.commands.download",
+    "pip._internal.resolution.resolvelib.resolver",
+    "pip._internal.metadata.importlib",
+):
+    try:
+        __import__(name)
+    except Exception:
+        pass
+
+channel_in, channel_out = sys.stdin, sys.stdout
+
+
+def child(request):
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    for fd, path in ((1, request["stdout"]), (2, request["stderr"])):
+        out = os.open(path, os.O_WRONLY | os.O_TRUNC)
+        os.dup2(out, fd)
+        os.close(out)
+    sys.stdin = open(0, closefd=False)
+    sys.stdout = open(1, "w", closefd=False)
+    sys.stderr = open(2, "w", closefd=False)
+    sys.argv = ["", *request["args"]]
+    if first_path is not None:
+        sys.path.insert(0, first_path)
+    try:
+        runpy.run_module("pip", run_name="__main__", alter_sys=True)
+        code = 0
+    except SystemExit as stop:
+        code = stop.code
+        if code is not None and not isinstance(code, int):
+            print(code, file=sys.stderr)
+            code = 1
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code or 0)
+
+
+def wait(pid, timeout):
+    deadline = time.monotonic() + timeout
+    pause = 0.002
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return {"returncode": os.waitstatus_to_exitcode(status)}
+        if time.monotonic() >= deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            return {"timeout": True}
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
+
+
+print(json.dumps({"ready": True}), file=channel_out, flush=True)
+for line in channel_in:
+    request = json.loads(line)
+    pid = os.fork()
+    if pid == 0:
+        child(request)
+    print(json.dumps({"pid": pid}), file=channel_out, flush=True)
+    print(json.dumps(wait(pid, request["timeout"])), file=channel_out, flush=True)
+"""
+
+
+class WarmPipDied(Exception):
+    """A warm interpreter ended or answered nonsense: the call runs as a subprocess."""
+
+
+class _WarmPip:
+    """One warm interpreter: started like ``python -m pip``, serving one call at a time."""
+
+    def __init__(self, python: str, environment: tuple[tuple[str, str], ...], cwd: str) -> None:
+        self.environment = environment
+        self.cwd = cwd
+        self.process = subprocess.Popen(
+            [python, "-c", _WARM_MAIN],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=dict(environment),
+            cwd=cwd,
+            text=True,
+        )
+        try:
+            self._expect("ready")
+        except WarmPipDied:
+            self.close()
+            raise
+
+    def run(self, args: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]:
+        with tempfile.TemporaryDirectory(prefix="canary-pip-") as folder:
+            stdout, stderr = Path(folder, "stdout"), Path(folder, "stderr")
+            stdout.touch()
+            stderr.touch()
+            request = {
+                "args": list(args),
+                "stdout": str(stdout),
+                "stderr": str(stderr),
+                "timeout": timeout,
+            }
+            self._send(request)
+            self._expect("pid")
+            answer = self._answer()
+            out, err = _text(stdout), _text(stderr)
+        command = [self.process.args[0], "-m", "pip", *args]
+        if "timeout" in answer:
+            raise subprocess.TimeoutExpired(command, timeout, output=out, stderr=err)
+        if not isinstance(answer.get("returncode"), int):
+            raise WarmPipDied(f"unexpected answer {answer!r}")
+        return subprocess.CompletedProcess(command, answer["returncode"], out, err)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            if self.process.stdin is not None:
+                self.process.stdin.close()
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+    def _send(self, request: dict) -> None:
+        assert self.process.stdin is not None
+        try:
+            self.process.stdin.write(json.dumps(request) + "\n")
+            self.process.stdin.flush()
+        except OSError as exc:
+            raise WarmPipDied(f"cannot write to it: {exc}") from None
+
+    def _answer(self) -> dict:
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if not line:
+            raise WarmPipDied(f"it ended (exit {self.process.poll()})")
+        try:
+            answer = json.loads(line)
+        except ValueError:
+            raise WarmPipDied(f"it printed {line[:200]!r}") from None
+        if not isinstance(answer, dict):
+            raise WarmPipDied(f"it printed {line[:200]!r}")
+        return answer
+
+    def _expect(self, key: str) -> None:
+        answer = self._answer()
+        if key not in answer:
+            raise WarmPipDied(f"expected {key!r}, got {answer!r}")
+
+
+class WarmPips:
+    """Warm interpreters for one Python, one per call running at the same time.
+
+    A warm interpreter serves only calls made with the environment and working directory
+    it was started with, since those decide which pip it imported (``PYTHONPATH``, a
+    virtual environment) and what that pip reads; when they change, the old ones end.
+    """
+
+    def __init__(self, python: str) -> None:
+        self.python = python
+        self._idle: list[_WarmPip] = []
+        self._lock = threading.Lock()
+
+    def run(self, args: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]:
+        environment = tuple(sorted(os.environ.items()))
+        cwd = os.getcwd()
+        warm = self._take(environment, cwd)
+        try:
+            done = warm.run(args, timeout)
+        except subprocess.TimeoutExpired:
+            self._give_back(warm)
+            raise
+        except WarmPipDied:
+            warm.close()
+            return _subprocess([self.python, "-m", "pip", *args], timeout)
+        self._give_back(warm)
+        return done
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for warm in idle:
+            warm.close()
+
+    def _take(self, environment: tuple[tuple[str, str], ...], cwd: str) -> _WarmPip:
+        stale = []
+        with self._lock:
+            for warm in list(self._idle):
+                if warm.environment != environment or warm.cwd != cwd:
+                    self._idle.remove(warm)
+                    stale.append(warm)
+            found = self._idle.pop() if self._idle else None
+        for warm in stale:
+            warm.close()
+        if found is not None:
+            return found
+        try:
+            return _WarmPip(self.python, environment, cwd)
+        except OSError as exc:
+            raise WarmPipDied(f"cannot start {self.python}: {exc}") from None
+
+    def _give_back(self, warm: _WarmPip) -> None:
+        if warm.process.poll() is not None:
+            return
+        with self._lock:
+            self._idle.append(warm)
+
+
+# Linux only: forking an interpreter that imported pip is safe there; elsewhere (macOS
+# frameworks, Windows without fork) every call is a subprocess.
+WARM_PIPS = WarmPips(sys.executable) if sys.platform == "linux" else None
+
+
+def run_pip(
+    command: Sequence[str], args: Sequence[str], *, timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """``command + args`` with its output captured as text, as ``subprocess.run`` runs it;
+    raises OSError when the command cannot start and TimeoutExpired after ``timeout``.
+    ``command`` that is this interpreter's ``-m pip`` runs in a warm interpreter."""
+    if WARM_PIPS is not None and tuple(command) == (WARM_PIPS.python, "-m", "pip"):
+        try:
+            return WARM_PIPS.run(args, timeout)
+        except WarmPipDied:
+            pass  # could not even start one: the subprocess says why, if anything is wrong
+    return _subprocess([*command, *args], timeout)
+
+
+def _subprocess(command: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def _text(path: Path) -> str:
+    return path.read_bytes().decode(errors="replace")
