@@ -17,6 +17,7 @@ text=True, timeout=...)`` returns and raise what it raises.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -178,6 +179,8 @@ class _WarmPip:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+        if self.process.stdout is not None:
+            self.process.stdout.close()
 
     def _send(self, request: dict) -> None:
         assert self.process.stdin is not None
@@ -267,6 +270,9 @@ class WarmPips:
 # Linux only: forking an interpreter that imported pip is safe there; elsewhere (macOS
 # frameworks, Windows without fork) every call is a subprocess.
 WARM_PIPS = WarmPips(sys.executable) if sys.platform == "linux" else None
+if WARM_PIPS is not None:
+    # They would end anyway when canary's end closes their input; this waits for them.
+    atexit.register(WARM_PIPS.close)
 
 
 def run_pip(
