@@ -28,6 +28,7 @@ from a list kept here. Numbers from a shared or busy machine are noisy: run it t
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -36,12 +37,16 @@ import sys
 import tempfile
 import textwrap
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from canary.sources.piprun import run_pip
+
 REPO = Path(__file__).resolve().parents[1]
 BENCH = Path(__file__).resolve().parent
+PIP = (sys.executable, "-m", "pip")
 
 
 @dataclass
@@ -106,19 +111,44 @@ def breakdown(run: Run) -> list[str]:
 # -- the floor: only downloading the same wheels ------------------------------------------
 
 
-def pip_download_all(wheels: list[tuple[str, str]], workers: int, env: dict, dest: Path) -> float:
+def pip_download_all(
+    wheels: list[tuple[str, str]], workers: int, env: dict, dest: Path, *, warm: bool = False
+) -> float:
+    """Seconds to ``pip download`` every wheel, ``workers`` at a time: each a fresh
+    ``python -m pip``, or with ``warm`` through canary's own downloader (one interpreter
+    per worker that imported pip once, forked per wheel: :mod:`canary.sources.piprun`)."""
+
     def one(spec: tuple[str, str]) -> None:
         package, version = spec
         folder = dest / f"{package}-{version}"
         folder.mkdir(parents=True)
-        command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:"]
-        command += ["--no-input", "--quiet", "--dest", str(folder), f"{package}=={version}"]
-        subprocess.run(command, env=env, check=True, capture_output=True)
+        args = ["download", "--no-deps", "--only-binary=:all:", "--no-input", "--quiet"]
+        args += ["--dest", str(folder), f"{package}=={version}"]
+        if warm:
+            done = run_pip(PIP, args, timeout=900)
+            if done.returncode != 0:
+                raise RuntimeError(f"pip {' '.join(args)} failed: {done.stderr[-500:]}")
+        else:
+            subprocess.run([*PIP, *args], env=env, check=True, capture_output=True)
 
-    started = time.perf_counter()
-    with ThreadPoolExecutor(workers) as pool:
-        list(pool.map(one, wheels))
-    return time.perf_counter() - started
+    with environment(env) if warm else contextlib.nullcontext():
+        started = time.perf_counter()
+        with ThreadPoolExecutor(workers) as pool:
+            list(pool.map(one, wheels))
+        return time.perf_counter() - started
+
+
+@contextlib.contextmanager
+def environment(env: dict[str, str]) -> Iterator[None]:
+    """``os.environ`` is ``env`` inside (in-process code reads nothing else)."""
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 def kept_wheels(cache_dir: Path) -> list[tuple[str, str]]:
