@@ -33,6 +33,8 @@ ECHO_PIP = textwrap.dedent(
     print("marker", os.environ.get("PIPRUN_MARKER"))
     print("stdin", repr(sys.stdin.read()))
     print("name", __name__, "path0-is-cwd", sys.path[0] in ("", os.getcwd()))
+    if os.environ.get("PIPRUN_SHOW_PARENT"):
+        sys.stderr.write(f"parent {os.getppid()}\\n")
     sys.stderr.write("to stderr\\n")
     if sys.argv[1:] == ["sleep"]:
         import time
@@ -171,3 +173,12 @@ def test_the_real_pip_downloads_through_run_pip_as_through_a_subprocess(tmp_path
     assert warm.returncode == cold.returncode == 1
     assert "No matching distribution found for canarytoy==2.0" in warm.stderr
     assert warm.stderr == cold.stderr
+
+
+def test_canary_warm_pip_0_runs_every_call_as_a_fresh_subprocess(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", fake_pip(tmp_path / "echo", ECHO_PIP))
+    monkeypatch.setenv("PIPRUN_SHOW_PARENT", "1")
+    started_here = f"parent {os.getpid()}"
+    assert started_here not in run_pip(PIP, ["x"], timeout=60).stderr  # a warm one's child
+    monkeypatch.setenv("CANARY_WARM_PIP", "0")
+    assert started_here in run_pip(PIP, ["x"], timeout=60).stderr

@@ -10,9 +10,10 @@ pip's download command, and then forks one child per call. The child runs pip's 
 returned, so what pip reads (the user's configuration, environment, certificates) and what
 it prints are what a fresh ``python -m pip`` would read and print.
 
-Anything else (another pip command line, another platform, a warm interpreter that died)
-runs as a plain subprocess. Both return what ``subprocess.run(capture_output=True,
-text=True, timeout=...)`` returns and raise what it raises.
+Anything else (another pip command line, another platform, a warm interpreter that died,
+``CANARY_WARM_PIP=0``) runs as a plain subprocess. Both return what
+``subprocess.run(capture_output=True, text=True, timeout=...)`` returns and raise what it
+raises.
 """
 
 from __future__ import annotations
@@ -280,8 +281,10 @@ def run_pip(
 ) -> subprocess.CompletedProcess[str]:
     """``command + args`` with its output captured as text, as ``subprocess.run`` runs it;
     raises OSError when the command cannot start and TimeoutExpired after ``timeout``.
-    ``command`` that is this interpreter's ``-m pip`` runs in a warm interpreter."""
-    if WARM_PIPS is not None and tuple(command) == (WARM_PIPS.python, "-m", "pip"):
+    ``command`` that is this interpreter's ``-m pip`` runs in a warm interpreter, unless
+    ``CANARY_WARM_PIP=0`` asks for a fresh one every time."""
+    warm = WARM_PIPS is not None and os.environ.get("CANARY_WARM_PIP", "1") != "0"
+    if warm and tuple(command) == (WARM_PIPS.python, "-m", "pip"):
         try:
             return WARM_PIPS.run(args, timeout)
         except WarmPipDied:
