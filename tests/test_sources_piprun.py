@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from canary.sources.piprun import WarmPips, run_pip
+from canary.sources.piprun import WarmPipDied, WarmPips, run_pip
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="warm pips are Linux only")
 
@@ -121,6 +121,19 @@ def test_an_interpreter_that_died_is_replaced_by_a_subprocess_for_that_call(echo
     warm.process.kill()
     warm.process.wait()
     same(echo_pip.run(["x"], timeout=60), fresh(["x"]))
+    same(echo_pip.run(["x"], timeout=60), fresh(["x"]))
+
+
+def test_a_working_directory_that_is_gone_runs_the_call_as_a_subprocess(
+    echo_pip, tmp_path, monkeypatch
+):
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()
+    with pytest.raises(WarmPipDied):
+        echo_pip.run(["x"], timeout=60)  # run_pip then runs it as subprocess.run would
+    monkeypatch.chdir(tmp_path)
     same(echo_pip.run(["x"], timeout=60), fresh(["x"]))
 
 

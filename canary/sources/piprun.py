@@ -225,14 +225,17 @@ class WarmPips:
 
     def run(self, args: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]:
         environment = tuple(sorted(os.environ.items()))
-        cwd = os.getcwd()
+        try:
+            cwd = os.getcwd()
+        except OSError:
+            raise WarmPipDied("the working directory is gone") from None
         warm = self._take(environment, cwd)
         try:
             done = warm.run(args, timeout)
         except subprocess.TimeoutExpired:
             self._give_back(warm)
             raise
-        except WarmPipDied:
+        except (WarmPipDied, OSError):  # OSError: no room for its output files, say
             warm.close()
             return _subprocess([self.python, "-m", "pip", *args], timeout)
         self._give_back(warm)
@@ -288,7 +291,7 @@ def run_pip(
         try:
             return WARM_PIPS.run(args, timeout)
         except WarmPipDied:
-            pass  # could not even start one: the subprocess says why, if anything is wrong
+            pass  # none could start here: the subprocess says why, if anything is wrong
     return _subprocess([*command, *args], timeout)
 
 
