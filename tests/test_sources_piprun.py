@@ -36,6 +36,12 @@ ECHO_PIP = textwrap.dedent(
     if os.environ.get("PIPRUN_SHOW_PARENT"):
         sys.stderr.write(f"parent {os.getppid()}\\n")
     sys.stderr.write("to stderr\\n")
+    if sys.argv[1:] == ["orphan"] and os.getppid() != int(os.environ["PIPRUN_TEST_PID"]):
+        with open(os.environ["PIPRUN_CHILD_PID"], "w") as out:
+            out.write(str(os.getpid()))
+        os.kill(os.getppid(), 9)  # the warm interpreter dies under its running child
+        import time
+        time.sleep(60)
     if sys.argv[1:] == ["sleep"]:
         import time
         sys.stdout.flush()
@@ -122,6 +128,18 @@ def test_an_interpreter_that_died_is_replaced_by_a_subprocess_for_that_call(echo
     warm.process.wait()
     same(echo_pip.run(["x"], timeout=60), fresh(["x"]))
     same(echo_pip.run(["x"], timeout=60), fresh(["x"]))
+
+
+def test_a_child_left_running_by_a_dead_interpreter_is_stopped_before_the_rerun(
+    echo_pip, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("PIPRUN_TEST_PID", str(os.getpid()))
+    monkeypatch.setenv("PIPRUN_CHILD_PID", str(tmp_path / "child.pid"))
+    same(echo_pip.run(["orphan"], timeout=60), fresh(["orphan"]))  # rerun as a subprocess
+    orphan = int((tmp_path / "child.pid").read_text())
+    stat = Path(f"/proc/{orphan}/stat")
+    state = stat.read_text().rsplit(")", 1)[1].split()[0] if stat.exists() else "gone"
+    assert state in ("gone", "Z", "X")  # killed (a zombie until init reaps it), not sleeping
 
 
 def test_a_working_directory_that_is_gone_runs_the_call_as_a_subprocess(

@@ -22,6 +22,7 @@ import atexit
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -161,8 +162,14 @@ class _WarmPip:
                 "timeout": timeout,
             }
             self._send(request)
-            self._expect("pid")
-            answer = self._answer()
+            pid = self._expect("pid")
+            try:
+                answer = self._answer()
+            except WarmPipDied:
+                # Its child lives on without it: stop it before the call runs again.
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+                raise
             out, err = _text(stdout), _text(stderr)
         command = [self.process.args[0], "-m", "pip", *args]
         if "timeout" in answer:
@@ -204,10 +211,11 @@ class _WarmPip:
             raise WarmPipDied(f"it printed {line[:200]!r}")
         return answer
 
-    def _expect(self, key: str) -> None:
+    def _expect(self, key: str) -> int:
         answer = self._answer()
-        if key not in answer:
+        if not isinstance(answer.get(key), (bool, int)):
             raise WarmPipDied(f"expected {key!r}, got {answer!r}")
+        return int(answer[key])
 
 
 class WarmPips:
