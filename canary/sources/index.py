@@ -127,7 +127,7 @@ class IndexSource:
             self.bytes_downloaded += wheel.stat().st_size
             os.replace(wheel, kept)
         try:
-            # Read where it is kept, and held open for the files asked for next.
+            # Read where it is kept: its directory stays known for the files asked for next.
             return KEPT_WHEELS.read(kept, paths, origin=self.description)
         except FetchError:  # not a wheel at all: never kept
             KEPT_WHEELS.forget(kept)

@@ -126,7 +126,9 @@ for line in channel_in:
 
 
 class WarmPipDied(Exception):
-    """A warm interpreter ended or answered nonsense: the call runs as a subprocess."""
+    """No warm interpreter could run the call (none could start, one ended or answered
+    nonsense, no working directory, no room for its output): :func:`run_pip` runs it as
+    a subprocess."""
 
 
 class _WarmPip:
@@ -232,6 +234,7 @@ class WarmPips:
         self._lock = threading.Lock()
 
     def run(self, args: Sequence[str], timeout: float) -> subprocess.CompletedProcess[str]:
+        """As :func:`run_pip`, or WarmPipDied (the interpreter that failed is closed)."""
         environment = tuple(sorted(os.environ.items()))
         try:
             cwd = os.getcwd()
@@ -243,9 +246,12 @@ class WarmPips:
         except subprocess.TimeoutExpired:
             self._give_back(warm)
             raise
-        except (WarmPipDied, OSError):  # OSError: no room for its output files, say
+        except WarmPipDied:
             warm.close()
-            return _subprocess([self.python, "-m", "pip", *args], timeout)
+            raise
+        except OSError as exc:  # no room for its output files, say
+            warm.close()
+            raise WarmPipDied(str(exc)) from None
         self._give_back(warm)
         return done
 
@@ -299,7 +305,7 @@ def run_pip(
         try:
             return WARM_PIPS.run(args, timeout)
         except WarmPipDied:
-            pass  # none could start here: the subprocess says why, if anything is wrong
+            pass  # the subprocess runs it, and says why if anything is wrong
     return _subprocess([*command, *args], timeout)
 
 
