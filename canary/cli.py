@@ -28,7 +28,7 @@ from pathlib import Path
 
 from canary.errors import CanaryError, ConfigError
 from canary.report.render import FORMATS
-from canary.tags import load_tags, stable_releases, update_tags_file
+from canary.tags import SHIPPED_TAGS, load_tags, stable_releases, update_tags_file
 from canary.workspace import Case
 
 TAGS_FILE = "--tags-file"  # how every command here spells "another tags.toml"
@@ -155,7 +155,10 @@ def _add_surface(commands: argparse._SubParsersAction) -> None:
         help="[tool.canary.surface] settings from FILE instead of each target's pyproject",
     )
     surface.add_argument(
-        "--tags-file", type=Path, default=Path("tags.toml"), help="default: ./tags.toml"
+        "--tags-file",
+        type=Path,
+        help="check exactly the releases this tags.toml lists (default: canary's own list, "
+        "and the releases on the package index newer than it)",
     )
     listing = surface.add_mutually_exclusive_group()
     listing.add_argument(
@@ -249,7 +252,7 @@ def _surface_listing(args: argparse.Namespace) -> int:
     from canary.surface.extract import extract
     from canary.surface.targets import open_target
 
-    packages = tuple(load_tags(args.tags_file, option=TAGS_FILE).packages)
+    packages = tuple(load_tags(args.tags_file or SHIPPED_TAGS, option=TAGS_FILE).packages)
     download_dir = Cache(default_cache_dir()).root / TARGETS_FOLDER
     for spec in args.targets:
         loaded = open_target(spec, download_dir=download_dir, offline=args.offline)

@@ -135,7 +135,9 @@ def test_a_missing_baseline_says_how_to_write_it(tmp_path, capsys, monkeypatch):
         '[packages.toy]\nrepo = "o/toy"\npackage_dir = ""\nfloor = "1.0"\nversions = ["1.0"]\n'
     )
     monkeypatch.setenv("CANARY_CACHE_DIR", str(tmp_path / "cache"))
-    status = cli.main(["surface", str(tmp_path), "--baseline", "b.json", "--offline"])
+    status = cli.main(
+        ["surface", str(tmp_path), "--baseline", "b.json", "--offline", "--tags-file", "tags.toml"]
+    )
     assert status == 2
     assert "no such file; write it with --baseline b.json --update-baseline" in (
         capsys.readouterr().err
@@ -191,7 +193,7 @@ def requires(root, specifier: str) -> None:
 
 
 def surface(*args: str) -> int:
-    return cli.main(["surface", "proj", "--offline", *args])
+    return cli.main(["surface", "proj", "--offline", "--tags-file", "tags.toml", *args])
 
 
 def test_the_command_finds_a_patch_target_upstream_renamed(project, capsys):
