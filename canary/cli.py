@@ -237,9 +237,6 @@ def _surface(args: argparse.Namespace) -> int:
     sys.stdout.flush()
     for line in command.verdict(surface_run):
         print(line, file=sys.stderr)
-    if args.update_baseline:
-        print(f"canary: wrote {args.baseline}", file=sys.stderr)
-        return 0
     return surface_run.exit_status
 
 

@@ -102,6 +102,7 @@ def test_the_last_line_counts_drift_and_infrastructure_errors_apart(project, cac
     assert result.outlines[-1] == (
         "canary: drift found: 1 failing check(s); 3 error(s): not everything was checked"
     )
+    assert result.ret == 1  # drift wins over errors: it is the finding
 
 
 # -- versions: one version, one spelling; a series is its releases ---------------------------

@@ -218,7 +218,12 @@ def test_a_release_outside_the_declared_range_is_not_held_against_it(project):
 
 def test_a_baseline_written_then_compared(project, capsys):
     assert surface("--baseline", "b.json", "--update-baseline") == 0
-    assert "canary: wrote b.json" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    # What it wrote, as the last line; the findings it accepts are no "surface broken".
+    assert err.splitlines()[-1] == (
+        "canary: wrote b.json: 1 finding(s) accepted from now on, over 2 release(s) of toy"
+    )
+    assert "surface broken" not in err
     assert surface("--baseline", "b.json") == 0
     assert "canary: all clear (1 accepted finding(s))" in capsys.readouterr().err
 
@@ -230,6 +235,16 @@ def test_expected_absent_in_the_project_accepts_a_miss(project):
             'versions = ">=2"\nreason = "renamed in 2.0, patched elsewhere"\n'
         )
     assert surface() == 0
+
+
+def test_a_baseline_written_from_a_run_that_missed_releases_says_so_and_exits_2(
+    project, capsys
+):
+    (project.parent / "tags.toml").write_text(TAGS.format(versions='"1.0", "2.0", "3.0"'))
+    assert surface("--baseline", "b.json", "--update-baseline") == 2
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last.startswith("canary: wrote b.json: 1 finding(s) accepted from now on")
+    assert last.endswith("not everything was checked: the releases above are not in it")
 
 
 def test_a_release_not_in_the_cache_offline_is_not_checked(project, capsys):

@@ -79,9 +79,9 @@ class Baseline:
 
 def write_baseline(
     path: Path, packages: Mapping[str, Sequence[str]], found: Iterable[Finding]
-) -> None:
+) -> int:
     """Write every finding (accepted or not) as the new baseline; one gated away on every
-    release it misses (no site runs there) is no miss to accept."""
+    release it misses (no site runs there) is no miss to accept. Returns the entries."""
     entries = sorted(
         (
             {
@@ -103,6 +103,7 @@ def write_baseline(
         "findings": entries,
     }
     path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return len(entries)
 
 
 def load_baseline(path: Path) -> Baseline:

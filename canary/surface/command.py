@@ -73,6 +73,7 @@ class SurfaceRun:
     decided: int = 0  # outcomes looked up afresh
     text: str = ""  # the rendered report
     releases: Releases | None = None  # where the releases came from (None: not told)
+    written: tuple[Path, int] | None = None  # --update-baseline: the file, its entries
 
     @property
     def failing(self) -> tuple[Finding, ...]:
@@ -80,7 +81,7 @@ class SurfaceRun:
 
     @property
     def exit_status(self) -> int:
-        if self.failing:
+        if self.failing and self.written is None:  # written: the findings are the baseline
             return EXIT_DRIFT
         checked = any(self.result.packages.values())
         unasked = self.releases is not None and self.releases.failed
@@ -128,7 +129,10 @@ def run_surface(
         run.close()
     surface_run.seconds = {"extract": extracted, **surface_run.seconds, "render": rendered}
     if options.update_baseline and options.baseline is not None:
-        write_baseline(options.baseline, surface_run.result.packages, surface_run.findings)
+        entries = write_baseline(
+            options.baseline, surface_run.result.packages, surface_run.findings
+        )
+        surface_run.written = (options.baseline, entries)
     return surface_run
 
 
@@ -326,18 +330,27 @@ def verdict(surface_run: SurfaceRun) -> list[str]:
             for package, why in releases.failed.items()
         ]
     failing = surface_run.failing
-    if failing:
+    unchecked = (
+        errors
+        or surface_run.empty
+        or not any(surface_run.result.packages.values())
+        or (releases is not None and releases.failed)
+    )
+    if surface_run.written is not None:
+        path, entries = surface_run.written
+        checked = sum(len(v) for v in surface_run.result.packages.values())
+        lines.append(
+            f"canary: wrote {path}: {entries:,} finding(s) accepted from now on, over "
+            f"{checked:,} release(s) of {', '.join(surface_run.result.packages) or 'nothing'}"
+            + ("; not everything was checked: the releases above are not in it" * bool(unchecked))
+        )
+    elif failing:
         misses = sum(len(f.new) for f in failing)
         lines.append(
             f"canary: surface broken: {len(failing):,} reference(s) missing inside the declared "
             f"range ({misses:,} reference x release), not accepted"
         )
-    elif (
-        errors
-        or surface_run.empty
-        or not any(surface_run.result.packages.values())
-        or (releases is not None and releases.failed)
-    ):
+    elif unchecked:
         lines.append("canary: not everything was checked")
     else:
         accepted = sum(1 for f in surface_run.findings if f.accepted)
