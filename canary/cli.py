@@ -138,6 +138,12 @@ def _add_surface(commands: argparse._SubParsersAction) -> None:
     surface.add_argument("--format", choices=FORMATS, default="terminal", help="default: terminal")
     surface.add_argument("-o", "--output", type=Path, help="write the report here, not stdout")
     surface.add_argument(
+        "--json", type=Path, metavar="FILE", help="also write the JSON contract to FILE"
+    )
+    surface.add_argument(
+        "--markdown", type=Path, metavar="FILE", help="also write the Markdown report to FILE"
+    )
+    surface.add_argument(
         "--baseline",
         type=Path,
         metavar="FILE",
@@ -228,6 +234,9 @@ def _surface(args: argparse.Namespace) -> int:
         config=args.config,
         baseline=args.baseline,
         update_baseline=args.update_baseline,
+        also=tuple(
+            (fmt, path) for fmt, path in (("json", args.json), ("markdown", args.markdown)) if path
+        ),
     )
     surface_run = command.run_surface(options, fmt=args.format)
     if args.output is not None:

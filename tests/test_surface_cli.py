@@ -211,6 +211,14 @@ def test_the_command_finds_a_patch_target_upstream_renamed(project, capsys):
     assert "canary: surface broken: 1 reference(s)" in capsys.readouterr().err
 
 
+def test_one_run_writes_annotations_the_json_and_the_markdown(project, capsys):
+    assert surface("--format", "github", "--json", "r.json", "--markdown", "r.md") == 1
+    assert capsys.readouterr().out.startswith("::error file=proj/patch.py,line=8,")
+    data = json.loads((project.parent / "r.json").read_text())
+    assert data["packages"] == {"toy": ["1.0", "2.0"]}
+    assert (project.parent / "r.md").read_text().startswith("## canary surface of proj 0.1")
+
+
 def test_a_release_outside_the_declared_range_is_not_held_against_it(project):
     requires(project, "<2")
     assert surface() == 0
@@ -237,9 +245,7 @@ def test_expected_absent_in_the_project_accepts_a_miss(project):
     assert surface() == 0
 
 
-def test_a_baseline_written_from_a_run_that_missed_releases_says_so_and_exits_2(
-    project, capsys
-):
+def test_a_baseline_written_from_a_run_that_missed_releases_says_so_and_exits_2(project, capsys):
     (project.parent / "tags.toml").write_text(TAGS.format(versions='"1.0", "2.0", "3.0"'))
     assert surface("--baseline", "b.json", "--update-baseline") == 2
     last = capsys.readouterr().err.splitlines()[-1]

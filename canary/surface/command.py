@@ -46,6 +46,7 @@ class SurfaceOptions:
     baseline: Path | None = None
     update_baseline: bool = False
     workers: int = 4
+    also: tuple[tuple[str, Path], ...] = ()  # (format, file): more reports of the same run
 
 
 @dataclass(frozen=True)
@@ -124,6 +125,8 @@ def run_surface(
         cases = {package: run.cases(package) for package in surface_run.result.packages}
         sources = WorkspaceSources(run.workspace, cases, make_tree=make_tree)
         surface_run.text = render(surface_run, fmt, sources=sources)
+        for other, path in options.also:  # one run, several readers (a CI job's summary)
+            path.write_text(render(surface_run, other, sources=sources), encoding="utf-8")
         rendered = time.perf_counter() - started
     finally:
         run.close()
