@@ -186,9 +186,7 @@ class Runner:
                 outcome, output = self._action(
                     step, context, run, workspace, files["GITHUB_OUTPUT"]
                 )
-            outputs = _read_outputs(files["GITHUB_OUTPUT"].read_text())
-            if "uses" in step and step["uses"].startswith("actions/cache/restore@"):
-                outputs.setdefault("cache-hit", "false")
+            outputs = _step_outputs(step, files["GITHUB_OUTPUT"])
             env.update(_read_outputs(files["GITHUB_ENV"].read_text()))
             extra_path[:0] = [p for p in files["GITHUB_PATH"].read_text().splitlines() if p]
             run.summary += files["GITHUB_STEP_SUMMARY"].read_text()
@@ -353,9 +351,7 @@ class Runner:
             else:
                 workspace = Path(context["github"]["workspace"])
                 outcome, output = self._action(step, scope, inner, workspace)
-            outputs = _read_outputs(files["GITHUB_OUTPUT"].read_text())
-            if "uses" in step and step["uses"].startswith("actions/cache/restore@"):
-                outputs.setdefault("cache-hit", "false")
+            outputs = _step_outputs(step, files["GITHUB_OUTPUT"])
             extra_path[:0] = [p for p in files["GITHUB_PATH"].read_text().splitlines() if p]
             run.summary += files["GITHUB_STEP_SUMMARY"].read_text()
             inner.steps.append(StepRun(name, outcome, outcome, output, outputs))
@@ -468,6 +464,14 @@ def _text(value: Any) -> str:
     if isinstance(value, (list, dict)):
         return yaml.safe_dump(value, default_flow_style=True).strip()
     return str(value)
+
+
+def _step_outputs(step: Mapping[str, Any], output_file: Path) -> dict[str, str]:
+    """What a step wrote to ``GITHUB_OUTPUT``; a stubbed cache restore reports its miss."""
+    outputs = _read_outputs(output_file.read_text())
+    if "uses" in step and step["uses"].startswith("actions/cache/restore@"):
+        outputs.setdefault("cache-hit", "false")
+    return outputs
 
 
 def _read_outputs(text: str) -> dict[str, str]:
