@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import enum
 import json
+import os
 import sys
 import time
 from collections.abc import Iterable, Sequence
@@ -398,6 +399,9 @@ def run_project(project: Project, *, offline: bool, workers: int) -> tuple[list[
     """One project over every release in tags.toml: its findings, its outcome counts and
     the wall time (the extraction included, as a user waits for it)."""
     sys.path.insert(0, str(REPO))  # the canary of this worktree, whatever is installed
+    # A target is read, never installed: its Requires-Python (axolotl 0.21.0: >=3.12) must
+    # not stop pip from downloading its wheel (pip reads this as --ignore-requires-python).
+    os.environ.setdefault("PIP_IGNORE_REQUIRES_PYTHON", "1")
     from canary.surface.command import SurfaceOptions, run_surface
     from canary.surface.model import Outcome
 
