@@ -15,10 +15,11 @@ line, so the table still applies when the engine words or narrows findings diffe
 
 Per project and overall it prints the counted findings and how many the table judges true,
 false, debatable or not at all (*untriaged*: a finding nobody judged is listed, never
-counted as true), the *possible* findings (reported, not counted: a true one is a miss)
-and recall, the share of unknown outcomes, and the wall time (warm when nothing was
-decided afresh). Exit 1 on any counted finding judged false or untriaged, 2 when a project
-could not be checked or the tables are bad, else 0.
+counted as true), the *possible* findings (reported, not counted: a true one is a miss),
+the *lost* references (judged true, no longer reported at all: a miss too) and recall,
+the share of unknown outcomes, and the wall time (warm when nothing was decided afresh).
+Exit 1 on any counted finding judged false or untriaged, 2 when a project could not be
+checked or the tables are bad, else 0.
 """
 
 from __future__ import annotations
@@ -175,6 +176,7 @@ class Tally:
     possible: int = 0
     possible_true: int = 0  # misses: true findings the engine only calls possible
     possible_untriaged: int = 0
+    lost: int = 0  # references the table calls true that the engine no longer reports at all
     cells: int = 0
     unknown: int = 0
     seconds: float = 0.0
@@ -195,8 +197,8 @@ class Tally:
 
     @property
     def recall(self) -> float | None:
-        """True counted findings over every true finding, counted or possible."""
-        found = self.true + self.possible_true
+        """True counted findings over every true finding: counted, possible or lost."""
+        found = self.true + self.possible_true + self.lost
         return self.true / found if found else None
 
     @property
@@ -214,6 +216,7 @@ class ProjectReport:
     project: Project
     tally: Tally
     judged: list[Judged] = field(default_factory=list)
+    lost: list[tuple[str, str, str, str | None]] = field(default_factory=list)
 
 
 # -- the tables ---------------------------------------------------------------------------
@@ -354,6 +357,18 @@ def stale_entries(entries: Sequence[Entry], judged: Sequence[Judged]) -> list[En
     return [e for e in entries if e not in used]
 
 
+def lost_references(
+    entries: Sequence[Entry], seen: Sequence[Seen]
+) -> list[tuple[str, str, str, str | None]]:
+    """The references the table judges true somewhere that no finding, counted or possible,
+    reports any more: a true finding the engine dropped is a miss too."""
+    reported = {item.key for item in seen}
+    return sorted(
+        {e.key for e in entries if e.verdict is Verdict.TRUE and e.key not in reported},
+        key=lambda key: (key[0], key[1], key[2], key[3] or ""),
+    )
+
+
 # -- the engine's side (the one place that reads canary's findings) ------------------------
 
 
@@ -434,7 +449,7 @@ def _share(value: float | None) -> str:
 
 HEADER = (
     "project", "counted", "true", "false", "debat.", "untri.", "precision",
-    "possible", "poss.true", "recall", "unknown", "seconds",
+    "possible", "poss.true", "lost", "recall", "unknown", "seconds",
 )  # fmt: skip
 
 
@@ -455,6 +470,7 @@ def table(reports: Sequence[ProjectReport], overall: Tally) -> str:
                 _share(t.precision),
                 str(t.possible),
                 str(t.possible_true),
+                str(t.lost),
                 _share(t.recall),
                 _share(t.unknown_share),
                 f"{t.seconds:.1f}{warm}",
@@ -484,6 +500,11 @@ def details(reports: Sequence[ProjectReport]) -> list[str]:
                 lines.append(f"{name}: FALSE ({', '.join(classes)}) {item.seen.describe()}")
             elif not counted and item.verdict is Verdict.TRUE:
                 lines.append(f"{name}: MISSED (possible, true) {item.seen.describe()}")
+        for package, target, kind, anchor in report.lost:
+            text = f" anchor {anchor!r:.60}" if anchor is not None else ""
+            lines.append(
+                f"{name}: LOST (true, no longer reported) {kind} {target}{text} ({package})"
+            )
     return lines
 
 
@@ -508,6 +529,9 @@ def report_json(reports: Sequence[ProjectReport], overall: Tally) -> dict[str, A
                 "version": r.project.version,
                 **r.tally.to_json(),
                 "findings": [finding(item) for item in r.judged],
+                "lost": [
+                    {"package": p, "target": t, "kind": k, "anchor": a} for p, t, k, a in r.lost
+                ],
             }
             for r in reports
         ],
@@ -534,7 +558,9 @@ def evaluate(
     figures_of.seconds, figures_of.decided = figures.seconds, figures.decided
     figures_of.error = figures.error
     figures_of.stale = len(stale_entries(entries, judged))
-    return ProjectReport(project, figures_of, judged)
+    lost = lost_references(entries, seen) if figures.error is None else []
+    figures_of.lost = len(lost)
+    return ProjectReport(project, figures_of, judged, lost)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -103,6 +103,17 @@ def test_tally_counts_misses_and_untriaged() -> None:
     assert figures.recall == 0.5  # one true counted, one true left possible
 
 
+def test_a_true_reference_no_longer_reported_is_lost() -> None:
+    entries = [entry("a.py", "true"), entry("b.py", "false", cls="presence-test")]
+    assert corpus.lost_references(entries, [seen("a.py", confidence="possible")]) == []
+    assert corpus.lost_references(entries, []) == [("transformers", TARGET, "import", None)]
+    project = corpus.Project("p", "1.0")
+    report = corpus.evaluate(project, [], corpus.Tally(), entries)
+    assert report.tally.lost == 1
+    assert report.tally.recall == 0.0
+    assert any("LOST" in line for line in corpus.details([report]))
+
+
 @dataclass(frozen=True)
 class _Possible:
     """A finding as an engine with confidences may give it."""
