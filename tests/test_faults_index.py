@@ -290,7 +290,7 @@ def test_a_version_the_index_lacks_is_its_own_error_and_does_not_call_the_index_
     result.stdout.fnmatch_lines(
         [
             "RefNotFound: toy==1.0.2 has no wheel on the package index: is the version right?*",
-            "8 errors: no wheel of that version on the package index: "
+            "8 errors: no wheel of that version of toy on the package index: "
             "toy 1.0.2\N{EN DASH}1.0.5 (4 versions)",
         ]
     )

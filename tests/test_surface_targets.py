@@ -146,7 +146,14 @@ dest, requirement = args[args.index("--dest") + 1], args[-1]
 name, version = requirement.split("==")
 with open(os.environ["FAKE_PIP_LOG"], "a") as log:
     log.write(requirement + "\\n")
-if version != "1.0.0":
+if version == "2.0.0" and "--ignore-requires-python" not in args:  # a wheel for Python >= 3.99
+    sys.stderr.write("ERROR: Ignored the following versions that require a different python "
+                     "version: 2.0.0 Requires-Python >=3.99\\n"
+                     "ERROR: Could not find a version that satisfies the requirement "
+                     + requirement + " (from versions: 1.0.0)\\n"
+                     "ERROR: No matching distribution found for " + requirement + "\\n")
+    sys.exit(1)
+if version not in ("1.0.0", "2.0.0"):
     sys.stderr.write("ERROR: Could not find a version that satisfies the requirement "
                      + requirement + " (from versions: 1.0.0)\\n"
                      "ERROR: No matching distribution found for " + requirement + "\\n")
@@ -155,7 +162,8 @@ with zipfile.ZipFile(os.path.join(dest, f"{name}-{version}-py3-none-any.whl"), "
     wheel.writestr(f"{name}/patch.py", os.environ["FAKE_PIP_CODE"])
     wheel.writestr(f"{name}-{version}.dist-info/METADATA",
                    f"Metadata-Version: 2.1\\nName: {name}\\nVersion: {version}\\n"
-                   "Requires-Dist: transformers>=5\\n\\n")
+                   + ("Requires-Python: >=3.99\\n" if version == "2.0.0" else "")
+                   + "Requires-Dist: transformers>=5\\n\\n")
 """
 
 
@@ -182,3 +190,38 @@ def test_name_and_version_are_downloaded_once_and_read_offline_after(tmp_path, f
 def test_a_version_the_index_does_not_have_is_named(tmp_path, fake_pip):
     with pytest.raises(RefNotFound, match=r"toyproj==9\.9\.9 has no wheel"):
         open_target("toyproj==9.9.9", download_dir=tmp_path / "dl")
+
+
+def test_a_release_for_a_newer_python_is_fetched_and_read(tmp_path, fake_pip):
+    # canary reads the source and never installs it: the wheel's Requires-Python is no bar
+    loaded = open_target("toyproj==2.0.0", download_dir=tmp_path / "dl")
+    assert (loaded.target.name, loaded.target.version) == ("toyproj", "2.0.0")
+    assert loaded.files == ("toyproj/patch.py",)
+    refs = extract(loaded.root, loaded.files, upstream=("transformers",))
+    assert "transformers.models.llama.modeling_llama.X.forward" in {r.target for r in refs}
+
+
+def test_a_failed_download_names_the_target_in_its_cause(tmp_path, fake_pip):
+    # grouped by cause under pytest, the target's failure is listed against the upstream
+    # cases it stopped: the cause itself must say whose download failed
+    with pytest.raises(RefNotFound) as failed:
+        open_target("toyproj==9.9.9", download_dir=tmp_path / "dl")
+    assert failed.value.cause == (
+        "target toyproj==9.9.9: no wheel of that version of toyproj on the package index"
+    )
+    with pytest.raises(OfflineMiss) as missed:
+        open_target("toyproj==1.0.0", download_dir=tmp_path / "dl", offline=True)
+    assert missed.value.cause == "target toyproj==1.0.0: not in the cache (offline)"
+
+
+def test_a_wheel_rebuilt_under_the_same_name_is_read_again(tmp_path):
+    wheel = build_wheel(tmp_path / "toyproj-1.0.0-py3-none-any.whl")
+    first = open_target(str(wheel), download_dir=tmp_path / "dl")
+    with zipfile.ZipFile(wheel, "w") as archive:  # the same file name, another build
+        archive.writestr("toyproj/patch.py", "from transformers import Rebuilt\n")
+        archive.writestr("toyproj-1.0.0.dist-info/METADATA", METADATA.format(version="1.0.0"))
+    rebuilt = open_target(str(wheel), download_dir=tmp_path / "dl")
+    assert rebuilt.root != first.root
+    assert rebuilt.files == ("toyproj/patch.py",)  # not the old build's __init__.py
+    refs = extract(rebuilt.root, rebuilt.files, upstream=("transformers",))
+    assert {r.target for r in refs} == {"transformers.Rebuilt"}

@@ -55,6 +55,7 @@ class IndexSource:
         timeout: float = 900.0,
         offline: bool = False,
         health: HostHealth | None = None,
+        ignore_requires_python: bool = False,
     ) -> None:
         self.package = package
         self.ref = version
@@ -63,6 +64,9 @@ class IndexSource:
         self.timeout = timeout
         self.offline = offline
         self.health = health if health is not None else INDEX_HEALTH
+        # The wheel is read, never installed: a release for a newer Python than this one
+        # reads as well (pip skips it otherwise, and says "no matching distribution").
+        self.ignore_requires_python = ignore_requires_python
         self.bytes_downloaded = 0
         # The kept wheel's folders, once listed: a walk lists hundreds of them, and the
         # wheel of a release never changes (a damaged one is forgotten with it).
@@ -182,6 +186,7 @@ class IndexSource:
             "--no-input",
             "--disable-pip-version-check",
             "--quiet",
+            *self._python_args(),
             "--dest",
             str(folder),
             requirement,
@@ -209,6 +214,9 @@ class IndexSource:
             found = ", ".join(p.name for p in folder.iterdir()) or "nothing"
             raise FetchError(f"`pip download {requirement}` left {found} instead of one wheel")
         return wheels[0]
+
+    def _python_args(self) -> list[str]:
+        return ["--ignore-requires-python"] if self.ignore_requires_python else []
 
     def _raise_failure(self, requirement: str, done: subprocess.CompletedProcess[str]) -> None:
         output = f"{done.stdout}\n{done.stderr}"
@@ -241,7 +249,7 @@ class IndexSource:
             raise RefNotFound(
                 f"{requirement} has no wheel on the package index: is the version right? "
                 f"(pip said: {tail})",
-                cause="no wheel of that version on the package index",
+                cause=f"no wheel of that version of {self.package} on the package index",
             )
         raise FetchError(
             f"`pip download {requirement}` failed (exit {done.returncode}): {tail}",

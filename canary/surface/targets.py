@@ -1,7 +1,8 @@
 """A target: the project whose surface is extracted, from a source folder, a wheel file, or
 ``NAME==VERSION`` on the package index (downloaded with ``pip download --no-deps`` through
-:class:`~canary.sources.index.IndexSource`, kept in ``download_dir`` like released wheels;
-offline, only a wheel already kept there is read).
+:class:`~canary.sources.index.IndexSource`, whatever Python its wheel requires, kept in
+``download_dir`` like released wheels; offline, only a wheel already kept there is read).
+A wheel is unpacked once per content (its digest), so a rebuilt one is read again.
 
 ``Target.requires`` is the project's declared range on each upstream package, from the
 wheel's ``Requires-Dist`` (or an unpacked wheel's ``*.dist-info/METADATA`` in a folder) or
@@ -21,12 +22,13 @@ from __future__ import annotations
 
 import configparser
 import contextlib
+import hashlib
 import os
 import shutil
 import sys
 import tempfile
 import zipfile
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from email.parser import HeaderParser
 from pathlib import Path
@@ -36,7 +38,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
-from canary.errors import ConfigError, FetchError
+from canary.errors import ConfigError, FetchError, InfrastructureError
 from canary.sources import version as versions
 from canary.sources.index import IndexSource
 from canary.surface.config import SurfaceConfig, config_from_table, load_config
@@ -85,9 +87,15 @@ def open_target(
         if not name.strip() or not version.strip():
             raise ConfigError(f"target {spec!r}: write NAME==VERSION, e.g. unsloth==2025.1.1")
         source = IndexSource(
-            name.strip(), version.strip(), wheel_dir=download_dir, offline=offline, pip=pip
+            name.strip(),
+            version.strip(),
+            wheel_dir=download_dir,
+            offline=offline,
+            pip=pip,
+            ignore_requires_python=True,  # read, never installed: any Python's wheel will do
         )
-        source.fetch([])  # keeps the wheel in download_dir (offline: raises if it is not)
+        with _naming_target(spec):
+            source.fetch([])  # keeps the wheel in download_dir (offline: raises if it is not)
         assert source.kept_wheel is not None
         loaded = _wheel(source.kept_wheel, download_dir, packages)
     else:
@@ -105,6 +113,17 @@ def _with_config(loaded: LoadedTarget, config: SurfaceConfig) -> LoadedTarget:
     return LoadedTarget(loaded.target, loaded.root, files, config)
 
 
+@contextlib.contextmanager
+def _naming_target(spec: str) -> Iterator[None]:
+    """A failure to fetch the target says it was the target's: under pytest it errs every
+    upstream case, and grouped by cause it would otherwise read as an upstream failure."""
+    try:
+        yield
+    except InfrastructureError as exc:
+        exc.cause = f"target {spec}: {exc.cause or exc}"
+        raise
+
+
 # --- wheels --------------------------------------------------------------------------
 
 
@@ -119,8 +138,9 @@ def _wheel(wheel: Path, download_dir: Path, packages: Collection[str]) -> Loaded
 
 
 def _unpacked(wheel: Path, download_dir: Path) -> Path:
-    """The wheel unpacked under ``download_dir/unpacked`` (once: a wheel never changes)."""
-    folder = download_dir / "unpacked" / wheel.name.removesuffix(".whl")
+    """The wheel unpacked under ``download_dir/unpacked``, once per content: a wheel
+    rebuilt under the same file name is unpacked again, never answered from the old one."""
+    folder = download_dir / "unpacked" / _content_name(wheel)
     if folder.is_dir():
         return folder
     folder.parent.mkdir(parents=True, exist_ok=True)
@@ -143,6 +163,18 @@ def _unpacked(wheel: Path, download_dir: Path) -> Path:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
     return folder
+
+
+def _content_name(wheel: Path) -> str:
+    """The wheel's name and the start of its SHA-256: its content, not its file name."""
+    digest = hashlib.sha256()
+    try:
+        with wheel.open("rb") as stream:
+            for block in iter(lambda: stream.read(1 << 20), b""):
+                digest.update(block)
+    except OSError as exc:
+        raise FetchError(f"{wheel}: cannot read the wheel ({exc})") from None
+    return f"{wheel.name.removesuffix('.whl')}-{digest.hexdigest()[:16]}"
 
 
 def _dist_info_metadata(root: Path) -> str | None:
