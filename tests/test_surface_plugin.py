@@ -293,6 +293,43 @@ def test_a_failing_extraction_is_an_error_of_each_case_tried_once(project, monke
     assert tried == ["proj==1.0"]  # the second case fails fast with the same reason
 
 
+NO_SUCH_VERSION_PIP = """
+import sys
+requirement = sys.argv[-1]
+sys.stderr.write("ERROR: Could not find a version that satisfies the requirement "
+                 + requirement + " (from versions: 1.0)\\n"
+                 "ERROR: No matching distribution found for " + requirement + "\\n")
+sys.exit(1)
+"""
+
+
+def test_a_targets_failed_download_is_grouped_under_the_targets_name(
+    project, monkeypatch, tmp_path
+):
+    # every case of the target errs with it: the group must not read as toy's failure
+    from fake_pip import install_fake_pip
+
+    from canary.surface.targets import open_target
+
+    install_fake_pip(tmp_path, monkeypatch, NO_SUCH_VERSION_PIP)
+
+    class Real(FakeEngine):
+        def open_target(self, spec, *, download_dir, offline):
+            return open_target(spec, download_dir=download_dir, offline=offline)
+
+    monkeypatch.setattr(surface_plugin, "default_engine", Real().engine)
+    result = project.runpytest(
+        "-p", "no:cacheprovider", "--canary-surface", "proj==9.9", "-k", "proj-toy_1_1"
+    )
+    result.assert_outcomes(errors=2)
+    result.stdout.fnmatch_lines(
+        [
+            "2 errors: target proj==9.9: no wheel of that version of proj on the package "
+            f"index: toy 1.1.0{DASH}1.1.1 (2 versions)"
+        ]
+    )
+
+
 def test_a_site_whose_version_test_excludes_the_release_is_not_held_there(project, monkeypatch):
     # `if toy_version < Version("2.0"): from toy.core import Engine`: 2.0 never runs it.
     gated = Reference(
