@@ -27,7 +27,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from canary.errors import CacheDamaged, FetchError, IndexUnreachable, OfflineMiss, RefNotFound
-from canary.sources import folder_index, pipfailure
+from canary.sources import folder_index, pin, pipfailure
 from canary.sources.health import HostHealth
 from canary.sources.piprun import run_pip
 from canary.sources.wheelfile import WheelDirectory
@@ -75,8 +75,8 @@ class IndexSource:
     @property
     def kept_wheel(self) -> Path | None:
         """Where this release's wheel is kept (whether or not it is there yet)."""
-        if self.wheel_dir is None:
-            return None
+        if self.wheel_dir is None or pin.problem(self.package, self.ref) is not None:
+            return None  # never a path built from text that is no name and version
         return self.wheel_dir / self.package / f"{self.package}-{self.ref}.whl"
 
     @property
@@ -168,6 +168,11 @@ class IndexSource:
 
     def _download(self, folder: Path) -> Path:
         requirement = f"{self.package}=={self.ref}"
+        if (why := pin.problem(self.package, self.ref)) is not None:
+            raise RefNotFound(
+                f"{requirement!r} was not asked of pip: {why}",
+                cause="not a package name and one exact version",
+            )
         for host in (INDEX, self._listing):
             if (cause := self.health.down_cause(host)) is not None:
                 raise IndexUnreachable(
@@ -184,6 +189,7 @@ class IndexSource:
             "--quiet",
             "--dest",
             str(folder),
+            "--",  # whatever the requirement says, pip reads it as one, never as an option
             requirement,
         ]
         try:

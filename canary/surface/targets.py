@@ -1,7 +1,10 @@
 """A target: the project whose surface is extracted, from a source folder, a wheel file, or
-``NAME==VERSION`` on the package index (downloaded with ``pip download --no-deps`` through
-:class:`~canary.sources.index.IndexSource`, kept in ``download_dir`` like released wheels;
-offline, only a wheel already kept there is read).
+``NAME==VERSION`` on the package index (a package name and one exact version, checked
+before anything runs: :mod:`canary.sources.pin`; downloaded as a wheel only with ``pip
+download --no-deps --only-binary=:all:`` through :class:`~canary.sources.index.IndexSource`,
+kept in ``download_dir`` like released wheels; offline, only a wheel already kept there is
+read). A wheel is unpacked by :mod:`canary.sources.unpack`: its ``.py`` files and metadata,
+within limits; a target's code is read, never built, installed, imported or run.
 
 ``Target.requires`` is the project's declared range on each upstream package, from the
 wheel's ``Requires-Dist`` (or an unpacked wheel's ``*.dist-info/METADATA`` in a folder) or
@@ -22,10 +25,7 @@ from __future__ import annotations
 import configparser
 import contextlib
 import os
-import shutil
 import sys
-import tempfile
-import zipfile
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from email.parser import HeaderParser
@@ -38,7 +38,9 @@ from packaging.utils import canonicalize_name
 
 from canary.errors import ConfigError, FetchError
 from canary.sources import version as versions
-from canary.sources.index import IndexSource
+from canary.sources.index import KEPT_WHEELS, IndexSource
+from canary.sources.pin import Pin, parse_pin
+from canary.sources.unpack import WheelRefused, unpacked
 from canary.surface.config import SurfaceConfig, config_from_table, load_config
 from canary.surface.model import Target
 
@@ -81,15 +83,7 @@ def open_target(
     elif path.is_file() and path.suffix == ".whl":
         loaded = _wheel(path, download_dir, packages)
     elif "==" in spec and not path.exists():
-        name, _, version = spec.partition("==")
-        if not name.strip() or not version.strip():
-            raise ConfigError(f"target {spec!r}: write NAME==VERSION, e.g. unsloth==2025.1.1")
-        source = IndexSource(
-            name.strip(), version.strip(), wheel_dir=download_dir, offline=offline, pip=pip
-        )
-        source.fetch([])  # keeps the wheel in download_dir (offline: raises if it is not)
-        assert source.kept_wheel is not None
-        loaded = _wheel(source.kept_wheel, download_dir, packages)
+        loaded = _release(parse_pin(spec), download_dir, offline, packages, pip)
     else:
         raise ConfigError(
             f"target {spec!r} is not a folder, a .whl file or NAME==VERSION; give the "
@@ -108,41 +102,37 @@ def _with_config(loaded: LoadedTarget, config: SurfaceConfig) -> LoadedTarget:
 # --- wheels --------------------------------------------------------------------------
 
 
+def _release(
+    release: Pin,
+    download_dir: Path,
+    offline: bool,
+    packages: Collection[str],
+    pip: Sequence[str],
+) -> LoadedTarget:
+    """``NAME==VERSION``'s wheel, fetched by pip as a wheel only (never an sdist, never its
+    dependencies) and kept under ``download_dir``; a wheel refused is not kept."""
+    source = IndexSource(
+        release.name, release.version, wheel_dir=download_dir, offline=offline, pip=pip
+    )
+    source.fetch([])  # keeps the wheel in download_dir (offline: raises if it is not)
+    kept = source.kept_wheel
+    assert kept is not None
+    try:
+        return _wheel(kept, download_dir, packages)
+    except WheelRefused:
+        KEPT_WHEELS.forget(kept)
+        kept.unlink(missing_ok=True)
+        raise
+
+
 def _wheel(wheel: Path, download_dir: Path, packages: Collection[str]) -> LoadedTarget:
-    root = _unpacked(wheel, download_dir)
+    root = unpacked(wheel, download_dir / "unpacked")
     metadata = _dist_info_metadata(root)
     if metadata is None:
         raise FetchError(f"{wheel}: no *.dist-info/METADATA in the wheel: not a wheel?")
     name, version, requires = _from_metadata(metadata, packages)
     target = Target(name or wheel.name.split("-")[0], version, requires)
     return LoadedTarget(target, root, _python_files(root), SurfaceConfig())
-
-
-def _unpacked(wheel: Path, download_dir: Path) -> Path:
-    """The wheel unpacked under ``download_dir/unpacked`` (once: a wheel never changes)."""
-    folder = download_dir / "unpacked" / wheel.name.removesuffix(".whl")
-    if folder.is_dir():
-        return folder
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    # unpacked beside its final place and renamed, so a killed run leaves no half a tree
-    staging = Path(tempfile.mkdtemp(prefix=".unpack-", dir=folder.parent))
-    try:
-        with zipfile.ZipFile(wheel) as archive:
-            for member in archive.namelist():
-                parts = Path(member).parts
-                if member.startswith("/") or ".." in parts:
-                    raise FetchError(f"{wheel}: member {member!r} points outside the wheel")
-            archive.extractall(staging)
-        os.replace(staging, folder)
-    except zipfile.BadZipFile as exc:
-        raise FetchError(f"{wheel} is not a readable wheel: {exc}") from None
-    except OSError:
-        if not folder.is_dir():  # another run unpacked it first: theirs is as good
-            raise
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)
-    return folder
 
 
 def _dist_info_metadata(root: Path) -> str | None:
