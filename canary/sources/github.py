@@ -42,6 +42,10 @@ DEFAULT_API_URL = "https://api.github.com"
 API_URL_ENV = "CANARY_GITHUB_API_URL"
 _SHA_MEDIA_TYPE = "application/vnd.github.sha"
 TOKEN_ENV = "GITHUB_TOKEN"
+# The token goes to GitHub's own hosts over https; to a mirror only when this is "1", and
+# then over https only: a mirror is someone else's server.
+MIRROR_TOKEN_ENV = "CANARY_GITHUB_TOKEN_FOR_MIRRORS"
+GITHUB_HOSTS = frozenset({"github.com", "api.github.com", "raw.githubusercontent.com"})
 
 # A server asking for more than this is treated as asking for this: a canary run that
 # stalls for an hour on one Retry-After is worse than one that fails and says why.
@@ -63,14 +67,29 @@ _RETRY_EXCEPTIONS = (
 _CHUNK = 64 * 1024
 
 
-class _BearerAuth(requests.auth.AuthBase):
-    """Sends the token; passing it as ``auth`` also keeps ``~/.netrc`` from replacing it."""
+def token_goes_to(url: str, *, mirrors: bool) -> bool:
+    """Whether the token may go with a request to ``url``: https only, to GitHub's own
+    hosts, or to any host when the user opted in (``mirrors``)."""
+    parts = urlsplit(url)
+    if parts.scheme != "https":
+        return False
+    return mirrors or (parts.hostname or "").lower() in GITHUB_HOSTS
 
-    def __init__(self, token: str) -> None:
+
+class _BearerAuth(requests.auth.AuthBase):
+    """Sends the token where :func:`token_goes_to` allows, decided per request (a redirect
+    is a request too); passing it as ``auth`` also keeps ``~/.netrc`` from replacing it."""
+
+    def __init__(self, token: str, *, mirrors: bool) -> None:
         self._token = token
+        self.mirrors = mirrors
+
+    def sent_to(self, url: str) -> bool:
+        return token_goes_to(url, mirrors=self.mirrors)
 
     def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
-        request.headers["Authorization"] = f"Bearer {self._token}"
+        if self.sent_to(request.url or ""):
+            request.headers["Authorization"] = f"Bearer {self._token}"
         return request
 
     def __repr__(self) -> str:
@@ -151,16 +170,26 @@ def _looks_like_html(path: str, content_type: str, body: bytes) -> bool:
     return False
 
 
-def _status_hint(status: int, headers: Mapping[str, str], has_token: bool) -> str:
+def _status_hint(status: int, headers: Mapping[str, str], token: str) -> str:
+    """What a refusal means, by whether the token went with the request: ``token`` is
+    "sent", "withheld" (set, but not for this host: see :func:`token_goes_to`) or "none"."""
+    if token == "withheld" and status in (401, 403):
+        return (
+            f"{TOKEN_ENV} is set but not sent to this host, which is not GitHub over https; "
+            f"set {MIRROR_TOKEN_ENV}=1 to send it to your mirror (https only)"
+        )
+    sent = token == "sent"
     if status == 403 and headers.get("X-RateLimit-Remaining") == "0":
-        if has_token:
-            return "rate limited even with GITHUB_TOKEN; wait for the limit to reset"
-        return "rate limited; set GITHUB_TOKEN to raise the limit"
-    if status == 401:
-        return "the token was rejected; check GITHUB_TOKEN"
-    if status == 403:
-        return "access denied; a private repository needs GITHUB_TOKEN"
-    return "unexpected answer"
+        if sent:
+            return f"rate limited even with {TOKEN_ENV}; wait for the limit to reset"
+        return f"rate limited; set {TOKEN_ENV} to raise the limit"
+    hints = {
+        401: f"the token was rejected; check {TOKEN_ENV}",
+        403: f"access denied with {TOKEN_ENV}; can that token read the repository?"
+        if sent
+        else f"access denied; a private repository needs {TOKEN_ENV}",
+    }
+    return hints.get(status, "unexpected answer")
 
 
 class GitHubSource:
@@ -209,7 +238,8 @@ class GitHubSource:
         # The commit the ref was pinned to (see pin); files are read there once it is set.
         self.commit: str | None = None
         token = token if token is not None else os.environ.get(TOKEN_ENV)
-        self._auth = _BearerAuth(token) if token else None
+        mirrors = os.environ.get(MIRROR_TOKEN_ENV) == "1"
+        self._auth = _BearerAuth(token, mirrors=mirrors) if token else None
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
@@ -408,6 +438,11 @@ class GitHubSource:
                 return body
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def _token_state(self, url: str) -> str:
+        if self._auth is None:
+            return "none"
+        return "sent" if self._auth.sent_to(url) else "withheld"
+
     def _setting_for(self, url: str) -> str:
         """The environment variable that points canary at the host ``url`` is on."""
         return API_URL_ENV if url.startswith(self.api_url) else BASE_URL_ENV
@@ -435,7 +470,7 @@ class GitHubSource:
                         delay = parse_retry_after(response.headers.get("Retry-After"))
                     raise _RetryableError(f"HTTP {status}", delay, server_error=status >= 500)
                 if status != 200:
-                    hint = _status_hint(status, response.headers, self._auth is not None)
+                    hint = _status_hint(status, response.headers, self._token_state(url))
                     raise FetchError(
                         f"{self.description}: could not fetch {url}: HTTP {status} ({hint})"
                     )
