@@ -23,7 +23,6 @@ import contextlib
 import hashlib
 import json
 import os
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from urllib.parse import quote
 import filelock
 import platformdirs
 
+from canary.atomic import write_atomically
 from canary.errors import CacheDamaged
 
 _MAGIC = b"canary-cache-v1 "
@@ -200,14 +200,6 @@ def _write_entry(path: Path, content: bytes | None) -> None:
             "fetched_at": time.time(),
         }
         body = content
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".part")
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(_MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n")
-            stream.write(body)
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
+    write_atomically(
+        path, _MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + body, private=True
+    )

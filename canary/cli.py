@@ -26,6 +26,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from canary.atomic import write_atomically
 from canary.errors import CanaryError, ConfigError
 from canary.report.render import FORMATS
 from canary.tags import load_tags, stable_releases, update_tags_file
@@ -228,7 +229,7 @@ def _surface(args: argparse.Namespace) -> int:
     )
     surface_run = command.run_surface(options, fmt=args.format)
     if args.output is not None:
-        args.output.write_text(surface_run.text, encoding="utf-8")
+        write_atomically(args.output, surface_run.text)
     else:
         sys.stdout.write(surface_run.text)
     sys.stdout.flush()

@@ -7,6 +7,7 @@ parse), :class:`ConfigError` for bad input the user can fix, and :class:`Drift` 
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -63,6 +64,24 @@ class CacheDamaged(InfrastructureError):
     def __init__(self, *args: object, path: str = "", cause: str | None = None) -> None:
         super().__init__(*args, cause=cause)
         self.path = path
+
+
+class WriteFailed(InfrastructureError):
+    """A file canary writes (a report, a baseline, results, a cache entry) could not be
+    written; the previous file is intact. ``path`` is the file, ``reason`` the system's."""
+
+    def __init__(self, *args: object, path: str = "", cause: str | None = None) -> None:
+        super().__init__(*args, cause=cause)
+        self.path = path
+
+    @classmethod
+    def of(cls, path: object, error: OSError) -> WriteFailed:
+        reason = error.strerror or str(error)
+        return cls(
+            f"cannot write {path}: {reason} (nothing was replaced: a previous file is intact)",
+            path=str(path),
+            cause=f"cannot write under {os.path.dirname(str(path)) or '.'}: {reason}",
+        )
 
 
 class ParseError(InfrastructureError):
