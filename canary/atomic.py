@@ -10,15 +10,30 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
 from canary.errors import WriteFailed
 
 
-def write_atomically(path: Path, data: str | bytes, *, private: bool = False) -> None:
+@contextlib.contextmanager
+def writing(path: Path, *, where: Path | None = None) -> Iterator[None]:
+    """An ``OSError`` in the block (a folder made, a file written under ``path``) as one
+    :class:`WriteFailed`; its cause names ``where`` (the cache folder), so a thousand cases
+    that hit the same read-only cache group into one line."""
+    try:
+        yield
+    except OSError as exc:
+        raise WriteFailed.of(path, exc, where=where) from None
+
+
+def write_atomically(
+    path: Path, data: str | bytes, *, private: bool = False, where: Path | None = None
+) -> None:
     """``data`` (text is UTF-8) at ``path``. The file gets the permissions any file this
-    user writes gets (the umask decides), or 0600 with ``private`` (cache entries)."""
+    user writes gets (the umask decides), or 0600 with ``private`` (cache entries);
+    ``where``: the folder a failure's cause names (default: the file's own)."""
     body = data.encode("utf-8") if isinstance(data, str) else data
     temporary = None
     try:
@@ -34,7 +49,7 @@ def write_atomically(path: Path, data: str | bytes, *, private: bool = False) ->
         os.replace(temporary, path)
         temporary = None
     except OSError as exc:
-        raise WriteFailed.of(path, exc) from None
+        raise WriteFailed.of(path, exc, where=where, replacing=True) from None
     finally:
         if temporary is not None:
             with contextlib.suppress(OSError):

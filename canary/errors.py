@@ -75,12 +75,31 @@ class WriteFailed(InfrastructureError):
         self.path = path
 
     @classmethod
-    def of(cls, path: object, error: OSError) -> WriteFailed:
+    def of(
+        cls, path: object, error: OSError, *, where: object = None, replacing: bool = False
+    ) -> WriteFailed:
+        """``where``: the folder the cause names (a cache's root); default the file's.
+        ``replacing``: the write was to replace the file whole (then the old one stays)."""
         reason = error.strerror or str(error)
+        folder = where if where is not None else (os.path.dirname(str(path)) or ".")
+        kept = " (nothing was replaced: a previous file is intact)" if replacing else ""
         return cls(
-            f"cannot write {path}: {reason} (nothing was replaced: a previous file is intact)",
+            f"cannot write {path}: {reason}{kept}",
             path=str(path),
-            cause=f"cannot write under {os.path.dirname(str(path)) or '.'}: {reason}",
+            cause=f"cannot write under {folder}: {reason}",
+        )
+
+
+class MissingDependency(InfrastructureError):
+    """A module canary needs is not installed (a failed or partial install)."""
+
+    @classmethod
+    def of(cls, error: ImportError, *, needed_for: str) -> MissingDependency:
+        name = error.name or str(error)
+        return cls(
+            f"{name} is not installed ({error}), needed for {needed_for}: install canary "
+            f"with its dependencies (pip install -e .)",
+            cause=f"missing dependency: {name} is not installed",
         )
 
 

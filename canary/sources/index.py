@@ -26,6 +26,7 @@ import zipfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
+from canary.atomic import writing
 from canary.errors import CacheDamaged, FetchError, IndexUnreachable, OfflineMiss, RefNotFound
 from canary.sources import folder_index, pin, pipfailure
 from canary.sources.health import HostHealth
@@ -119,13 +120,14 @@ class IndexSource:
                 wheel = self._download(Path(folder))
                 self.bytes_downloaded += wheel.stat().st_size
                 return read_wheel_members(wheel, paths, origin=self.description)
-        kept.parent.mkdir(parents=True, exist_ok=True)
         # Downloaded beside its final place so the rename is atomic: a run killed
         # mid-download leaves only a temporary folder, never a wheel a later run trusts.
-        with tempfile.TemporaryDirectory(prefix=".download-", dir=kept.parent) as folder:
-            wheel = self._download(Path(folder))
-            self.bytes_downloaded += wheel.stat().st_size
-            os.replace(wheel, kept)
+        with writing(kept, where=self.wheel_dir):
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryDirectory(prefix=".download-", dir=kept.parent) as folder:
+                wheel = self._download(Path(folder))
+                self.bytes_downloaded += wheel.stat().st_size
+                os.replace(wheel, kept)
         try:
             # Read where it is kept: its directory stays known for the files asked for next.
             return KEPT_WHEELS.read(kept, paths, origin=self.description)
@@ -226,6 +228,13 @@ class IndexSource:
                 cause=f"pip is not installed for {self.pip[0]}",
             )
         failure = pipfailure.classify(output)
+        if failure.kind == pipfailure.NO_SPACE:
+            where = self.wheel_dir if self.wheel_dir is not None else "the temporary folder"
+            raise FetchError(
+                f"no space left on the device of {where} while pip downloaded {requirement}; "
+                f"free some space or set CANARY_CACHE_DIR to a larger disk",
+                cause=f"no space left on the device of {where}",
+            )
         if failure.kind == pipfailure.UNREACHABLE:
             cause = f"cannot reach the package index (pip: {failure.reason})"
             self.health.no_answer(INDEX, cause, DOWN_AFTER)

@@ -18,6 +18,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from canary.atomic import writing
 from canary.errors import FetchError
 
 _CHUNK = 1 << 16
@@ -56,15 +57,17 @@ def unpacked(wheel: Path, into: Path, limits: Limits = LIMITS) -> Path:
     folder = into / f"{_stem(wheel)}-{_digest(wheel)}"
     if folder.is_dir():
         return folder
-    into.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".unpack-", dir=into))
+    with writing(folder, where=into):
+        into.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".unpack-", dir=into))
     try:
-        _unpack(wheel, staging, limits)
-        try:
-            os.replace(staging, folder)
-        except OSError:
-            if not folder.is_dir():  # another run unpacked it first: theirs is as good
-                raise
+        with writing(folder, where=into):
+            _unpack(wheel, staging, limits)
+            try:
+                os.replace(staging, folder)
+            except OSError:
+                if not folder.is_dir():  # another run unpacked it first: theirs is as good
+                    raise
     except zipfile.BadZipFile as exc:
         raise FetchError(f"{wheel} is not a readable wheel: {exc}") from None
     finally:
