@@ -236,6 +236,12 @@ class LoopbackServer:
 
     def _commits_answer(self, repo: str, ref: str, recorded: Recorded) -> tuple[Response, None]:
         commit = self.commit_of(repo, ref)
+        with self._lock:
+            known = any(p.startswith(f"/{repo}/") for p in self.files) or any(
+                r == repo for r, _ in self._pointed
+            )
+        if commit is None and not known:  # GitHub's answer for a repository it has not
+            return Status(404, body=b'{"message": "Not Found"}'), None
         if commit is None:
             return Status(
                 422, body=b'{"message": "No commit found for SHA: %s"}' % ref.encode()

@@ -529,3 +529,60 @@ def test_pin_retries_like_any_request(make, server, sleeps) -> None:
     server.script(f"/repos/{REPO}/commits/{REF}", [Status(503), Reset()])
     assert make(api_url=server.url).pin() == server.commit_of(REPO, REF)
     assert len(sleeps.calls) == 2
+
+
+# -- GitHub's answers, read right -------------------------------------------------------
+
+
+def test_a_secondary_rate_limit_is_waited_out_as_asked(make, server, sleeps) -> None:
+    limited = Status(403, {"Retry-After": "7"})
+    server.script(f"{ROOT}/pkg/trainer.py", [limited, limited])
+    assert make().fetch(["pkg/trainer.py"]) == {"pkg/trainer.py": TRAINER}
+    assert sleeps.calls == [7.0, 7.0]
+
+
+def test_a_secondary_rate_limit_that_stays_is_bounded_and_named(make, server, sleeps) -> None:
+    server.script(f"{ROOT}/pkg/trainer.py", [Status(403, {"Retry-After": "3600"})] * 10)
+    with pytest.raises(FetchError) as raised:
+        make(retries=2).fetch(["pkg/trainer.py"])
+    message = str(raised.value)
+    assert "secondary rate limit" in message
+    assert "gave up after 3 attempts" in message
+    assert "private repository" not in message
+    assert sleeps.calls == [60.0, 60.0]  # Retry-After capped: a run never stalls for an hour
+
+
+def test_a_missing_repository_is_named_as_such_not_as_a_missing_ref(make, server) -> None:
+    server.url  # noqa: B018 (started)
+    source = GitHubSource(
+        "pkg", "octo/gone", "main", "src", base_url=server.url, api_url=server.url
+    )
+    with pytest.raises(RefNotFound) as raised:
+        source.pin()
+    assert str(raised.value).startswith(f"no repository octo/gone at {server.url}")
+    assert "set GITHUB_TOKEN" in str(raised.value)
+    assert raised.value.cause == "no repository octo/gone"
+
+
+def test_a_hint_names_the_variable_of_the_request_when_both_share_a_base(
+    make, server: LoopbackServer
+) -> None:
+    server.script(f"{ROOT}/pkg/trainer.py", [Html()])
+    with pytest.raises(FetchError) as raised:
+        make(api_url=server.url).fetch(["pkg/trainer.py"])
+    assert "set CANARY_GITHUB_RAW_URL to a reachable mirror" in str(raised.value)
+    server.script(f"/repos/{REPO}/commits/{REF}", [Html(content_type="text/plain")])
+    with pytest.raises(FetchError) as raised:
+        make(api_url=server.url).pin()
+    assert "CANARY_GITHUB_API_URL" in str(raised.value)
+
+
+def test_a_missing_ref_is_one_short_line_whatever_was_asked(make, server) -> None:
+    paths = [f"pkg/module_{n}.py" for n in range(40)]
+    with pytest.raises(RefNotFound) as raised:
+        make("v9.9.9").fetch(paths)
+    message = str(raised.value)
+    assert "\n" not in message
+    assert len(message) < 200
+    assert "module_1" not in message
+    assert raised.value.cause == "octo/pkg has no ref 'v9.9.9'"

@@ -286,12 +286,31 @@ class GitHubSource:
     def resolve_commit(self) -> str:
         """The full commit id the ref names now, from GitHub's commits endpoint."""
         url = self.commit_url()
-        body = self._request(
-            url, "", threading.Event(), {"Accept": _SHA_MEDIA_TYPE}, absent=frozenset({404, 422})
+        answer = self._request(
+            url,
+            "",
+            threading.Event(),
+            {"Accept": _SHA_MEDIA_TYPE},
+            absent=frozenset({404, 422}),
+            setting=API_URL_ENV,
         )
-        if body is None:  # 404: no such repository (or no access); 422: no such ref
-            raise RefNotFound(f"{self.repo} has no ref {self.ref!r} ({url} found no commit)")
-        commit = body.decode("ascii", "replace").strip()
+        if answer == 404:  # GitHub's answer for a repository it has not, or hides
+            private = (
+                f"private and {TOKEN_ENV} cannot read it"
+                if self._token_state(url) == "sent"
+                else f"private: set {TOKEN_ENV}"
+            )
+            raise RefNotFound(
+                f"no repository {self.repo} at {self.api_url} (or it is {private}); check the "
+                f"package's repo in tags.toml",
+                cause=f"no repository {self.repo}",
+            )
+        if not isinstance(answer, bytes):  # 422: the repository has no such ref
+            raise RefNotFound(
+                f"{self.repo} has no ref {self.ref!r} ({url} found no commit)",
+                cause=f"{self.repo} has no ref {self.ref!r}",
+            )
+        commit = answer.decode("ascii", "replace").strip()
         if not is_commit(commit):
             raise FetchError(
                 f"{self.description}: {url} answered {commit[:60]!r}, not a commit id "
@@ -384,14 +403,16 @@ class GitHubSource:
             if self._ref_exists is False:
                 sentinel = self.url_for(self._sentinel_path())
                 raise RefNotFound(
-                    f"{self.repo} has no ref {self.ref!r} ({sentinel} is 404 too, and every "
-                    f"ref of {self.package} has that file; asked for {', '.join(sorted(found))})"
+                    f"{self.repo} has no ref {self.ref!r}: {sentinel} is 404 too, and every "
+                    f"ref of {self.package} has that file",
+                    cause=f"{self.repo} has no ref {self.ref!r}",
                 )
         return found
 
     def _get(self, path: str, failed: threading.Event) -> bytes | None:
         """The body at ``path``, ``None`` on 404; retries what may pass on a second try."""
-        return self._request(self.url_for(path), path, failed)
+        answer = self._request(self.url_for(path), path, failed)
+        return answer if isinstance(answer, bytes) else None
 
     def _request(
         self,
@@ -401,13 +422,15 @@ class GitHubSource:
         headers: Mapping[str, str] | None = None,
         *,
         absent: frozenset[int] = frozenset({404}),
-    ) -> bytes | None:
-        """One GET with the retry policy; ``failed`` set by a sibling stops the retries."""
+        setting: str = BASE_URL_ENV,
+    ) -> bytes | int:
+        """One GET with the retry policy; ``failed`` set by a sibling stops the retries.
+        The body, or the status when it is one of ``absent``; ``setting``: the variable that
+        points canary at the host asked (a hint names it)."""
         host = urlsplit(url).netloc
         attempts = self.retries + 1
         for attempt in range(attempts):
             if (down := self._hosts.down_reason(host)) is not None:
-                setting = self._setting_for(url)
                 raise FetchError(
                     f"{self.description}: could not fetch {url}: {host} is not answering "
                     f"({down}); not trying it again for every file of this run: check the "
@@ -416,7 +439,7 @@ class GitHubSource:
             if attempt and failed.is_set():
                 raise _BatchFailed(path)
             try:
-                body = self._attempt(url, path, headers or {}, absent)
+                body = self._attempt(url, path, headers or {}, absent, setting)
             except _RetryableError as failure:
                 if failure.unreachable:
                     self._hosts.no_answer(host, failure.reason, threshold=attempts)
@@ -443,10 +466,6 @@ class GitHubSource:
             return "none"
         return "sent" if self._auth.sent_to(url) else "withheld"
 
-    def _setting_for(self, url: str) -> str:
-        """The environment variable that points canary at the host ``url`` is on."""
-        return API_URL_ENV if url.startswith(self.api_url) else BASE_URL_ENV
-
     def _pause(self, seconds: float, failed: threading.Event) -> None:
         if self._sleep is not None:
             self._sleep(seconds)
@@ -454,8 +473,13 @@ class GitHubSource:
             failed.wait(seconds)
 
     def _attempt(
-        self, url: str, path: str, headers: Mapping[str, str], absent: frozenset[int]
-    ) -> bytes | None:
+        self,
+        url: str,
+        path: str,
+        headers: Mapping[str, str],
+        absent: frozenset[int],
+        setting: str,
+    ) -> bytes | int:
         deadline = time.monotonic() + self.timeout
         try:
             with self._session.get(
@@ -463,7 +487,15 @@ class GitHubSource:
             ) as response:
                 status = response.status_code
                 if status in absent:
-                    return None
+                    return status
+                if status == 403 and "Retry-After" in response.headers:
+                    # GitHub's secondary rate limit: wait as asked (capped), then again.
+                    wait = response.headers["Retry-After"]
+                    raise _RetryableError(
+                        f"HTTP 403, GitHub's secondary rate limit (Retry-After: {wait}); "
+                        f"run again later, or with fewer --canary-workers",
+                        parse_retry_after(wait),
+                    )
                 if status in _RETRY_STATUSES:
                     delay = None
                     if status in _RETRY_AFTER_STATUSES:
@@ -488,7 +520,7 @@ class GitHubSource:
         if _looks_like_html(path, content_type, body):
             raise FetchError(
                 f"{self.description}: {url} answered 200 with an HTML page, not the file "
-                f"(a captive portal or proxy?); set {self._setting_for(url)} to a reachable mirror"
+                f"(a captive portal or proxy?); set {setting} to a reachable mirror"
             )
         return body
 
