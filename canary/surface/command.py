@@ -25,7 +25,15 @@ from canary.surface.baseline import Baseline, load_baseline, write_baseline
 from canary.surface.config import SurfaceConfig
 from canary.surface.findings import Absent, Accepts, Finding, findings, model_package
 from canary.surface.memo import Memo
-from canary.surface.model import Kind, Outcome, Reference, Resolved, SurfaceResult, Target
+from canary.surface.model import (
+    Kind,
+    Outcome,
+    Reference,
+    Resolved,
+    SurfaceResult,
+    Target,
+    merge_references,
+)
 from canary.surface.resolve import MakeTree, WorkspaceSources, resolve, salt
 from canary.workspace import Case, Workspace
 
@@ -250,11 +258,7 @@ def _absent(resolved: Iterable[Resolved]) -> Absent:
 
 def _merged(groups: Iterable[Sequence[Reference]]) -> tuple[Reference, ...]:
     """One reference per key across targets, sites merged, in first-seen order."""
-    merged: dict[tuple, Reference] = {}
-    for group in groups:
-        for ref in group:
-            merged[ref.key] = merged[ref.key].merged(ref) if ref.key in merged else ref
-    return tuple(merged.values())
+    return merge_references(ref for group in groups for ref in group)
 
 
 def summary(surface_run: SurfaceRun) -> str:
