@@ -25,6 +25,7 @@ from __future__ import annotations
 import configparser
 import contextlib
 import os
+import stat
 import sys
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
@@ -136,7 +137,7 @@ def _wheel(wheel: Path, download_dir: Path, packages: Collection[str]) -> Loaded
 
 
 def _dist_info_metadata(root: Path) -> str | None:
-    found = sorted(root.glob("*.dist-info/METADATA"))
+    found = sorted(p for p in root.glob("*.dist-info/METADATA") if p.is_file())  # no FIFO
     return found[0].read_text("utf-8", "replace") if found else None
 
 
@@ -261,11 +262,41 @@ def _lines(value: str) -> list[str]:
 
 
 def _python_files(root: Path) -> tuple[str, ...]:
+    """The ``.py`` files under ``root`` that are regular files, or links to one inside
+    ``root``; anything else named ``.py`` is skipped (with a warning naming it)."""
     found = []
-    for folder, subfolders, names in os.walk(root):
+    inside = root.resolve()
+    for folder, subfolders, names in os.walk(root):  # symlinked folders are not entered
         subfolders[:] = sorted(
             d for d in subfolders if d not in _SKIPPED_FOLDERS and not d.startswith(".")
         )
         base = Path(folder).relative_to(root)
-        found.extend((base / n).as_posix() for n in names if n.endswith(".py"))
+        for name in names:
+            if name.endswith(".py") and _readable(Path(folder) / name, inside):
+                found.append((base / name).as_posix())
     return tuple(sorted(found))
+
+
+def _readable(path: Path, inside: Path) -> bool:
+    """Whether ``path`` is a regular file to read: itself, or a link resolved to one inside
+    the target. A FIFO would hang the read, a device never end, a loop or a dangling link
+    fail it, and a link out of the target read what is not the target's."""
+    try:
+        if stat.S_ISREG(path.lstat().st_mode):
+            return True
+        if not path.is_symlink():
+            why = "not a regular file (a FIFO, a socket or a device)"
+        else:
+            resolved = path.resolve(strict=True)
+            if not resolved.is_relative_to(inside):
+                why = f"a link to {resolved}, outside the target"
+            elif stat.S_ISREG(resolved.stat().st_mode):
+                return True
+            else:
+                why = f"a link to {resolved}, not a regular file"
+    except FileNotFoundError:
+        why = "a dangling link" if path.is_symlink() else "gone while it was listed"
+    except (OSError, RuntimeError) as exc:  # ELOOP: RuntimeError before Python 3.13
+        why = f"a link that cannot be resolved ({exc.__class__.__name__}: a loop?)"
+    print(f"canary: warning: skipped {path}: {why}", file=sys.stderr)
+    return False
