@@ -40,3 +40,12 @@ def test_only_regular_files_inside_the_target_are_read(tmp_path, capsys):
     references = extract(loaded.root, loaded.files, upstream=["transformers"])
     (patch,) = [r for r in references if r.target.endswith("X.forward")]
     assert sorted(site.path for site in patch.sites) == ["proj/alias.py", "proj/patch.py"]
+
+
+def test_a_garbage_requirement_on_an_upstream_package_is_said_not_dropped(capsys):
+    from canary.surface.targets import declared_ranges
+
+    ranges = declared_ranges(["transformers>=4.5 <<garbage", "trl>=1"], ["transformers", "trl"])
+    assert ranges == {"trl": ">=1"}
+    err = capsys.readouterr().err
+    assert "canary: warning: requirement 'transformers>=4.5 <<garbage' does not parse" in err

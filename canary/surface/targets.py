@@ -160,8 +160,14 @@ def declared_ranges(requirements: Iterable[str], packages: Collection[str]) -> d
     for line in requirements:
         try:
             requirement = Requirement(line)
-        except InvalidRequirement:
-            continue  # a line pip itself would reject says nothing about a range
+        except InvalidRequirement as exc:  # says nothing about a range: said, not dropped
+            if any(p in line for p in wanted):
+                print(
+                    f"canary: warning: requirement {line!r} does not parse ({exc}); its "
+                    f"range is not read",
+                    file=sys.stderr,
+                )
+            continue
         package = wanted.get(canonicalize_name(requirement.name))
         if package is None:
             continue
