@@ -30,7 +30,7 @@ from pathlib import Path
 from canary.atomic import write_atomically
 from canary.errors import CanaryError, ConfigError
 from canary.report.render import FORMATS
-from canary.tags import load_tags, stable_releases, update_tags_file
+from canary.tags import SHIPPED_TAGS, load_tags, stable_releases, update_tags_file
 from canary.workspace import Case
 
 TAGS_FILE = "--tags-file"  # how every command here spells "another tags.toml"
@@ -154,6 +154,12 @@ def _add_surface(commands: argparse._SubParsersAction) -> None:
     surface.add_argument("--format", choices=FORMATS, default="terminal", help="default: terminal")
     surface.add_argument("-o", "--output", type=Path, help="write the report here, not stdout")
     surface.add_argument(
+        "--json", type=Path, metavar="FILE", help="also write the JSON contract to FILE"
+    )
+    surface.add_argument(
+        "--markdown", type=Path, metavar="FILE", help="also write the Markdown report to FILE"
+    )
+    surface.add_argument(
         "--baseline",
         type=Path,
         metavar="FILE",
@@ -171,7 +177,10 @@ def _add_surface(commands: argparse._SubParsersAction) -> None:
         help="[tool.canary.surface] settings from FILE instead of each target's pyproject",
     )
     surface.add_argument(
-        "--tags-file", type=Path, default=Path("tags.toml"), help="default: ./tags.toml"
+        "--tags-file",
+        type=Path,
+        help="check exactly the releases this tags.toml lists (default: canary's own list, "
+        "and the releases on the package index newer than it)",
     )
     listing = surface.add_mutually_exclusive_group()
     listing.add_argument(
@@ -241,6 +250,9 @@ def _surface(args: argparse.Namespace) -> int:
         config=args.config,
         baseline=args.baseline,
         update_baseline=args.update_baseline,
+        also=tuple(
+            (fmt, path) for fmt, path in (("json", args.json), ("markdown", args.markdown)) if path
+        ),
     )
     surface_run = command.run_surface(options, fmt=args.format)
     if args.output is not None:
@@ -250,9 +262,6 @@ def _surface(args: argparse.Namespace) -> int:
     sys.stdout.flush()
     for line in command.verdict(surface_run):
         print(line, file=sys.stderr)
-    if args.update_baseline:
-        print(f"canary: wrote {args.baseline}", file=sys.stderr)
-        return 0
     return surface_run.exit_status
 
 
@@ -265,7 +274,7 @@ def _surface_listing(args: argparse.Namespace) -> int:
     from canary.surface.extract import extract
     from canary.surface.targets import open_target
 
-    packages = tuple(load_tags(args.tags_file, option=TAGS_FILE).packages)
+    packages = tuple(load_tags(args.tags_file or SHIPPED_TAGS, option=TAGS_FILE).packages)
     download_dir = Cache(default_cache_dir()).root / TARGETS_FOLDER
     for spec in args.targets:
         loaded = open_target(spec, download_dir=download_dir, offline=args.offline)

@@ -20,7 +20,7 @@ from canary.errors import ConfigError, MissingDependency
 from canary.sources import Source
 from canary.sources.index import IndexSource
 from canary.sources.local import LocalSource
-from canary.tags import Tags, load_tags
+from canary.tags import SHIPPED_TAGS, Tags, load_tags
 from canary.versions import canonical_version, is_commit, requested_releases
 from canary.workspace import MAIN, Case, FetchPolicy, Workspace
 
@@ -40,8 +40,12 @@ class RunOptions:
     keep_files: bool = True  # as FetchPolicy.keep_files
 
     def tags_path(self, rootpath: Path) -> Path:
-        """The tags.toml to read: the one given, else the one in the rootdir."""
-        return Path(self.tags_file) if self.tags_file else rootpath / "tags.toml"
+        """The tags.toml to read: the one given, else the one in the rootdir, else the one
+        this canary ships (a downstream project's own repository has none)."""
+        if self.tags_file:
+            return Path(self.tags_file)
+        own = rootpath / "tags.toml"
+        return own if own.is_file() else SHIPPED_TAGS
 
 
 @dataclass
@@ -65,6 +69,14 @@ class Run:
 
     def close(self) -> None:
         self.workspace.close()
+
+    def pin(self, tags: Tags, filters: tuple[str, ...]) -> None:
+        """Check ``tags``'s releases (tags.toml's, with those found since), filtered as
+        ``--canary-tags`` filters them; before any case is asked for."""
+        if self._cases:
+            raise RuntimeError("Run.pin after cases were resolved")
+        self.only = _parse_tag_filters(filters, tags)
+        self.tags = tags
 
     def _resolve(self, package: str) -> Iterator[Case]:
         tags = self.tags.package(package)

@@ -38,6 +38,11 @@ _TOP_LEVEL_KEYS = {"packages", "runtime"}
 _VERSIONS_ARRAY = re.compile(r'^versions\s*=\s*\[(?:"[^"]*"|#[^\n]*|[^\]"#])*\]', re.MULTILINE)
 
 
+# The release lists this canary was built with: the repository's tags.toml, carried inside
+# the package (canary/tags.toml links to it; the wheel holds its content).
+SHIPPED_TAGS = Path(__file__).with_name("tags.toml")
+
+
 @dataclass(frozen=True)
 class PackageTags:
     """What tags.toml says about one upstream package."""

@@ -214,6 +214,7 @@ def test_a_file_missing_upstream_is_drift_not_a_pass(project, cache_dir):
     result = run(project, "-k", "toy_2_10_0")
     result.assert_outcomes(failed=1, skipped=1)
     result.stdout.fnmatch_lines(["*found: toy/core.py does not exist in toy 2.10.0*"])
+    assert result.ret == 1  # drift
 
 
 def test_offline_cache_miss_is_an_error_never_a_pass(project, cache_dir):
@@ -224,6 +225,8 @@ def test_offline_cache_miss_is_an_error_never_a_pass(project, cache_dir):
     )
     verdict = "canary: not everything was checked: 1 error(s), no drift in the rest"
     assert result.outlines[-1] == verdict
+    # As `canary report` and `canary surface`: 2, not pytest's 1 for a failure.
+    assert result.ret == 2
 
 
 def test_an_unparsable_upstream_file_is_an_error_naming_file_and_version(project, cache_dir):

@@ -135,7 +135,9 @@ def test_a_missing_baseline_says_how_to_write_it(tmp_path, capsys, monkeypatch):
         '[packages.toy]\nrepo = "o/toy"\npackage_dir = ""\nfloor = "1.0"\nversions = ["1.0"]\n'
     )
     monkeypatch.setenv("CANARY_CACHE_DIR", str(tmp_path / "cache"))
-    status = cli.main(["surface", str(tmp_path), "--baseline", "b.json", "--offline"])
+    status = cli.main(
+        ["surface", str(tmp_path), "--baseline", "b.json", "--offline", "--tags-file", "tags.toml"]
+    )
     assert status == 2
     assert "no such file; write it with --baseline b.json --update-baseline" in (
         capsys.readouterr().err
@@ -191,7 +193,7 @@ def requires(root, specifier: str) -> None:
 
 
 def surface(*args: str) -> int:
-    return cli.main(["surface", "proj", "--offline", *args])
+    return cli.main(["surface", "proj", "--offline", "--tags-file", "tags.toml", *args])
 
 
 def test_the_command_finds_a_patch_target_upstream_renamed(project, capsys):
@@ -209,6 +211,14 @@ def test_the_command_finds_a_patch_target_upstream_renamed(project, capsys):
     assert "canary: surface broken: 1 reference(s)" in capsys.readouterr().err
 
 
+def test_one_run_writes_annotations_the_json_and_the_markdown(project, capsys):
+    assert surface("--format", "github", "--json", "r.json", "--markdown", "r.md") == 1
+    assert capsys.readouterr().out.startswith("::error file=proj/patch.py,line=8,")
+    data = json.loads((project.parent / "r.json").read_text())
+    assert data["packages"] == {"toy": ["1.0", "2.0"]}
+    assert (project.parent / "r.md").read_text().startswith("## canary surface of proj 0.1")
+
+
 def test_a_release_outside_the_declared_range_is_not_held_against_it(project):
     requires(project, "<2")
     assert surface() == 0
@@ -216,7 +226,12 @@ def test_a_release_outside_the_declared_range_is_not_held_against_it(project):
 
 def test_a_baseline_written_then_compared(project, capsys):
     assert surface("--baseline", "b.json", "--update-baseline") == 0
-    assert "canary: wrote b.json" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    # What it wrote, as the last line; the findings it accepts are no "surface broken".
+    assert err.splitlines()[-1] == (
+        "canary: wrote b.json: 1 finding(s) accepted from now on, over 2 release(s) of toy"
+    )
+    assert "surface broken" not in err
     assert surface("--baseline", "b.json") == 0
     assert "canary: all clear (1 accepted finding(s))" in capsys.readouterr().err
 
@@ -228,6 +243,14 @@ def test_expected_absent_in_the_project_accepts_a_miss(project):
             'versions = ">=2"\nreason = "renamed in 2.0, patched elsewhere"\n'
         )
     assert surface() == 0
+
+
+def test_a_baseline_written_from_a_run_that_missed_releases_says_so_and_exits_2(project, capsys):
+    (project.parent / "tags.toml").write_text(TAGS.format(versions='"1.0", "2.0", "3.0"'))
+    assert surface("--baseline", "b.json", "--update-baseline") == 2
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last.startswith("canary: wrote b.json: 1 finding(s) accepted from now on")
+    assert last.endswith("not everything was checked: the releases above are not in it")
 
 
 def test_a_release_not_in_the_cache_offline_is_not_checked(project, capsys):

@@ -164,7 +164,10 @@ def test_dash_k_selects_one_series_of_releases(project):
     ]
 
 
-def test_a_miss_inside_the_declared_range_fails_naming_site_target_and_what_is_there(project):
+def test_a_miss_inside_the_declared_range_fails_naming_site_target_and_what_is_there(
+    project, monkeypatch
+):
+    monkeypatch.setenv("COLUMNS", "160")  # -v cuts a skip's reason to the terminal's width
     result = run(project, "--canary-surface", "proj", "-k", "proj-toy", "-v")
     assert outcomes_by_id(result) == {
         "proj-toy_1_0_0": "SKIPPED",  # below >=1.1.0: not held against it
@@ -173,6 +176,9 @@ def test_a_miss_inside_the_declared_range_fails_naming_site_target_and_what_is_t
         "proj-toy_2_0_0": "FAILED",  # inside the range, Engine is gone
         "proj-toy_2_10_0": "SKIPPED",  # above <2.10
     }
+    assert result.ret == 1
+    # -v shows why a case was skipped: the release is outside the target's declared range.
+    result.stdout.fnmatch_lines(["*proj-toy_1_0_0*SKIPPED (toy 1.0.0 is outside proj's decl*"])
     result.stdout.fnmatch_lines(
         [
             "*canary surface: proj 1.0 on toy 2.0.0: 1 reference(s) missing inside its "
@@ -186,8 +192,10 @@ def test_a_miss_inside_the_declared_range_fails_naming_site_target_and_what_is_t
         project, "--canary-surface", "proj", "-k", "proj-toy_1_0 or proj-toy_2_1"
     )
     assert reasons == {
-        "proj-toy_1_0_0": "outside the window of proj's requirement (toy>=1.1.0,<2.10)",
-        "proj-toy_2_10_0": "outside the window of proj's requirement (toy>=1.1.0,<2.10)",
+        "proj-toy_1_0_0": "toy 1.0.0 is outside proj's declared range (toy>=1.1.0,<2.10): "
+        "outside the window of its requirement",
+        "proj-toy_2_10_0": "toy 2.10.0 is outside proj's declared range (toy>=1.1.0,<2.10): "
+        "outside the window of its requirement",
     }
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
@@ -469,3 +470,142 @@ def test_every_workflow_step_the_simulation_runs_is_one_it_knows(world):
     run = Runner(workflow, Path(str(world["root"])) / "u", make_checkout, environ=world["environ"])
     with pytest.raises(AssertionError, match="no stub for someone/else@v1"):
         run.run_job("job")
+
+
+# -- action.yml: one step in a downstream project's CI ------------------------------------
+
+ACTION = "OWNER/canary"  # as examples/downstream-surface.yml names it
+EXAMPLE = ROOT / "examples" / "downstream-surface.yml"
+PATCH = """\
+from toy.core import Engine
+
+
+def run(self, steps, *, num_items_in_batch=None):
+    return None
+
+
+Engine.run = run
+"""
+RENAMED = GOOD.replace("class Engine", "class Motor")  # 1.2.0: Engine is gone
+
+
+def make_downstream(folder: Path) -> None:
+    """A downstream repository: a project patching toy's Engine.run, toy>=1.0.0."""
+    (folder / "downstream").mkdir()
+    (folder / "downstream" / "__init__.py").write_text("")
+    (folder / "downstream" / "patch.py").write_text(PATCH)
+    (folder / "pyproject.toml").write_text(
+        '[project]\nname = "downstream"\nversion = "0.3.0"\ndependencies = ["toy>=1.0.0"]\n'
+    )
+
+
+@pytest.fixture
+def action(world: dict[str, object]) -> Path:
+    """canary's checkout as the action's folder: its shipped release list knows toy 1.0.0
+    and 1.1.0; the steps import canary from it."""
+    folder = Path(str(world["root"])) / "canary-action"
+    make_checkout(folder)
+    (folder / "canary" / "tags.toml").unlink()  # the copy of the repository's list
+    (folder / "canary" / "tags.toml").write_text(TAGS)
+    shutil.copy2(ROOT / "action.yml", folder / "action.yml")
+    environ: dict[str, str] = world["environ"]  # type: ignore[assignment]
+    environ["PYTHONPATH"] = environ["PYTHONPATH"].replace("$GITHUB_WORKSPACE", str(folder))
+    return folder
+
+
+def downstream_run(world, action: Path, workflow: Path = EXAMPLE, day: int = 1, make=None):
+    root = Path(str(world["root"])) / f"downstream-run-{day}"
+    run = Runner(
+        workflow,
+        root,
+        make or make_downstream,
+        environ=dict(world["environ"]),
+        github={"run_id": str(2000 + day), "event_name": "pull_request"},
+        actions={ACTION: action},
+    )
+    (job,) = run.run_job("surface")
+    return run, job
+
+
+def test_the_action_on_a_downstream_project_all_clear(world, action):
+    _, job = downstream_run(world, action)
+    # The example names a baseline the project has not written: canary says how, exit 2.
+    assert job.result == "failure"
+    assert "write it with --baseline canary-baseline.json --update-baseline" in job.log
+
+    plain = Path(str(world["root"])) / "plain.yml"
+    plain.write_text(EXAMPLE.read_text().replace("          baseline: canary-baseline.json\n", ""))
+    run, job = downstream_run(world, action, plain, day=2)
+    assert job.result == "success", job.log
+    assert job.step("canary surface: Run the surface").outputs["status"] == "0"
+    assert "canary surface of downstream 0.3.0" in job.summary  # the Markdown report
+    assert "canary: all clear" in job.summary
+    assert "none newer on the package index" in job.summary
+    report = json.loads((run.artifacts / "canary-surface" / "surface.json").read_text())
+    assert report["packages"] == {"toy": ["1.0.0", "1.1.0"]}
+    assert "::error" not in job.log
+
+
+def test_the_action_fails_on_a_release_newer_than_canary_with_an_annotation(world, action, index):
+    index["toy"]["1.2.0"] = wheel("1.2.0", RENAMED)  # out this morning: canary lists 1.1.0
+    world["environ"]["FAKE_INDEX"] = json.dumps(index)  # type: ignore[index]
+    plain = Path(str(world["root"])) / "plain.yml"
+    plain.write_text(EXAMPLE.read_text().replace("          baseline: canary-baseline.json\n", ""))
+    run, job = downstream_run(world, action, plain)
+    assert job.result == "failure"
+    surface = job.step("canary surface: Run the surface")
+    assert surface.outputs["status"] == "1"
+    # One annotation per finding, at the project's own file and line.
+    annotations = [line for line in surface.output.splitlines() if line.startswith("::error")]
+    assert annotations, surface.output
+    assert all("file=downstream/patch.py,line=" in line for line in annotations)
+    assert "discovered on the package index: toy 1.2.0" in job.summary
+    report = json.loads((run.artifacts / "canary-surface" / "surface.json").read_text())
+    assert report["discovered"] == {"toy": ["1.2.0"]}
+    assert job.step("canary surface: Decide").outcome == "failure"
+
+
+def test_the_action_with_a_baseline_fails_only_on_new_findings(world, action, index, tmp_path):
+    index["toy"]["1.2.0"] = wheel("1.2.0", RENAMED)
+    world["environ"]["FAKE_INDEX"] = json.dumps(index)  # type: ignore[index]
+    # The maintainer accepts today's findings once, with the command the example names.
+    project = tmp_path / "maintainer"
+    project.mkdir()
+    make_downstream(project)
+    environ = {
+        **world["environ"],  # type: ignore[dict-item]
+        "CANARY_CACHE_DIR": str(tmp_path / "maintainer-cache"),
+        "PYTHONPATH": world["environ"]["PYTHONPATH"],  # type: ignore[index]
+    }
+    command = [sys.executable, "-m", "canary", "surface", ".", "--baseline"]
+    done = subprocess.run(
+        [*command, "canary-baseline.json", "--update-baseline"],
+        cwd=project,
+        env=environ,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "canary: wrote canary-baseline.json: 2 finding(s)" in done.stderr
+
+    def with_baseline(folder: Path) -> None:
+        make_downstream(folder)
+        shutil.copy2(project / "canary-baseline.json", folder)
+
+    _, job = downstream_run(world, action, make=with_baseline)
+    assert job.result == "success", job.log
+    assert "canary: all clear (2 accepted finding(s))" in job.summary
+
+    # A break the baseline never saw fails: the project now also patches Engine.stop,
+    # which no release has.
+    def new_break(folder: Path) -> None:
+        with_baseline(folder)
+        with (folder / "downstream" / "patch.py").open("a") as patch:
+            patch.write("\n\nEngine.stop = run\n")
+
+    _, job = downstream_run(world, action, day=2, make=new_break)
+    assert job.result == "failure"
+    surface = job.step("canary surface: Run the surface")
+    assert "file=downstream/patch.py,line=11" in surface.output, surface.output
+    assert "toy.core.Engine.stop" in surface.output

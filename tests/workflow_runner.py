@@ -9,8 +9,12 @@ the files a runner hands every step: ``GITHUB_OUTPUT``, ``GITHUB_ENV``, ``GITHUB
 ``run:`` steps run in ``bash --noprofile --norc -eo pipefail``, GitHub's default shell.
 ``uses: actions/*`` steps are stubbed: checkout and setup-python do nothing (the test
 prepares the workspace and the interpreter), the artifact actions copy folders through
-one store shared by the jobs of a run, the cache actions miss. Any other action is an
-error: a step the simulation does not know is not silently skipped.
+one store shared by the jobs of a run, the cache actions miss. A composite action the
+test names (``actions``: ``owner/name`` -> its folder, e.g. canary's own ``action.yml``)
+runs its steps in order with its ``inputs`` (defaults, then ``with:``), ``steps`` of its
+own, ``github.action_path`` and ``GITHUB_ACTION_PATH``, and sets the step's outputs from
+its ``outputs``. Any other action is an error: a step the simulation does not know is not
+silently skipped.
 
 What it cannot show: anything GitHub itself decides (runner images, permissions applied
 to the token, action versions). actionlint covers the syntax; this covers the shell.
@@ -86,6 +90,7 @@ class Runner:
         environ: Mapping[str, str],  # the runner's own; "$GITHUB_WORKSPACE" is expanded
         github: Mapping[str, str] | None = None,
         secrets: Mapping[str, str] | None = None,
+        actions: Mapping[str, Path] | None = None,  # composite actions: "owner/name" -> folder
     ) -> None:
         self.workflow = load_workflow(workflow)
         self.root = root  # the run's scratch folder: artifacts, one folder per job
@@ -105,6 +110,7 @@ class Runner:
         self.artifacts = root / "artifacts"
         self.artifacts.mkdir(parents=True, exist_ok=True)
         self.results: dict[str, list[JobRun]] = {}
+        self.actions = dict(actions or {})
         self._jobs_started = 0
 
     def run_job(self, name: str, matrix: Mapping[str, list[Any]] | None = None) -> list[JobRun]:
@@ -178,10 +184,10 @@ class Runner:
                     extra_path=extra_path,
                 )
             else:
-                outcome, output = self._action(step, context, run, workspace)
-            outputs = _read_outputs(files["GITHUB_OUTPUT"].read_text())
-            if "uses" in step and step["uses"].startswith("actions/cache/restore@"):
-                outputs.setdefault("cache-hit", "false")
+                outcome, output = self._action(
+                    step, context, run, workspace, files["GITHUB_OUTPUT"]
+                )
+            outputs = _step_outputs(step, files["GITHUB_OUTPUT"])
             env.update(_read_outputs(files["GITHUB_ENV"].read_text()))
             extra_path[:0] = [p for p in files["GITHUB_PATH"].read_text().splitlines() if p]
             run.summary += files["GITHUB_STEP_SUMMARY"].read_text()
@@ -255,12 +261,24 @@ class Runner:
         return ("success" if done.returncode == 0 else "failure"), done.stdout + done.stderr
 
     def _action(
-        self, step: Mapping[str, Any], context: Mapping[str, Any], run: JobRun, workspace: Path
+        self,
+        step: Mapping[str, Any],
+        context: Mapping[str, Any],
+        run: JobRun,
+        workspace: Path,
+        output_file: Path | None = None,
     ) -> tuple[str, str]:
         action = step["uses"].split("@", 1)[0]
         inputs = {
             k: self._interpolate(str(v), context, run) for k, v in step.get("with", {}).items()
         }
+        if action in self.actions:
+            assert output_file is not None, "a composite action inside a composite action"
+            label = step.get("name") or step["uses"]
+            folder = self.actions[action]
+            return self._composite(
+                folder, label, inputs, context=context, run=run, output_file=output_file
+            )
         if action in {"actions/checkout", "actions/setup-python", "actions/cache/save"}:
             return "success", f"stub: {action}"
         if action == "actions/cache/restore":
@@ -274,6 +292,86 @@ class Runner:
             shutil.copytree(source, workspace / inputs.get("path", "."), dirs_exist_ok=True)
             return "success", f"downloaded {inputs['name']}"
         raise AssertionError(f"the simulation has no stub for {step['uses']}")
+
+    def _composite(
+        self,
+        folder: Path,
+        label: str,
+        given: Mapping[str, str],
+        *,
+        context: Mapping[str, Any],
+        run: JobRun,
+        output_file: Path,
+    ) -> tuple[str, str]:
+        """A composite action's steps, as the runner runs them inside the calling step: their
+        summaries go to the job's, their step results are listed as ``<the step's name>:
+        <the action step's name>``."""
+        spec = load_workflow(folder / "action.yml")
+        assert spec["runs"]["using"] == "composite", "the simulation runs composite actions"
+        declared = spec.get("inputs", {})
+        unknown = sorted(set(given) - set(declared))
+        assert not unknown, f"{folder.name}/action.yml has no input {unknown[0]!r}"
+        inputs = {name: str(entry.get("default", "")) for name, entry in declared.items()}
+        inputs.update(given)
+        missing = [n for n, e in declared.items() if e.get("required") and not inputs[n]]
+        if missing:
+            return "failure", f"Input required and not supplied: {missing[0]}"
+        inner = JobRun(f"{run.job}/{folder.name}", run.matrix)
+        scope: dict[str, Any] = {
+            **context,
+            "inputs": inputs,
+            "steps": {},
+            "github": {**context["github"], "action_path": str(folder)},
+        }
+        temp = Path(context["runner"]["temp"])
+        extra_path: list[str] = []
+        for index, step in enumerate(spec["runs"]["steps"]):
+            name = step.get("name") or step.get("uses") or f"step {index + 1}"
+            if not _truthy(self._evaluate(step.get("if", "success()"), scope, inner)):
+                inner.steps.append(StepRun(name, "skipped", "skipped"))
+                continue
+            files = {
+                key: temp / f"{key.lower()}-{folder.name}-{len(run.steps)}-{index}"
+                for key in ("GITHUB_OUTPUT", "GITHUB_ENV", "GITHUB_PATH", "GITHUB_STEP_SUMMARY")
+            }
+            for file in files.values():
+                file.write_text("")
+            if "run" in step:
+                assert "shell" in step, f"{name}: a composite action's run step needs shell"
+                step_env = {k: self._interpolate(str(v), scope, inner) for k, v in
+                            step.get("env", {}).items()}  # fmt: skip
+                step_env = {**scope["env"], **step_env, "GITHUB_ACTION_PATH": str(folder)}
+                outcome, output = self._shell(
+                    step,
+                    context=scope,
+                    run=inner,
+                    step_env=step_env,
+                    files=files,
+                    extra_path=extra_path,
+                )
+            else:
+                workspace = Path(context["github"]["workspace"])
+                outcome, output = self._action(step, scope, inner, workspace)
+            outputs = _step_outputs(step, files["GITHUB_OUTPUT"])
+            extra_path[:0] = [p for p in files["GITHUB_PATH"].read_text().splitlines() if p]
+            run.summary += files["GITHUB_STEP_SUMMARY"].read_text()
+            inner.steps.append(StepRun(name, outcome, outcome, output, outputs))
+            if "id" in step:
+                scope["steps"][step["id"]] = {
+                    "outputs": outputs,
+                    "outcome": outcome,
+                    "conclusion": outcome,
+                }
+        declared_outputs = spec.get("outputs", {})
+        with output_file.open("a") as out:
+            for key, entry in declared_outputs.items():
+                out.write(f"{key}={self._interpolate(str(entry['value']), scope, inner)}\n")
+        run.steps += [
+            StepRun(f"{label}: {s.name}", s.outcome, s.conclusion, s.output, s.outputs)
+            for s in inner.steps
+        ]
+        failed = any(s.outcome == "failure" for s in inner.steps)
+        return ("failure" if failed else "success"), "\n".join(s.output for s in inner.steps)
 
     def _upload(self, inputs: Mapping[str, str], workspace: Path) -> tuple[str, str]:
         source = workspace / inputs["path"]
@@ -367,6 +465,14 @@ def _text(value: Any) -> str:
     if isinstance(value, (list, dict)):
         return yaml.safe_dump(value, default_flow_style=True).strip()
     return str(value)
+
+
+def _step_outputs(step: Mapping[str, Any], output_file: Path) -> dict[str, str]:
+    """What a step wrote to ``GITHUB_OUTPUT``; a stubbed cache restore reports its miss."""
+    outputs = _read_outputs(output_file.read_text())
+    if "uses" in step and step["uses"].startswith("actions/cache/restore@"):
+        outputs.setdefault("cache-hit", "false")
+    return outputs
 
 
 def _read_outputs(text: str) -> dict[str, str]:

@@ -19,7 +19,14 @@ from collections.abc import Iterable, Mapping
 import pytest
 
 from canary.errors import CanaryError, Drift
-from canary.report.verdict import CaseError, RunCounts, describe, group_errors, is_window_skip
+from canary.report.verdict import (
+    CaseError,
+    RunCounts,
+    describe,
+    exit_status,
+    group_errors,
+    is_window_skip,
+)
 from canary.report.verdict import verdict as verdict_line
 from canary.workspace import Case
 
@@ -106,8 +113,10 @@ def write_section(
 
 
 def write_verdict(terminalreporter: pytest.TerminalReporter, session: pytest.Session) -> None:
-    """The last line of the run."""
+    """The last line of the run; the run's exit status made to say the same (pytest exits
+    1 for an error as for a failure: 2 here when nothing drifted but not all was checked)."""
     counts = run_counts(terminalreporter, session)
+    session.exitstatus = exit_status(counts, int(session.exitstatus))
     line = verdict_line(counts)
     clear = line.startswith("canary: all clear")
     nothing = counts.selected == 0 and not counts.interrupted

@@ -250,7 +250,7 @@ class SurfacePlugin:
         else:
             due, unowned = declared_gate(surface.target, mine, version), []
         if not due and not unowned:
-            pytest.skip(_outside(surface.target, case, item.target == OWN))
+            pytest.skip(_outside(surface.target, case, item.target == OWN, version))
         # A site in a branch whose version test excludes this release does not run here.
         due = [ref for ref in due if ref.runs_on(case.label)]
         decided = self.engine.resolve_case(due, case, workspace) if due else {}
@@ -429,9 +429,14 @@ def _range(target: Target, package: str) -> str:
     return f"inside its declared range ({package}{target.requires[package]})"
 
 
-def _outside(target: Target, case: Case, own: bool) -> str:
+def _outside(target: Target, case: Case, own: bool, version: Version | None) -> str:
     # The window-skip words, so the end of the run counts these with the catalog's.
     if own:
         return f"{OUTSIDE_WINDOW} every canary fix using {case.package}"
     declared = target.requires.get(case.package, "")
-    return f"{OUTSIDE_WINDOW} {target.name}'s requirement ({case.package}{declared})"
+    release = f"{case.package} {version if version is not None else case.label}"
+    # The release and the range first: -v cuts a long reason to the terminal's width.
+    return (
+        f"{release} is outside {target.name}'s declared range ({case.package}{declared}): "
+        f"{OUTSIDE_WINDOW} its requirement"
+    )

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from packaging.version import Version
 
 from canary.report.matrix import DASH
+from canary.report.results import EXIT_CLEAR, EXIT_DRIFT, EXIT_INFRASTRUCTURE
 from canary.versions import report_order
 
 # The reason canary gives a check it does not run on a release (the plugin writes it with
@@ -129,6 +130,19 @@ def verdict(counts: RunCounts) -> str:
     if counts.xfailed:
         parts.append(f"{counts.xfailed:,} xfailed as known drift")
     return f"canary: all clear: {', '.join(parts)}"
+
+
+def exit_status(counts: RunCounts, pytest_status: int) -> int:
+    """A canary run's exit status under pytest, as ``report``'s: 1 drift found, 2 not
+    everything was checked (an error and no drift, or cases left unrun); pytest's other
+    statuses (interrupted, internal or usage error, nothing collected) stand as they are."""
+    if pytest_status not in (EXIT_CLEAR, EXIT_DRIFT):
+        return pytest_status
+    if counts.drift:
+        return EXIT_DRIFT
+    if counts.errors or counts.collection_errors or counts.finished < counts.selected:
+        return EXIT_INFRASTRUCTURE
+    return pytest_status
 
 
 def interrupted(finished: int, selected: int | None) -> str:

@@ -80,9 +80,9 @@ class Baseline:
 
 def write_baseline(
     path: Path, packages: Mapping[str, Sequence[str]], found: Iterable[Finding]
-) -> None:
+) -> int:
     """Write every finding (accepted or not) as the new baseline; one gated away on every
-    release it misses (no site runs there) is no miss to accept."""
+    release it misses (no site runs there) is no miss to accept. Returns the entries."""
     entries = sorted(
         (
             {
@@ -104,6 +104,7 @@ def write_baseline(
         "findings": entries,
     }
     write_atomically(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
+    return len(entries)
 
 
 def load_baseline(path: Path) -> Baseline:

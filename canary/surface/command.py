@@ -16,6 +16,8 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from canary.atomic import write_atomically
+from canary.discovery import Releases, discover, listed_only
 from canary.errors import InfrastructureError
 from canary.report.matrix import DASH
 from canary.report.results import EXIT_CLEAR, EXIT_DRIFT, EXIT_INFRASTRUCTURE
@@ -35,6 +37,7 @@ from canary.surface.model import (
     merge_references,
 )
 from canary.surface.resolve import MakeTree, WorkspaceSources, resolve, salt
+from canary.tags import SHIPPED_TAGS, Tags
 from canary.workspace import Case, Workspace
 
 TARGETS_FOLDER = "surface-targets"  # under the cache: wheels of NAME==VERSION targets
@@ -47,11 +50,12 @@ class SurfaceOptions:
     targets: tuple[str, ...]
     tags: tuple[str, ...] = ()  # "PKG=V1,V2", as --canary-tags
     offline: bool = False
-    tags_file: Path = Path("tags.toml")
+    tags_file: Path | None = None  # None: the lists this canary ships, and newer releases
     config: Path | None = None  # instead of each target's [tool.canary.surface]
     baseline: Path | None = None
     update_baseline: bool = False
     workers: int = 4
+    also: tuple[tuple[str, Path], ...] = ()  # (format, file): more reports of the same run
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,7 @@ class Surface:
     target: Target
     references: tuple[Reference, ...]
     accepts: Accepts | None = None
+    tags: tuple[str, ...] = ()  # its configuration's pins, "PKG=V1,V2" as --tags
 
 
 @dataclass
@@ -77,6 +82,8 @@ class SurfaceRun:
     recalled: int = 0  # outcomes recalled from the file digests
     decided: int = 0  # outcomes looked up afresh
     text: str = ""  # the rendered report
+    releases: Releases | None = None  # where the releases came from (None: not told)
+    written: tuple[Path, int] | None = None  # --update-baseline: the file, its entries
 
     @property
     def failing(self) -> tuple[Finding, ...]:
@@ -84,10 +91,11 @@ class SurfaceRun:
 
     @property
     def exit_status(self) -> int:
-        if self.failing:
+        if self.failing and self.written is None:  # written: the findings are the baseline
             return EXIT_DRIFT
         checked = any(self.result.packages.values())
-        if self.errors or self.empty or not checked:
+        unasked = self.releases is not None and self.releases.failed
+        if self.errors or self.empty or not checked or unasked:
             return EXIT_INFRASTRUCTURE
         return EXIT_CLEAR
 
@@ -103,9 +111,8 @@ def run_surface(
         baseline = load_baseline(options.baseline)
     run = open_run(
         RunOptions(
-            tags=options.tags,
             offline=options.offline,
-            tags_file=options.tags_file,
+            tags_file=options.tags_file or SHIPPED_TAGS,
             workers=options.workers,
             # Outcomes and __all__ readings are remembered: the files need no entries.
             keep_files=False,
@@ -115,20 +122,29 @@ def run_surface(
     try:
         started = time.perf_counter()
         surfaces = _extract(options, run)
+        pins = (*options.tags, *(pin for surface in surfaces for pin in surface.tags))
+        releases = _releases_to_check(options, run.tags, pins)
+        run.pin(releases.tags, pins)
         extracted = time.perf_counter() - started
         surface_run = check_surfaces(
             surfaces, run.workspace, run.cases, baseline=baseline, make_tree=make_tree
         )
+        surface_run.releases = releases
         started = time.perf_counter()
         cases = {package: run.cases(package) for package in surface_run.result.packages}
         sources = WorkspaceSources(run.workspace, cases, make_tree=make_tree)
         surface_run.text = render(surface_run, fmt, sources=sources)
+        for other, path in options.also:  # one run, several readers (a CI job's summary)
+            write_atomically(path, render(surface_run, other, sources=sources))
         rendered = time.perf_counter() - started
     finally:
         run.close()
     surface_run.seconds = {"extract": extracted, **surface_run.seconds, "render": rendered}
     if options.update_baseline and options.baseline is not None:
-        write_baseline(options.baseline, surface_run.result.packages, surface_run.findings)
+        entries = write_baseline(
+            options.baseline, surface_run.result.packages, surface_run.findings
+        )
+        surface_run.written = (options.baseline, entries)
     return surface_run
 
 
@@ -158,8 +174,17 @@ def _extract(options: SurfaceOptions, run: Run) -> list[Surface]:
             registries=loaded.config.source_registries,
             version_parsers=loaded.config.version_parsers,
         )
-        surfaces.append(Surface(loaded.target, references, _expected_absent(loaded.config)))
+        accepts = _expected_absent(loaded.config)
+        surfaces.append(Surface(loaded.target, references, accepts, loaded.config.tags))
     return surfaces
+
+
+def _releases_to_check(options: SurfaceOptions, tags: Tags, pins: Sequence[str]) -> Releases:
+    """The releases to check: a tags file given is the whole list; the shipped one gains
+    the releases on the index newer than it, for every package no pin names."""
+    if options.tags_file is not None or options.offline:
+        return listed_only(tags)
+    return discover(tags, pinned={pin.partition("=")[0].strip() for pin in pins})
 
 
 def _expected_absent(config: SurfaceConfig) -> Accepts | None:
@@ -304,14 +329,36 @@ def verdict(surface_run: SurfaceRun) -> list[str]:
     ]
     lines = [describe(group) for group in group_errors(errors)]
     lines += [f"{name}: no reference to an upstream package found" for name in surface_run.empty]
+    releases = surface_run.releases
+    if releases is not None:
+        lines.append(f"canary: {releases.describe()}")
+        lines += [
+            f"canary: cannot ask the package index for {package} releases newer than the list: "
+            f"{why}"
+            for package, why in releases.failed.items()
+        ]
     failing = surface_run.failing
-    if failing:
+    unchecked = (
+        errors
+        or surface_run.empty
+        or not any(surface_run.result.packages.values())
+        or (releases is not None and releases.failed)
+    )
+    if surface_run.written is not None:
+        path, entries = surface_run.written
+        checked = sum(len(v) for v in surface_run.result.packages.values())
+        lines.append(
+            f"canary: wrote {path}: {entries:,} finding(s) accepted from now on, over "
+            f"{checked:,} release(s) of {', '.join(surface_run.result.packages) or 'nothing'}"
+            + ("; not everything was checked: the releases above are not in it" * bool(unchecked))
+        )
+    elif failing:
         misses = sum(len(f.new) for f in failing)
         lines.append(
             f"canary: surface broken: {len(failing):,} reference(s) missing inside the declared "
             f"range ({misses:,} reference x release), not accepted"
         )
-    elif errors or surface_run.empty or not any(surface_run.result.packages.values()):
+    elif unchecked:
         lines.append("canary: not everything was checked")
     else:
         accepted = sum(1 for f in surface_run.findings if f.accepted)
@@ -341,10 +388,21 @@ def _releases(labels: Sequence[str]) -> str:
 def render(surface_run: SurfaceRun, fmt: str, *, sources: WorkspaceSources | None = None) -> str:
     """The run in ``fmt``: ``json`` is the contract (:meth:`SurfaceResult.to_json`); the
     others are :mod:`canary.surface.report`'s, or the plain summary where it is absent."""
+    releases = surface_run.releases
     if fmt == "json":
-        return json.dumps(surface_run.result.to_json(), indent=1) + "\n"
+        data = surface_run.result.to_json()
+        if releases is not None and releases.looked_up:  # a field added, as the contract allows
+            data["discovered"] = {p: list(v) for p, v in releases.discovered.items() if v}
+        return json.dumps(data, indent=1) + "\n"
     try:
         from canary.surface.report import render as render_report
     except ImportError:  # the reports are built beside this command
-        return summary(surface_run)
-    return render_report(surface_run.result, fmt, findings=surface_run.findings, sources=sources)
+        text = summary(surface_run)
+    else:
+        text = render_report(
+            surface_run.result, fmt, findings=surface_run.findings, sources=sources
+        )
+    if releases is not None and fmt in ("terminal", "markdown"):
+        line = releases.describe()
+        text += f"\n{line[0].upper()}{line[1:]}\n"
+    return text

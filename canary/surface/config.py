@@ -8,6 +8,7 @@ of the project's own table, not merged with it::
     own_attributes = ["_my_patched*"]     # attribute names the project sets on upstream objects
     exclude = ["templates/*.py"]          # files that are not Python meant to run
     version_parsers = ["mypkg.utils.Version"]  # the project's own Version(...) callables
+    tags = ["transformers=5.5,5.6"]       # pins a package's releases, as --tags does
 
     [[tool.canary.surface.expected_absent]]
     target = "transformers.models.llama.modeling_llama.LlamaFlashAttention2"
@@ -62,7 +63,14 @@ else:  # pragma: no cover
 
 TABLE = "[tool.canary.surface]"
 _KEYS = frozenset(
-    {"expected_absent", "own_attributes", "exclude", "source_registries", "version_parsers"}
+    {
+        "expected_absent",
+        "own_attributes",
+        "exclude",
+        "source_registries",
+        "version_parsers",
+        "tags",
+    }
 )
 _ENTRY_KEYS = frozenset({"target", "package", "versions", "kind", "reason"})
 _REGISTRY_KEYS = frozenset({"registry", "parameter", "selector", "source", "classes"})
@@ -123,6 +131,7 @@ class SurfaceConfig:
     own_attributes: tuple[str, ...] = ()  # fnmatch patterns of attribute names
     exclude: tuple[str, ...] = ()  # fnmatch patterns of "/"-separated file paths
     version_parsers: tuple[str, ...] = ()  # dotted: module and callable
+    tags: tuple[str, ...] = ()  # "PKG=V1,V2", as --tags: that package's list, no discovery
     origin: str | None = None  # the file it was read from
 
     def excludes(self, path: str) -> bool:
@@ -175,6 +184,7 @@ def config_from_table(table: Mapping[str, Any], *, origin: str) -> SurfaceConfig
         own_attributes=_strings(table, "own_attributes", origin),
         exclude=_strings(table, "exclude", origin),
         version_parsers=_version_parsers(table, origin),
+        tags=_pins(table, origin),
         origin=origin,
     )
 
@@ -186,6 +196,17 @@ def _strings(table: Mapping[str, Any], key: str, origin: str) -> tuple[str, ...]
             f'{origin}: {key} in {TABLE} must be a list of non-empty strings (["pattern", ...])'
         )
     return tuple(value)
+
+
+def _pins(table: Mapping[str, Any], origin: str) -> tuple[str, ...]:
+    pins = _strings(table, "tags", origin)
+    bad = next((pin for pin in pins if not re.fullmatch(r"[\w.-]+=\S+", pin)), None)
+    if bad is not None:
+        raise ConfigError(
+            f"{origin}: tags in {TABLE} are PKG=V1,V2 as --tags takes them (tags = "
+            f'["transformers=5.5,5.6"]); {bad!r} is not one'
+        )
+    return pins
 
 
 def _version_parsers(table: Mapping[str, Any], origin: str) -> tuple[str, ...]:
