@@ -23,7 +23,6 @@ import contextlib
 import hashlib
 import json
 import os
-import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -33,6 +32,7 @@ from urllib.parse import quote
 import filelock
 import platformdirs
 
+from canary.atomic import write_atomically, writing
 from canary.errors import CacheDamaged
 
 _MAGIC = b"canary-cache-v1 "
@@ -98,7 +98,7 @@ class Cache:
         return entry
 
     def write_file(self, key: FileKey, content: bytes | None) -> None:
-        _write_entry(self._file_path(key), content)
+        _write_entry(self._file_path(key), content, self.root)
 
     def _file_path(self, key: FileKey) -> Path:
         parts = [_safe(key.source), _safe(key.package), _safe(key.ref)]
@@ -116,7 +116,7 @@ class Cache:
         return entry.content if entry else None
 
     def write_blob(self, namespace: str, digest: str, content: bytes) -> None:
-        _write_entry(self._blob_path(namespace, digest), content)
+        _write_entry(self._blob_path(namespace, digest), content, self.root)
 
     def _blob_path(self, namespace: str, digest: str) -> Path:
         return self.root / "blobs" / _safe(namespace) / digest[:2] / f"{_safe(digest)}.entry"
@@ -127,10 +127,15 @@ class Cache:
     def lock(self, name: str) -> Iterator[None]:
         """Hold an exclusive lock shared by every process using this cache folder."""
         path = self.root / "locks" / f"{_safe(name)}.lock"
-        path.parent.mkdir(parents=True, exist_ok=True)
         # A lock object per call: threads of one process exclude each other as processes do.
-        with filelock.FileLock(path, thread_local=False):
+        lock = filelock.FileLock(path, thread_local=False)
+        with writing(path, where=self.root):  # a read-only cache: one line, not a traceback
+            path.parent.mkdir(parents=True, exist_ok=True)
+            lock.acquire()
+        try:
             yield
+        finally:
+            lock.release()
 
 
 def _safe(part: str) -> str:
@@ -189,7 +194,7 @@ def _decode(raw: bytes) -> Entry:
         raise _Damaged(f"bad header: {exc!r}") from None
 
 
-def _write_entry(path: Path, content: bytes | None) -> None:
+def _write_entry(path: Path, content: bytes | None, root: Path) -> None:
     if content is None:
         header = {"absent": True, "fetched_at": time.time()}
         body = b""
@@ -200,14 +205,6 @@ def _write_entry(path: Path, content: bytes | None) -> None:
             "fetched_at": time.time(),
         }
         body = content
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".part")
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(_MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n")
-            stream.write(body)
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
+    write_atomically(
+        path, _MAGIC + json.dumps(header, sort_keys=True).encode() + b"\n" + body, private=True
+    )

@@ -115,6 +115,28 @@ CheckFunction = TypeVar("CheckFunction", bound=Callable[..., Any])
 
 
 @dataclass(frozen=True)
+class Split:
+    """A table row whose window starts at ``at`` where another row of the same table (the
+    *old side*, ``test``) ends: the check moved, e.g. to a file a release renamed. A
+    pre-release or dev build of ``at`` belongs to the new side's window, but its code may
+    still have the old shape (a stale mirror, an old checkout, a replayed commit): it passes
+    when either side holds, and says which. A release of ``at`` is judged strictly."""
+
+    at: str
+    test: str
+    reads: tuple[str, ...]
+    inherits: tuple[str, ...]
+    values: Mapping[str, Any] = field(default_factory=dict, hash=False)
+
+    def applies(self, version: Version | None) -> bool:
+        return (
+            version is not None
+            and version.is_prerelease
+            and Version(version.base_version) == Version(self.at)
+        )
+
+
+@dataclass(frozen=True)
 class CheckSpec:
     """What ``@check`` declares about a check: the upstream files it reads, the fix at risk,
     its version window, and the releases inside it where it is known to fail.
@@ -129,6 +151,19 @@ class CheckSpec:
     # Classes of the files read whose static MRO is read too (the files their bases live
     # in), so ``upstream.method(...)`` finds a method that moved to a base or a mixin.
     inherits: tuple[str, ...] = ()
+    split: Split | None = None  # the row of its table this check takes over from
+
+    def reads_for(self, version: Version | None) -> tuple[str, ...]:
+        """The files a case at ``version`` reads: the old side's too on a split's
+        pre-release (see :class:`Split`)."""
+        if self.split is None or not self.split.applies(version):
+            return self.reads
+        return (*self.reads, *(p for p in self.split.reads if p not in self.reads))
+
+    def inherits_for(self, version: Version | None) -> tuple[str, ...]:
+        if self.split is None or not self.split.applies(version):
+            return self.inherits
+        return (*self.inherits, *(c for c in self.split.inherits if c not in self.inherits))
 
     @classmethod
     def declare(
@@ -140,6 +175,7 @@ class CheckSpec:
         until: str | None = None,
         known_drift: Mapping[str, str] | None = None,
         inherits: str | Iterable[str] = (),
+        split: Split | None = None,
     ) -> CheckSpec:
         """A validated spec: a typo in the catalog is an error at collection, not a pass."""
         get_fix(fix)  # raises for a fix canary does not know
@@ -153,7 +189,7 @@ class CheckSpec:
                 raise ValueError(f"known_drift {release} is outside the check's window ({window})")
             if not why.strip():
                 raise ValueError(f"known_drift {release} needs a reason")
-        return cls(paths, fix, window, known, _names(inherits))
+        return cls(paths, fix, window, known, _names(inherits), split)
 
     @classmethod
     def of(cls, item: pytest.Item) -> CheckSpec | None:
@@ -283,11 +319,31 @@ class CheckTable:
         # Declared once, at import (see each()): collection reuses the validated functions.
         return tuple((r.test, self._check(r)) for r in self.rows)
 
+    def _split(self, r: Row) -> Split | None:
+        """The row of this table whose window ends where ``r``'s starts, for the same fix."""
+        fix = r.fix or self.fix
+        for old in self.rows:
+            if r.since is not None and old.until == r.since and (old.fix or self.fix) == fix:
+                return Split(r.since, old.test, old.reads, old.inherits, old.values)
+        return None
+
     def _check(self, r: Row) -> Callable[..., Any]:
-        body, values = self.body, r.values
+        body, values, split = self.body, r.values, self._split(r)
 
         def run(upstream: Any) -> Any:
-            return body(upstream, **values)
+            try:
+                return body(upstream, **values)
+            except AssertionError as new_side:
+                if split is None or not split.applies(getattr(upstream, "version", None)):
+                    raise
+                if not _holds(body, upstream, split.values):
+                    raise
+                upstream.notes.append(
+                    f"{upstream.case} is a pre-release of {split.at} still on the old side "
+                    f"of the split at {split.at}: {split.test} holds, {r.test} does not "
+                    f"({new_side})"
+                )
+                return None
 
         run.__name__ = run.__qualname__ = r.test
         run.__module__ = body.__module__
@@ -301,8 +357,18 @@ class CheckTable:
             until=r.until,
             known_drift=r.known_drift,
             inherits=r.inherits,
+            split=split,
         )
         return _declared_check(run, spec)
+
+
+def _holds(body: Callable[..., Any], upstream: Any, values: Mapping[str, Any]) -> bool:
+    """Whether the old side's row holds on this case."""
+    try:
+        body(upstream, **values)
+    except AssertionError:
+        return False
+    return True
 
 
 def each(*rows: Row, fix: str) -> Callable[[Callable[..., Any]], CheckTable]:

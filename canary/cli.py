@@ -23,9 +23,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
+from canary.atomic import write_atomically
 from canary.errors import CanaryError, ConfigError
 from canary.report.render import FORMATS
 from canary.tags import SHIPPED_TAGS, load_tags, stable_releases, update_tags_file
@@ -53,16 +55,30 @@ def _command(argv: list[str]) -> int:
         return runtime_main(argv[1:])
     args = build_parser().parse_args(argv)
     try:
-        if args.command == "report":
-            return _report(args)
-        if args.command == "surface":
-            return _surface(args)
-        if args.new:
-            return _new_tags(args.tags_file)
-        return _tags(args.tags_file, update=args.update)
+        return _dispatch(args)
     except CanaryError as exc:
         print(f"canary: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        raise  # main() ends quietly: the reader has what it wanted
+    except Exception as exc:  # canary's own bug: 2 ("nothing proven"), never 1 ("drift")
+        traceback.print_exc()
+        print(
+            f"canary: error: {args.command} crashed ({type(exc).__name__}: {exc}); nothing "
+            f"is proven either way",
+            file=sys.stderr,
+        )
+        return 2
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    if args.command == "report":
+        return _report(args)
+    if args.command == "surface":
+        return _surface(args)
+    if args.new:
+        return _new_tags(args.tags_file)
+    return _tags(args.tags_file, update=args.update)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -240,7 +256,7 @@ def _surface(args: argparse.Namespace) -> int:
     )
     surface_run = command.run_surface(options, fmt=args.format)
     if args.output is not None:
-        args.output.write_text(surface_run.text, encoding="utf-8")
+        write_atomically(args.output, surface_run.text)
     else:
         sys.stdout.write(surface_run.text)
     sys.stdout.flush()

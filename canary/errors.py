@@ -7,6 +7,7 @@ parse), :class:`ConfigError` for bad input the user can fix, and :class:`Drift` 
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -63,6 +64,43 @@ class CacheDamaged(InfrastructureError):
     def __init__(self, *args: object, path: str = "", cause: str | None = None) -> None:
         super().__init__(*args, cause=cause)
         self.path = path
+
+
+class WriteFailed(InfrastructureError):
+    """A file canary writes (a report, a baseline, results, a cache entry) could not be
+    written; the previous file is intact. ``path`` is the file, ``reason`` the system's."""
+
+    def __init__(self, *args: object, path: str = "", cause: str | None = None) -> None:
+        super().__init__(*args, cause=cause)
+        self.path = path
+
+    @classmethod
+    def of(
+        cls, path: object, error: OSError, *, where: object = None, replacing: bool = False
+    ) -> WriteFailed:
+        """``where``: the folder the cause names (a cache's root); default the file's.
+        ``replacing``: the write was to replace the file whole (then the old one stays)."""
+        reason = error.strerror or str(error)
+        folder = where if where is not None else (os.path.dirname(str(path)) or ".")
+        kept = " (nothing was replaced: a previous file is intact)" if replacing else ""
+        return cls(
+            f"cannot write {path}: {reason}{kept}",
+            path=str(path),
+            cause=f"cannot write under {folder}: {reason}",
+        )
+
+
+class MissingDependency(InfrastructureError):
+    """A module canary needs is not installed (a failed or partial install)."""
+
+    @classmethod
+    def of(cls, error: ImportError, *, needed_for: str) -> MissingDependency:
+        name = error.name or str(error)
+        return cls(
+            f"{name} is not installed ({error}), needed for {needed_for}: install canary "
+            f"with its dependencies (pip install -e .)",
+            cause=f"missing dependency: {name} is not installed",
+        )
 
 
 class ParseError(InfrastructureError):

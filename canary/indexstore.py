@@ -17,13 +17,14 @@ import os
 import pickle
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 from canary import codeindex
 from canary.cache import Cache
+from canary.gcpause import no_collections
 
 ParseJob = Future[tuple[bytes, float]]
 """A parse handed to a parse process: its result is the pickled index and the seconds the
@@ -145,23 +146,8 @@ def _cached_module(blob: bytes | None) -> codeindex.Module | None:
     return module if isinstance(module, codeindex.Module) else None
 
 
-@contextlib.contextmanager
-def _no_collections() -> Iterator[None]:
-    """The cyclic collector off for the block. Parsing a file and unpickling its index make
-    tens of thousands of containers, none of them garbage: the collections they would set
-    off find nothing (a third of unpickling, a tenth of parsing). Whichever block started
-    with the collector on turns it back on, so threads overlapping here leave it on."""
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if collecting:
-            gc.enable()
-
-
 def _load_index(blob: bytes) -> codeindex.Module:
-    with _no_collections():
+    with no_collections():
         module = pickle.loads(blob)
     # A warm full run holds hundreds of MB of code indexes for its whole length, and every
     # full collection of the cyclic GC would walk them again (a fifth of a warm run).
@@ -179,7 +165,7 @@ def _parse_to_blob(
     the parse took. A ParseError is raised to the caller, pickled across if need be.
     """
     started = time.perf_counter()
-    with _no_collections():
+    with no_collections():
         module = codeindex.parse_module(content, path=path, origin=origin)
         seconds = time.perf_counter() - started
         blob = pickle.dumps(module, protocol=5)

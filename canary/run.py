@@ -16,7 +16,7 @@ from pathlib import Path
 from packaging.version import InvalidVersion
 
 from canary.cache import Cache, default_cache_dir
-from canary.errors import ConfigError
+from canary.errors import ConfigError, MissingDependency
 from canary.sources import Source
 from canary.sources.index import IndexSource
 from canary.sources.local import LocalSource
@@ -136,7 +136,10 @@ def source_for(
         return local[case.package]
     if case.source == "index":  # offline: the kept wheel only, pip is never started
         return IndexSource(case.package, case.label, wheel_dir=wheel_dir, offline=offline)
-    from canary.sources.github import GitHubSource  # requests is imported only when needed
+    try:
+        from canary.sources.github import GitHubSource  # requests is imported only when needed
+    except ImportError as exc:
+        raise MissingDependency.of(exc, needed_for="reading GitHub") from None
 
     package = tags.package(case.package)
     ref = case.label if _only_on_github(case.label) else f"v{case.label}"

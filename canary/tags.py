@@ -20,6 +20,7 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
+from canary.atomic import write_atomically
 from canary.errors import ConfigError, InfrastructureError
 from canary.versions import listed_for
 
@@ -296,7 +297,7 @@ def update_tags_file(
         parse_tags(tomllib.loads(new_text), path)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: the updated versions would not be valid TOML: {exc}") from None
-    path.write_text(new_text, encoding="utf-8")
+    write_atomically(path, new_text)
     return {
         name: (
             [v for v in resolved[name] if v not in pkg.versions],

@@ -279,6 +279,8 @@ class Snapshot:
     case: Case
     version: Version | None
     modules: Mapping[str, codeindex.Module | None]
+    # What a check that passed has to say (the side of a split a pre-release matched).
+    notes: list[str] = field(default_factory=list, compare=False)
 
     @property
     def package(self) -> str:

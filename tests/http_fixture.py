@@ -24,13 +24,16 @@ from __future__ import annotations
 import hashlib
 import re
 import socket
+import ssl
 import struct
+import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 __all__ = [
     "HTML_PAGE",
@@ -43,6 +46,7 @@ __all__ = [
     "ShortBody",
     "Status",
     "Trickle",
+    "self_signed",
 ]
 
 HTML_PAGE = b"<!DOCTYPE html>\n<html><body>Please log in to the network.</body></html>\n"
@@ -113,8 +117,11 @@ _COMMITS = re.compile(r"/repos/(?P<repo>[^/]+/[^/]+)/commits/(?P<ref>[^/]+)")
 class LoopbackServer:
     """Threaded HTTP/1.1 server on an ephemeral loopback port. Use as a context manager."""
 
-    def __init__(self, files: Mapping[str, bytes] | None = None) -> None:
+    def __init__(
+        self, files: Mapping[str, bytes] | None = None, *, tls: tuple[Path, Path] | None = None
+    ) -> None:
         self.files: dict[str, bytes] = dict(files or {})
+        self.tls = tls  # (certificate, key): serve https
         self.requests: list[Recorded] = []
         self._scripts: dict[str, list[Response]] = {}
         self._pointed: dict[tuple[str, str], str] = {}  # (owner/repo, ref) -> commit
@@ -128,6 +135,10 @@ class LoopbackServer:
     def start(self) -> LoopbackServer:
         handler = type("_BoundHandler", (_Handler,), {"fixture": self})
         self._httpd = _Server(("127.0.0.1", 0), handler)
+        if self.tls is not None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*self.tls)
+            self._httpd.socket = context.wrap_socket(self._httpd.socket, server_side=True)
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
         )
@@ -136,7 +147,7 @@ class LoopbackServer:
         # about a dead host at this address must not leak into this one.
         from canary.sources.github import HOSTS
 
-        HOSTS.answered(self.url.removeprefix("http://"))
+        HOSTS.answered(self.url.split("://", 1)[1])
         return self
 
     def stop(self) -> None:
@@ -159,7 +170,7 @@ class LoopbackServer:
         if self._httpd is None:
             raise RuntimeError("server not started")
         host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"{'https' if self.tls else 'http'}://{host}:{port}"
 
     # -- setup and inspection -------------------------------------------------------
 
@@ -225,6 +236,12 @@ class LoopbackServer:
 
     def _commits_answer(self, repo: str, ref: str, recorded: Recorded) -> tuple[Response, None]:
         commit = self.commit_of(repo, ref)
+        with self._lock:
+            known = any(p.startswith(f"/{repo}/") for p in self.files) or any(
+                r == repo for r, _ in self._pointed
+            )
+        if commit is None and not known:  # GitHub's answer for a repository it has not
+            return Status(404, body=b'{"message": "Not Found"}'), None
         if commit is None:
             return Status(
                 422, body=b'{"message": "No commit found for SHA: %s"}' % ref.encode()
@@ -320,3 +337,16 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: object) -> None:
         pass  # keep test output clean; the recorded requests say what happened
+
+
+def self_signed(folder: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 and its key, made by openssl in ``folder`` (a client
+    trusts it through ``REQUESTS_CA_BUNDLE``)."""
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+         "-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    return cert, key

@@ -13,7 +13,7 @@ import pytest
 
 from canary import cache as cache_module
 from canary.cache import Cache, FileKey
-from canary.errors import CacheDamaged
+from canary.errors import CacheDamaged, WriteFailed
 
 KEY = FileKey("index", "transformers", "5.5.4", "transformers/trainer.py")
 SOURCE = b"class Trainer:\n    def compute_loss(self, model, inputs):\n        pass\n"
@@ -232,7 +232,7 @@ def test_a_write_that_fails_before_the_rename_leaves_no_entry_and_no_temp_file(c
 
     monkeypatch.setattr(cache_module.os, "replace", fail)
 
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(WriteFailed, match="disk full"):
         cache.write_file(KEY, SOURCE)
 
     assert entry_files(cache.root) == []
@@ -260,7 +260,7 @@ def test_a_temp_file_left_by_a_killed_writer_is_never_read_as_an_entry(cache, mo
     cache.write_file(KEY, SOURCE)
     monkeypatch.undo()
     [leftover] = entry_files(cache.root)
-    assert leftover.name.startswith(".tmp-")
+    assert leftover.name.startswith(".trainer.py.entry.")  # hidden, never an entry name
 
     assert cache.read_file(KEY) is None
 

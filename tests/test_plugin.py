@@ -582,3 +582,18 @@ def test_any_run_option_makes_a_canary_run(project):
     the project's tags.toml is then read (here: its cases are parametrized)."""
     result = project.runpytest("-p", "no:cacheprovider", "--canary-offline", "--co", "-q")
     result.stdout.fnmatch_lines(["*test_engine_exists[[]toy_1_0_0[]]*"])
+
+
+def test_a_results_file_on_a_full_disk_is_one_line_and_keeps_the_previous_one(project, monkeypatch):
+    from test_atomic import full_disk
+
+    results = project.path / "results.json"
+    results.write_text("previous\n")
+    full_disk(monkeypatch, project.path)
+    result = run(project, "--canary-json", "results.json")
+    assert result.ret == 2
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    result.stderr.fnmatch_lines(
+        ["canary: error: --canary-json: cannot write *results.json: No space*"]
+    )
+    assert results.read_text() == "previous\n"

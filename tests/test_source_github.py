@@ -6,14 +6,20 @@ import email.utils
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import requests
-from http_fixture import Html, LoopbackServer, Reset, ShortBody, Status, Trickle
+from http_fixture import Html, LoopbackServer, Reset, ShortBody, Status, Trickle, self_signed
 
 from canary.errors import FetchError, RefNotFound
 from canary.sources import Source
-from canary.sources.github import GitHubSource, backoff_delay, parse_retry_after
+from canary.sources.github import (
+    GitHubSource,
+    backoff_delay,
+    parse_retry_after,
+    token_goes_to,
+)
 from canary.sources.health import HostHealth
 
 REPO = "octo/pkg"
@@ -29,6 +35,8 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
     # server nor change what the tests see.
     for name in (
         "GITHUB_TOKEN",
+        "CANARY_GITHUB_TOKEN_FOR_MIRRORS",
+        "REQUESTS_CA_BUNDLE",
         "CANARY_GITHUB_RAW_URL",
         "CANARY_GITHUB_API_URL",
         "HTTP_PROXY",
@@ -264,16 +272,66 @@ def test_html_body_sniffed_even_as_text_plain(make, server: LoopbackServer) -> N
         make().fetch(["pkg/trainer.py"])
 
 
-def test_token_sent_as_bearer_header(make, server: LoopbackServer) -> None:
-    make(token="s3cret").fetch(["pkg/trainer.py"])
-    (request,) = server.requests
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory) -> tuple[Path, Path]:
+    return self_signed(tmp_path_factory.mktemp("tls"))
+
+
+@pytest.fixture
+def mirror(certificate, monkeypatch) -> Iterator[LoopbackServer]:
+    """The same tree over https on loopback: a mirror, as far as the token is concerned."""
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(certificate[0]))
+    files = {f"{ROOT}/pkg/__init__.py": INIT, f"{ROOT}/pkg/trainer.py": TRAINER}
+    with LoopbackServer(files, tls=certificate) as srv:
+        yield srv
+
+
+def test_token_goes_to_githubs_own_hosts_over_https_only() -> None:
+    assert token_goes_to("https://raw.githubusercontent.com/o/r/main/x.py", mirrors=False)
+    assert token_goes_to("https://api.github.com/repos/o/r/commits/main", mirrors=False)
+    assert not token_goes_to("http://raw.githubusercontent.com/o/r/main/x.py", mirrors=False)
+    assert not token_goes_to("https://raw.githubusercontent.com.evil.test/x", mirrors=False)
+    assert not token_goes_to("https://mirror.test/o/r/main/x.py", mirrors=False)
+    assert token_goes_to("https://mirror.test/o/r/main/x.py", mirrors=True)
+    assert not token_goes_to("http://mirror.test/o/r/main/x.py", mirrors=True)
+
+
+def test_token_is_not_sent_to_a_mirror_unless_asked(make, mirror: LoopbackServer) -> None:
+    make(token="s3cret", base_url=mirror.url).fetch(["pkg/trainer.py"])
+    (request,) = mirror.requests
+    assert "authorization" not in request.headers
+
+
+def test_token_sent_as_bearer_header_to_a_mirror_asked_for(
+    monkeypatch, make, mirror: LoopbackServer
+) -> None:
+    monkeypatch.setenv("CANARY_GITHUB_TOKEN_FOR_MIRRORS", "1")
+    make(token="s3cret", base_url=mirror.url).fetch(["pkg/trainer.py"])
+    (request,) = mirror.requests
     assert request.headers["authorization"] == "Bearer s3cret"
 
 
-def test_token_from_env(monkeypatch, make, server: LoopbackServer) -> None:
+def test_token_from_env_to_a_mirror_asked_for(monkeypatch, make, mirror) -> None:
+    monkeypatch.setenv("CANARY_GITHUB_TOKEN_FOR_MIRRORS", "1")
     monkeypatch.setenv("GITHUB_TOKEN", "from-env")
-    make().fetch(["pkg/trainer.py"])
-    assert server.requests[0].headers["authorization"] == "Bearer from-env"
+    make(base_url=mirror.url).fetch(["pkg/trainer.py"])
+    assert mirror.requests[0].headers["authorization"] == "Bearer from-env"
+
+
+def test_token_never_goes_over_plain_http_even_when_asked(
+    monkeypatch, make, server: LoopbackServer
+) -> None:
+    monkeypatch.setenv("CANARY_GITHUB_TOKEN_FOR_MIRRORS", "1")
+    server.script(f"{ROOT}/pkg/trainer.py", [Status(401)])
+    with pytest.raises(FetchError, match="GITHUB_TOKEN is set but not sent to this host"):
+        make(token="s3cret").fetch(["pkg/trainer.py"])
+    assert all("authorization" not in r.headers for r in server.requests)
+
+
+def test_a_refusal_by_a_mirror_the_token_was_kept_from_names_the_opt_in(make, mirror) -> None:
+    mirror.script(f"{ROOT}/pkg/trainer.py", [Status(403)])
+    with pytest.raises(FetchError, match="set CANARY_GITHUB_TOKEN_FOR_MIRRORS=1"):
+        make(token="s3cret", base_url=mirror.url).fetch(["pkg/trainer.py"])
 
 
 def test_no_token_no_header(make, server: LoopbackServer) -> None:
@@ -282,9 +340,10 @@ def test_no_token_no_header(make, server: LoopbackServer) -> None:
     assert all("authorization" not in r.headers for r in server.requests)
 
 
-def test_token_never_in_repr_or_errors(make, server: LoopbackServer) -> None:
-    server.script(f"{ROOT}/pkg/trainer.py", [Status(401)])
-    source = make(token="s3cret")
+def test_token_never_in_repr_or_errors(monkeypatch, make, mirror: LoopbackServer) -> None:
+    monkeypatch.setenv("CANARY_GITHUB_TOKEN_FOR_MIRRORS", "1")
+    mirror.script(f"{ROOT}/pkg/trainer.py", [Status(401)])
+    source = make(token="s3cret", base_url=mirror.url)
     with pytest.raises(FetchError) as info:
         source.fetch(["pkg/trainer.py"])
     assert "s3cret" not in str(info.value)
@@ -432,9 +491,11 @@ def test_a_persistent_5xx_on_one_file_leaves_the_host_up(make, server: LoopbackS
 # -- pinning a branch to one commit ---------------------------------------------------------
 
 
-def test_pin_asks_the_commits_endpoint_for_the_sha_with_the_token(make, server, monkeypatch):
+def test_pin_asks_the_commits_endpoint_for_the_sha_with_the_token(make, mirror, monkeypatch):
+    server = mirror
+    monkeypatch.setenv("CANARY_GITHUB_TOKEN_FOR_MIRRORS", "1")
     monkeypatch.setenv("CANARY_GITHUB_API_URL", server.url + "/")
-    source = make(token="t0ken")
+    source = make(token="t0ken", base_url=server.url)
     commit = source.pin()
     assert commit == server.commit_of(REPO, REF)
     (asked,) = server.requests_for(f"/repos/{REPO}/commits/{REF}")
@@ -468,3 +529,60 @@ def test_pin_retries_like_any_request(make, server, sleeps) -> None:
     server.script(f"/repos/{REPO}/commits/{REF}", [Status(503), Reset()])
     assert make(api_url=server.url).pin() == server.commit_of(REPO, REF)
     assert len(sleeps.calls) == 2
+
+
+# -- GitHub's answers, read right -------------------------------------------------------
+
+
+def test_a_secondary_rate_limit_is_waited_out_as_asked(make, server, sleeps) -> None:
+    limited = Status(403, {"Retry-After": "7"})
+    server.script(f"{ROOT}/pkg/trainer.py", [limited, limited])
+    assert make().fetch(["pkg/trainer.py"]) == {"pkg/trainer.py": TRAINER}
+    assert sleeps.calls == [7.0, 7.0]
+
+
+def test_a_secondary_rate_limit_that_stays_is_bounded_and_named(make, server, sleeps) -> None:
+    server.script(f"{ROOT}/pkg/trainer.py", [Status(403, {"Retry-After": "3600"})] * 10)
+    with pytest.raises(FetchError) as raised:
+        make(retries=2).fetch(["pkg/trainer.py"])
+    message = str(raised.value)
+    assert "secondary rate limit" in message
+    assert "gave up after 3 attempts" in message
+    assert "private repository" not in message
+    assert sleeps.calls == [60.0, 60.0]  # Retry-After capped: a run never stalls for an hour
+
+
+def test_a_missing_repository_is_named_as_such_not_as_a_missing_ref(make, server) -> None:
+    server.url  # noqa: B018 (started)
+    source = GitHubSource(
+        "pkg", "octo/gone", "main", "src", base_url=server.url, api_url=server.url
+    )
+    with pytest.raises(RefNotFound) as raised:
+        source.pin()
+    assert str(raised.value).startswith(f"no repository octo/gone at {server.url}")
+    assert "set GITHUB_TOKEN" in str(raised.value)
+    assert raised.value.cause == "no repository octo/gone"
+
+
+def test_a_hint_names_the_variable_of_the_request_when_both_share_a_base(
+    make, server: LoopbackServer
+) -> None:
+    server.script(f"{ROOT}/pkg/trainer.py", [Html()])
+    with pytest.raises(FetchError) as raised:
+        make(api_url=server.url).fetch(["pkg/trainer.py"])
+    assert "set CANARY_GITHUB_RAW_URL to a reachable mirror" in str(raised.value)
+    server.script(f"/repos/{REPO}/commits/{REF}", [Html(content_type="text/plain")])
+    with pytest.raises(FetchError) as raised:
+        make(api_url=server.url).pin()
+    assert "CANARY_GITHUB_API_URL" in str(raised.value)
+
+
+def test_a_missing_ref_is_one_short_line_whatever_was_asked(make, server) -> None:
+    paths = [f"pkg/module_{n}.py" for n in range(40)]
+    with pytest.raises(RefNotFound) as raised:
+        make("v9.9.9").fetch(paths)
+    message = str(raised.value)
+    assert "\n" not in message
+    assert len(message) < 200
+    assert "module_1" not in message
+    assert raised.value.cause == "octo/pkg has no ref 'v9.9.9'"

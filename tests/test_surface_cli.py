@@ -327,3 +327,21 @@ def test_a_came_later_miss_that_runs_on_the_floor_fails(tmp_path, reference):
     assert (finding.came_later, finding.new, finding.excused) == (("1.0",), ("1.0",), {})
     assert run.exit_status == 1
     assert "needs transformers>=2.0; counts on 1.0: fails the run" in render(run, "terminal")
+
+
+def test_an_output_on_a_full_disk_is_one_line_and_keeps_the_previous_file(
+    project, capsys, monkeypatch
+):
+    from test_atomic import full_disk
+
+    (project.parent / "out.json").write_text("previous\n")
+    (project.parent / "b.json").write_text("previous baseline\n")
+    full_disk(monkeypatch, project.parent)
+    assert surface("--format", "json", "-o", "out.json") == 2
+    err = capsys.readouterr().err
+    assert "canary: error: cannot write out.json: No space left on device" in err
+    assert "Traceback" not in err
+    assert surface("--baseline", "b.json", "--update-baseline") == 2
+    assert "cannot write b.json: No space left on device" in capsys.readouterr().err
+    assert (project.parent / "out.json").read_text() == "previous\n"
+    assert (project.parent / "b.json").read_text() == "previous baseline\n"

@@ -93,15 +93,24 @@ if not os.environ.get("GH_TOKEN") or not os.environ.get("GH_REPO"):
 def option(name):
     return args[args.index(name) + 1]
 issues = state["issues"]
+labels = state.setdefault("labels", [])
 if args[:2] == ["issue", "list"]:
     assert option("--state") == "open" and option("--json") == "number,title"
+    label = option("--label") if "--label" in args else None
     print(json.dumps([{"number": i["number"], "title": i["title"]} for i in issues
-                      if i["state"] == "open"]))
+                      if i["state"] == "open" and (label is None or label in i["labels"])]))
+elif args[:2] == ["label", "create"]:
+    if args[2] in labels and "--force" not in args:
+        sys.exit(f"label with name {args[2]!r} already exists; use `--force` to update")
+    labels.append(args[2]) if args[2] not in labels else None
 elif args[:2] == ["issue", "create"]:
+    wanted = [args[i + 1] for i, a in enumerate(args) if a == "--label"]
+    if missing := [label for label in wanted if label not in labels]:
+        sys.exit(f"could not add label: {missing[0]!r} not found")
     number = len(issues) + 1
     body = open(option("--body-file")).read()
     issues.append({"number": number, "title": option("--title"), "state": "open",
-                   "body": body, "comments": []})
+                   "body": body, "comments": [], "labels": wanted})
     print(f"https://github.example/{os.environ['GH_REPO']}/issues/{number}")
 elif args[:2] == ["issue", "comment"]:
     issues[int(args[2]) - 1]["comments"].append(open(option("--body-file")).read())
@@ -231,7 +240,12 @@ def test_daily_drift_opens_one_issue_comments_while_it_lasts_and_closes_when_gre
     assert opened["state"] == "open"
     assert "https://github.example/example/canary/actions/runs/1001" in opened["body"]
     assert f"main@{commit[:7]}" in opened["body"]
-    assert f"--canary-tags=toy={commit}" in opened["body"]
+    assert opened["labels"] == ["canary-drift"]
+    # The replay selects only toy's checks, at the canary commit that judged them.
+    sha = "c0ffee" + "0" * 34
+    assert f"Judged by canary at {sha}" in opened["body"]
+    replay = f"git checkout {sha} && pytest canary/checks/test_toy.py --canary-tags=toy={commit}"
+    assert replay in opened["body"]
     assert "-    def run(self, steps, *, num_items_in_batch=None):" in opened["body"]  # the diff
 
     daily(world, day=2)
@@ -258,7 +272,7 @@ def test_daily_infrastructure_error_never_opens_a_drift_issue(world, github):
     assert main.step("Static tier against the newest release and main").outcome == "failure"
     (issue,) = run.results["issue"]
     step = issue.step("Open, update or close the drift issue")
-    assert "nothing was checked (report status: 2)" in step.output
+    assert "nothing was checked (results: unchecked, report status: 2)" in step.output
     assert issues(world) == []
     calls = json.loads(Path(str(world["state"])).read_text())["calls"]
     assert all(call[:2] == ["issue", "list"] for call in calls)
@@ -270,8 +284,108 @@ def test_daily_a_main_job_that_left_no_report_opens_nothing(world):
     (issue,) = run.run_job("issue", TOY)
     assert issue.step("Download the report").outcome == "failure"
     assert issue.result == "success"  # continue-on-error: the next step decides
-    assert "report status: no report" in issue.step("Open, update or close the drift issue").output
+    output = issue.step("Open, update or close the drift issue").output
+    assert "nothing was checked (results: unchecked, report status: none)" in output
     assert issues(world) == []
+
+
+def green_main(github: LoopbackServer) -> None:
+    github.add("/example/toy/main/src/toy/core.py", GOOD.encode())
+    github.point("example/toy", "main", "d" * 40)
+
+
+def open_issue(world: dict[str, object]) -> None:
+    """An issue a drift opened on an earlier day, still open."""
+    state = json.loads(Path(str(world["state"])).read_text())
+    state["labels"] = ["canary-drift"]
+    state["issues"].append(
+        {"number": 1, "title": TITLE, "state": "open", "body": "", "comments": [],
+         "labels": ["canary-drift"]}
+    )  # fmt: skip
+    Path(str(world["state"])).write_text(json.dumps(state))
+
+
+def broken_checkout(change: str):
+    """make_checkout, then ``change`` applied to the copy: a failed install, a bug."""
+
+    def make(folder: Path) -> None:
+        make_checkout(folder)
+        if change == "not importable":
+            (folder / "canary" / "__init__.py").write_text("raise ImportError('half installed')\n")
+        elif change == "report crashes":
+            with (folder / "canary" / "report" / "render.py").open("a") as module:
+                module.write("\ndef build(*args, **kwargs):\n    raise RuntimeError('bug')\n")
+
+    return make
+
+
+@pytest.mark.parametrize("main_is", ["green", "drifted"])
+def test_daily_canary_not_importable_never_opens_or_closes_an_issue(world, github, main_is):
+    if main_is == "green":
+        green_main(github)
+    open_issue(world)
+    run = runner(world, "daily.yml")
+    run.make_workspace = broken_checkout("not importable")
+    run.run_job("main", TOY)
+    assert not (run.artifacts / "daily-toy-main" / "results-toy-main.json").exists()
+    assert (run.artifacts / "daily-toy-main" / "status-toy").read_text().strip() == "1"
+    (issue,) = run.run_job("issue", TOY)
+    assert issue.result == "success", issue.log
+    assert "results: unchecked, report status: 1" in issue.log
+    (still,) = issues(world)
+    assert (still["state"], still["comments"]) == ("open", [])
+
+
+def test_daily_a_report_that_crashes_exits_2_and_the_results_still_decide(world, github):
+    run = runner(world, "daily.yml")
+    run.make_workspace = broken_checkout("report crashes")
+    (main,) = run.run_job("main", TOY)
+    report = main.step("Matrix report (job summary and annotations)")
+    assert "canary: error: report crashed (RuntimeError: bug)" in report.output
+    assert (run.artifacts / "daily-toy-main" / "status-toy").read_text().strip() == "2"
+    (issue,) = run.run_job("issue", TOY)
+    assert issue.result == "success", issue.log
+    (opened,) = issues(world)  # main drifted: the results say so, whatever the report did
+    assert "The report could not be rendered (status 2)" in opened["body"]
+
+    green_main(github)
+    run = runner(world, "daily.yml", day=2)
+    run.make_workspace = broken_checkout("report crashes")
+    run.run_job("main", TOY)
+    run.run_job("issue", TOY)
+    (closed,) = issues(world)
+    assert closed["state"] == "closed"  # green by the results, though the report crashed
+
+
+def test_daily_a_missing_results_file_opens_nothing_whatever_the_status_says(world):
+    run = runner(world, "daily.yml")
+    run.run_job("main", TOY)
+    artifact = run.artifacts / "daily-toy-main"
+    (artifact / "results-toy-main.json").unlink()
+    (artifact / "status-toy").write_text("1\n")  # an exit status that reads as drift
+    (issue,) = run.run_job("issue", TOY)
+    assert issue.result == "success", issue.log
+    assert "results: unchecked, report status: 1" in issue.log
+    assert issues(world) == []
+
+
+def test_daily_the_issue_is_found_by_its_label_not_by_search(world, github):
+    open_issue(world)
+    daily(world, day=1)
+    (still,) = issues(world)
+    assert len(still["comments"]) == 1  # the labelled issue was found and commented on
+    calls = json.loads(Path(str(world["state"])).read_text())["calls"]
+    lists = [call for call in calls if call[:2] == ["issue", "list"]]
+    assert all("--label" in call and "--search" not in call for call in lists)
+
+
+def test_daily_main_also_runs_canarys_own_surface_against_main(world, github):
+    run, _ = daily(world, day=1)
+    results = json.loads((run.artifacts / "daily-toy-main" / "results-toy-main.json").read_text())
+    surface = {
+        (c["check"], c["label"]) for c in results["cases"] if c["check"].startswith("surface")
+    }
+    assert surface == {("surface[canary]", "main")}
 
 
 def test_daily_new_releases_on_the_index_are_checked_and_listed(world, index):

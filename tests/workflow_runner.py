@@ -103,6 +103,7 @@ class Runner:
             "event_name": "schedule",
             "ref": "refs/heads/main",
             "token": "fake-actions-token",
+            "sha": "c0ffee" + "0" * 34,
             **(github or {}),
         }
         self.secrets = {"GITHUB_TOKEN": "fake-actions-token", **(secrets or {})}

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import datetime
 import json
-import os
-import tempfile
+import sys
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -22,11 +21,12 @@ import pytest
 from packaging.version import Version
 
 import canary
+from canary.atomic import write_atomically
 from canary.catalog import CheckSpec
-from canary.errors import CheckDrift, InfrastructureError
+from canary.errors import CheckDrift, InfrastructureError, WriteFailed
 from canary.plugin.surface import FIXTURE as SURFACE_FIXTURE
 from canary.plugin.surface import OWN, SurfaceCase
-from canary.report.results import CaseResult, RunResults
+from canary.report.results import EXIT_INFRASTRUCTURE, CaseResult, RunResults
 from canary.workspace import Case
 
 REPORT_ATTRIBUTE = "canary"
@@ -94,6 +94,8 @@ def phase_result(
         return None
     case = found.case
     outcome, message, subject, fix = _phase_outcome(call, report)
+    if outcome == "pass" and not message:  # a pre-release on the old side of a split
+        message = "; ".join(getattr(getattr(item, "funcargs", {}).get("upstream"), "notes", ()))
     return CaseResult(
         package=case.package,
         label=case.label,
@@ -210,22 +212,8 @@ class Recorder:
             created=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             canary=canary.__version__,
         )
-        write_atomically(self.path, json.dumps(results.to_json(), indent=1) + "\n")
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """A reader never sees half a file (a CI step reading it after a killed run)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        # mkstemp makes it 0600; a results file is read by others (CI steps, colleagues)
-        # as any file this user writes: the umask decides.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)
-        with os.fdopen(fd, "w", encoding="utf-8") as stream:
-            stream.write(text)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+        try:
+            write_atomically(self.path, json.dumps(results.to_json(), indent=1) + "\n")
+        except WriteFailed as exc:  # one line, not an INTERNALERROR traceback
+            print(f"canary: error: --canary-json: {exc}", file=sys.stderr)
+            session.exitstatus = EXIT_INFRASTRUCTURE

@@ -126,7 +126,9 @@ class CanarySession:
             tags = self.run.tags.package(case.package)
             for mark in _expected_drift(case, version, tags, spec.known_drift):
                 request.applymarker(mark)
-        return workspace.snapshot(case, spec.reads, inherits=spec.inherits)
+        version = workspace.version(case) if spec.split is not None else None
+        reads, inherits = spec.reads_for(version), spec.inherits_for(version)
+        return workspace.snapshot(case, reads, inherits=inherits)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(

@@ -146,10 +146,16 @@ def terminal(report: Report) -> str:
                 diff_excerpt(item.upstream.diff, _TERMINAL_DIFF_LINES, "--format markdown or json")
             )
         out.append("")
+    out.extend(f"NOTE {case.package} {case.check}: {case.message}" for case in _notes(report))
     for message, cases in _errors_by_message(report.errors):
         out.append(f"ERROR in {len(cases)} case(s), e.g. {cases[0].nodeid}:")
         out.append(f"  {message}")
     return "\n".join(out).rstrip() + "\n"
+
+
+def _notes(report: Report) -> list[CaseResult]:
+    """Passes that say something: a pre-release that matched the old side of a split."""
+    return [c for c in report.results.cases if c.outcome == "pass" and c.message]
 
 
 def _errors_by_message(errors: list[CaseResult]) -> list[tuple[str, list[CaseResult]]]:
@@ -173,6 +179,12 @@ def markdown(report: Report) -> str:
             f"| `{row.check}` | {markdown_cell(row.fix)} | {_spans(row, marks=True)} |"
             for row in package_rows
         )
+        out.append("")
+    if notes := _notes(report):
+        out += ["### Passed with a note", ""]
+        out += [
+            f"- `{c.check}` on {c.package} {c.label}: {markdown_cell(c.message)}" for c in notes
+        ]
         out.append("")
     if report.drift:
         out += ["### Drift", ""]

@@ -42,6 +42,10 @@ DEFAULT_API_URL = "https://api.github.com"
 API_URL_ENV = "CANARY_GITHUB_API_URL"
 _SHA_MEDIA_TYPE = "application/vnd.github.sha"
 TOKEN_ENV = "GITHUB_TOKEN"
+# The token goes to GitHub's own hosts over https; to a mirror only when this is "1", and
+# then over https only: a mirror is someone else's server.
+MIRROR_TOKEN_ENV = "CANARY_GITHUB_TOKEN_FOR_MIRRORS"
+GITHUB_HOSTS = frozenset({"github.com", "api.github.com", "raw.githubusercontent.com"})
 
 # A server asking for more than this is treated as asking for this: a canary run that
 # stalls for an hour on one Retry-After is worse than one that fails and says why.
@@ -63,14 +67,29 @@ _RETRY_EXCEPTIONS = (
 _CHUNK = 64 * 1024
 
 
-class _BearerAuth(requests.auth.AuthBase):
-    """Sends the token; passing it as ``auth`` also keeps ``~/.netrc`` from replacing it."""
+def token_goes_to(url: str, *, mirrors: bool) -> bool:
+    """Whether the token may go with a request to ``url``: https only, to GitHub's own
+    hosts, or to any host when the user opted in (``mirrors``)."""
+    parts = urlsplit(url)
+    if parts.scheme != "https":
+        return False
+    return mirrors or (parts.hostname or "").lower() in GITHUB_HOSTS
 
-    def __init__(self, token: str) -> None:
+
+class _BearerAuth(requests.auth.AuthBase):
+    """Sends the token where :func:`token_goes_to` allows, decided per request (a redirect
+    is a request too); passing it as ``auth`` also keeps ``~/.netrc`` from replacing it."""
+
+    def __init__(self, token: str, *, mirrors: bool) -> None:
         self._token = token
+        self.mirrors = mirrors
+
+    def sent_to(self, url: str) -> bool:
+        return token_goes_to(url, mirrors=self.mirrors)
 
     def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
-        request.headers["Authorization"] = f"Bearer {self._token}"
+        if self.sent_to(request.url or ""):
+            request.headers["Authorization"] = f"Bearer {self._token}"
         return request
 
     def __repr__(self) -> str:
@@ -151,16 +170,26 @@ def _looks_like_html(path: str, content_type: str, body: bytes) -> bool:
     return False
 
 
-def _status_hint(status: int, headers: Mapping[str, str], has_token: bool) -> str:
+def _status_hint(status: int, headers: Mapping[str, str], token: str) -> str:
+    """What a refusal means, by whether the token went with the request: ``token`` is
+    "sent", "withheld" (set, but not for this host: see :func:`token_goes_to`) or "none"."""
+    if token == "withheld" and status in (401, 403):
+        return (
+            f"{TOKEN_ENV} is set but not sent to this host, which is not GitHub over https; "
+            f"set {MIRROR_TOKEN_ENV}=1 to send it to your mirror (https only)"
+        )
+    sent = token == "sent"
     if status == 403 and headers.get("X-RateLimit-Remaining") == "0":
-        if has_token:
-            return "rate limited even with GITHUB_TOKEN; wait for the limit to reset"
-        return "rate limited; set GITHUB_TOKEN to raise the limit"
-    if status == 401:
-        return "the token was rejected; check GITHUB_TOKEN"
-    if status == 403:
-        return "access denied; a private repository needs GITHUB_TOKEN"
-    return "unexpected answer"
+        if sent:
+            return f"rate limited even with {TOKEN_ENV}; wait for the limit to reset"
+        return f"rate limited; set {TOKEN_ENV} to raise the limit"
+    hints = {
+        401: f"the token was rejected; check {TOKEN_ENV}",
+        403: f"access denied with {TOKEN_ENV}; can that token read the repository?"
+        if sent
+        else f"access denied; a private repository needs {TOKEN_ENV}",
+    }
+    return hints.get(status, "unexpected answer")
 
 
 class GitHubSource:
@@ -209,7 +238,8 @@ class GitHubSource:
         # The commit the ref was pinned to (see pin); files are read there once it is set.
         self.commit: str | None = None
         token = token if token is not None else os.environ.get(TOKEN_ENV)
-        self._auth = _BearerAuth(token) if token else None
+        mirrors = os.environ.get(MIRROR_TOKEN_ENV) == "1"
+        self._auth = _BearerAuth(token, mirrors=mirrors) if token else None
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
@@ -256,12 +286,31 @@ class GitHubSource:
     def resolve_commit(self) -> str:
         """The full commit id the ref names now, from GitHub's commits endpoint."""
         url = self.commit_url()
-        body = self._request(
-            url, "", threading.Event(), {"Accept": _SHA_MEDIA_TYPE}, absent=frozenset({404, 422})
+        answer = self._request(
+            url,
+            "",
+            threading.Event(),
+            {"Accept": _SHA_MEDIA_TYPE},
+            absent=frozenset({404, 422}),
+            setting=API_URL_ENV,
         )
-        if body is None:  # 404: no such repository (or no access); 422: no such ref
-            raise RefNotFound(f"{self.repo} has no ref {self.ref!r} ({url} found no commit)")
-        commit = body.decode("ascii", "replace").strip()
+        if answer == 404:  # GitHub's answer for a repository it has not, or hides
+            private = (
+                f"private and {TOKEN_ENV} cannot read it"
+                if self._token_state(url) == "sent"
+                else f"private: set {TOKEN_ENV}"
+            )
+            raise RefNotFound(
+                f"no repository {self.repo} at {self.api_url} (or it is {private}); check the "
+                f"package's repo in tags.toml",
+                cause=f"no repository {self.repo}",
+            )
+        if not isinstance(answer, bytes):  # 422: the repository has no such ref
+            raise RefNotFound(
+                f"{self.repo} has no ref {self.ref!r} ({url} found no commit)",
+                cause=f"{self.repo} has no ref {self.ref!r}",
+            )
+        commit = answer.decode("ascii", "replace").strip()
         if not is_commit(commit):
             raise FetchError(
                 f"{self.description}: {url} answered {commit[:60]!r}, not a commit id "
@@ -354,14 +403,16 @@ class GitHubSource:
             if self._ref_exists is False:
                 sentinel = self.url_for(self._sentinel_path())
                 raise RefNotFound(
-                    f"{self.repo} has no ref {self.ref!r} ({sentinel} is 404 too, and every "
-                    f"ref of {self.package} has that file; asked for {', '.join(sorted(found))})"
+                    f"{self.repo} has no ref {self.ref!r}: {sentinel} is 404 too, and every "
+                    f"ref of {self.package} has that file",
+                    cause=f"{self.repo} has no ref {self.ref!r}",
                 )
         return found
 
     def _get(self, path: str, failed: threading.Event) -> bytes | None:
         """The body at ``path``, ``None`` on 404; retries what may pass on a second try."""
-        return self._request(self.url_for(path), path, failed)
+        answer = self._request(self.url_for(path), path, failed)
+        return answer if isinstance(answer, bytes) else None
 
     def _request(
         self,
@@ -371,13 +422,15 @@ class GitHubSource:
         headers: Mapping[str, str] | None = None,
         *,
         absent: frozenset[int] = frozenset({404}),
-    ) -> bytes | None:
-        """One GET with the retry policy; ``failed`` set by a sibling stops the retries."""
+        setting: str = BASE_URL_ENV,
+    ) -> bytes | int:
+        """One GET with the retry policy; ``failed`` set by a sibling stops the retries.
+        The body, or the status when it is one of ``absent``; ``setting``: the variable that
+        points canary at the host asked (a hint names it)."""
         host = urlsplit(url).netloc
         attempts = self.retries + 1
         for attempt in range(attempts):
             if (down := self._hosts.down_reason(host)) is not None:
-                setting = self._setting_for(url)
                 raise FetchError(
                     f"{self.description}: could not fetch {url}: {host} is not answering "
                     f"({down}); not trying it again for every file of this run: check the "
@@ -386,7 +439,7 @@ class GitHubSource:
             if attempt and failed.is_set():
                 raise _BatchFailed(path)
             try:
-                body = self._attempt(url, path, headers or {}, absent)
+                body = self._attempt(url, path, headers or {}, absent, setting)
             except _RetryableError as failure:
                 if failure.unreachable:
                     self._hosts.no_answer(host, failure.reason, threshold=attempts)
@@ -408,9 +461,10 @@ class GitHubSource:
                 return body
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _setting_for(self, url: str) -> str:
-        """The environment variable that points canary at the host ``url`` is on."""
-        return API_URL_ENV if url.startswith(self.api_url) else BASE_URL_ENV
+    def _token_state(self, url: str) -> str:
+        if self._auth is None:
+            return "none"
+        return "sent" if self._auth.sent_to(url) else "withheld"
 
     def _pause(self, seconds: float, failed: threading.Event) -> None:
         if self._sleep is not None:
@@ -419,8 +473,13 @@ class GitHubSource:
             failed.wait(seconds)
 
     def _attempt(
-        self, url: str, path: str, headers: Mapping[str, str], absent: frozenset[int]
-    ) -> bytes | None:
+        self,
+        url: str,
+        path: str,
+        headers: Mapping[str, str],
+        absent: frozenset[int],
+        setting: str,
+    ) -> bytes | int:
         deadline = time.monotonic() + self.timeout
         try:
             with self._session.get(
@@ -428,14 +487,22 @@ class GitHubSource:
             ) as response:
                 status = response.status_code
                 if status in absent:
-                    return None
+                    return status
+                if status == 403 and "Retry-After" in response.headers:
+                    # GitHub's secondary rate limit: wait as asked (capped), then again.
+                    wait = response.headers["Retry-After"]
+                    raise _RetryableError(
+                        f"HTTP 403, GitHub's secondary rate limit (Retry-After: {wait}); "
+                        f"run again later, or with fewer --canary-workers",
+                        parse_retry_after(wait),
+                    )
                 if status in _RETRY_STATUSES:
                     delay = None
                     if status in _RETRY_AFTER_STATUSES:
                         delay = parse_retry_after(response.headers.get("Retry-After"))
                     raise _RetryableError(f"HTTP {status}", delay, server_error=status >= 500)
                 if status != 200:
-                    hint = _status_hint(status, response.headers, self._auth is not None)
+                    hint = _status_hint(status, response.headers, self._token_state(url))
                     raise FetchError(
                         f"{self.description}: could not fetch {url}: HTTP {status} ({hint})"
                     )
@@ -453,7 +520,7 @@ class GitHubSource:
         if _looks_like_html(path, content_type, body):
             raise FetchError(
                 f"{self.description}: {url} answered 200 with an HTML page, not the file "
-                f"(a captive portal or proxy?); set {self._setting_for(url)} to a reachable mirror"
+                f"(a captive portal or proxy?); set {setting} to a reachable mirror"
             )
         return body
 

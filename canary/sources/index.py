@@ -26,8 +26,9 @@ import zipfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
+from canary.atomic import writing
 from canary.errors import CacheDamaged, FetchError, IndexUnreachable, OfflineMiss, RefNotFound
-from canary.sources import folder_index, pipfailure
+from canary.sources import folder_index, pin, pipfailure
 from canary.sources.health import HostHealth
 from canary.sources.piprun import run_pip
 from canary.sources.wheelfile import WheelDirectory
@@ -79,8 +80,8 @@ class IndexSource:
     @property
     def kept_wheel(self) -> Path | None:
         """Where this release's wheel is kept (whether or not it is there yet)."""
-        if self.wheel_dir is None:
-            return None
+        if self.wheel_dir is None or pin.problem(self.package, self.ref) is not None:
+            return None  # never a path built from text that is no name and version
         return self.wheel_dir / self.package / f"{self.package}-{self.ref}.whl"
 
     @property
@@ -123,13 +124,14 @@ class IndexSource:
                 wheel = self._download(Path(folder))
                 self.bytes_downloaded += wheel.stat().st_size
                 return read_wheel_members(wheel, paths, origin=self.description)
-        kept.parent.mkdir(parents=True, exist_ok=True)
         # Downloaded beside its final place so the rename is atomic: a run killed
         # mid-download leaves only a temporary folder, never a wheel a later run trusts.
-        with tempfile.TemporaryDirectory(prefix=".download-", dir=kept.parent) as folder:
-            wheel = self._download(Path(folder))
-            self.bytes_downloaded += wheel.stat().st_size
-            os.replace(wheel, kept)
+        with writing(kept, where=self.wheel_dir):
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryDirectory(prefix=".download-", dir=kept.parent) as folder:
+                wheel = self._download(Path(folder))
+                self.bytes_downloaded += wheel.stat().st_size
+                os.replace(wheel, kept)
         try:
             # Read where it is kept: its directory stays known for the files asked for next.
             return KEPT_WHEELS.read(kept, paths, origin=self.description)
@@ -172,6 +174,11 @@ class IndexSource:
 
     def _download(self, folder: Path) -> Path:
         requirement = f"{self.package}=={self.ref}"
+        if (why := pin.problem(self.package, self.ref)) is not None:
+            raise RefNotFound(
+                f"{requirement!r} was not asked of pip: {why}",
+                cause="not a package name and one exact version",
+            )
         for host in (INDEX, self._listing):
             if (cause := self.health.down_cause(host)) is not None:
                 raise IndexUnreachable(
@@ -189,6 +196,7 @@ class IndexSource:
             *self._python_args(),
             "--dest",
             str(folder),
+            "--",  # whatever the requirement says, pip reads it as one, never as an option
             requirement,
         ]
         try:
@@ -228,6 +236,13 @@ class IndexSource:
                 cause=f"pip is not installed for {self.pip[0]}",
             )
         failure = pipfailure.classify(output)
+        if failure.kind == pipfailure.NO_SPACE:
+            where = self.wheel_dir if self.wheel_dir is not None else "the temporary folder"
+            raise FetchError(
+                f"no space left on the device of {where} while pip downloaded {requirement}; "
+                f"free some space or set CANARY_CACHE_DIR to a larger disk",
+                cause=f"no space left on the device of {where}",
+            )
         if failure.kind == pipfailure.UNREACHABLE:
             cause = f"cannot reach the package index (pip: {failure.reason})"
             self.health.no_answer(INDEX, cause, DOWN_AFTER)

@@ -15,7 +15,9 @@ from dataclasses import dataclass
 UNREACHABLE = "unreachable"  # no answer from the index: the next release will not fare better
 NO_RELEASES = "no releases"  # the index answered but lists nothing of the package at all
 NOT_FOUND = "not found"  # the index lists the package, but not this version
+NO_SPACE = "no space"  # the disk pip downloads to is full: no release will fare better
 OTHER = "other"
+_NO_SPACE = re.compile(r"No space left on device|\[Errno 28\]|ENOSPC", re.IGNORECASE)
 
 # Most specific first: a refused connection also says "connection broken by".
 _NETWORK = (
@@ -55,13 +57,15 @@ _EVIDENCE_LIMIT = 200  # characters of pip's line kept as evidence
 
 @dataclass(frozen=True)
 class PipFailure:
-    kind: str  # one of UNREACHABLE, NO_RELEASES, NOT_FOUND, OTHER
+    kind: str  # one of UNREACHABLE, NO_RELEASES, NOT_FOUND, NO_SPACE, OTHER
     reason: str  # pip's reason in a few words: "connection refused"
     evidence: str = ""  # the line of pip's output that says so (network failures)
 
 
 def classify(output: str) -> PipFailure:
     """The kind of failure pip's combined output describes."""
+    if match := _NO_SPACE.search(output):
+        return PipFailure(NO_SPACE, "no space left on device", _line_around(output, match))
     for reason, pattern in _NETWORK:
         if match := pattern.search(output):
             return PipFailure(UNREACHABLE, reason, _line_around(output, match))

@@ -24,6 +24,7 @@ from pathlib import Path
 from packaging.version import Version
 
 from canary import versions
+from canary.atomic import write_atomically
 from canary.errors import ConfigError
 from canary.surface.findings import Accepts, Finding
 from canary.surface.model import Reference
@@ -102,7 +103,7 @@ def write_baseline(
         "packages": {p: list(v) for p, v in packages.items()},
         "findings": entries,
     }
-    path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    write_atomically(path, json.dumps(data, indent=1, sort_keys=True) + "\n")
     return len(entries)
 
 

@@ -16,6 +16,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from canary.atomic import write_atomically
 from canary.discovery import Releases, discover, listed_only
 from canary.errors import InfrastructureError
 from canary.report.matrix import DASH
@@ -26,7 +27,15 @@ from canary.surface.baseline import Baseline, load_baseline, write_baseline
 from canary.surface.config import SurfaceConfig
 from canary.surface.findings import Absent, Accepts, Finding, findings, model_package
 from canary.surface.memo import Memo
-from canary.surface.model import Kind, Outcome, Reference, Resolved, SurfaceResult, Target
+from canary.surface.model import (
+    Kind,
+    Outcome,
+    Reference,
+    Resolved,
+    SurfaceResult,
+    Target,
+    merge_references,
+)
 from canary.surface.resolve import MakeTree, WorkspaceSources, resolve, salt
 from canary.tags import SHIPPED_TAGS, Tags
 from canary.workspace import Case, Workspace
@@ -126,7 +135,7 @@ def run_surface(
         sources = WorkspaceSources(run.workspace, cases, make_tree=make_tree)
         surface_run.text = render(surface_run, fmt, sources=sources)
         for other, path in options.also:  # one run, several readers (a CI job's summary)
-            path.write_text(render(surface_run, other, sources=sources), encoding="utf-8")
+            write_atomically(path, render(surface_run, other, sources=sources))
         rendered = time.perf_counter() - started
     finally:
         run.close()
@@ -274,11 +283,7 @@ def _absent(resolved: Iterable[Resolved]) -> Absent:
 
 def _merged(groups: Iterable[Sequence[Reference]]) -> tuple[Reference, ...]:
     """One reference per key across targets, sites merged, in first-seen order."""
-    merged: dict[tuple, Reference] = {}
-    for group in groups:
-        for ref in group:
-            merged[ref.key] = merged[ref.key].merged(ref) if ref.key in merged else ref
-    return tuple(merged.values())
+    return merge_references(ref for group in groups for ref in group)
 
 
 def summary(surface_run: SurfaceRun) -> str:

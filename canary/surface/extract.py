@@ -88,9 +88,10 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from canary.errors import ParseError
+from canary.gcpause import no_collections
 from canary.surface import guards
 from canary.surface.config import SourceRegistry
-from canary.surface.model import Kind, Match, Reference, Site
+from canary.surface.model import Kind, Match, Reference, Site, merge_references
 from canary.surface.segments import Definition, Statement, split_module
 from canary.surface.texts import (
     Literals,
@@ -268,6 +269,7 @@ def extract(
     ).references
 
 
+@no_collections()  # the collector's passes over a large module's trees made it superlinear
 def survey(
     root: Path,
     files: Iterable[str],
@@ -2208,11 +2210,15 @@ def _is_own(use: Use, own: frozenset[str]) -> bool:
 
 
 def _merge(uses: Iterable[Use]) -> tuple[Reference, ...]:
-    merged: dict[tuple[str, str, str, str | None], Reference] = {}
-    for use in uses:
-        package = use.target.split(".", 1)[0]
-        site = Site(use.path, use.line, use.guarded, use.versions, at_import=use.scope == 0)
-        reference = Reference(package, use.target, use.kind, (site,), use.anchor, use.match)
-        key = reference.key
-        merged[key] = merged[key].merged(reference) if key in merged else reference
-    return tuple(sorted(merged.values(), key=lambda r: (r.key[:3], r.anchor or "")))
+    merged = merge_references(
+        Reference(
+            use.target.split(".", 1)[0],
+            use.target,
+            use.kind,
+            (Site(use.path, use.line, use.guarded, use.versions, at_import=use.scope == 0),),
+            use.anchor,
+            use.match,
+        )
+        for use in uses
+    )
+    return tuple(sorted(merged, key=lambda r: (r.key[:3], r.anchor or "")))

@@ -44,6 +44,13 @@ _NAME = re.compile(r"^[ \t]*(?:async[ \t]+)?(def|class)[ \t]+(\w+)", re.MULTILIN
 _MEMBER = re.compile(r"\n([ \t]+)(?:(?:async[ \t]+)?def\b|class\b|@)")
 
 
+def _parsed_at(text: str, offset: int, path: str) -> ast.Module:
+    """``text`` parsed as if it started ``offset`` lines into its file. Its lines are moved
+    after the parse: padding the text with ``offset`` newlines made each definition's parse
+    cost its line number, quadratic in a module's definitions."""
+    return ast.increment_lineno(ast.parse(text, filename=path), offset)
+
+
 @dataclass
 class Definition:
     """A top-level ``def`` or ``class``, or a member of a top-level class, not parsed yet."""
@@ -66,12 +73,12 @@ class Definition:
 
     def _parse(self) -> ast.stmt:
         if self.indent:  # inside an `if` on the line before it (the class has one), so it
-            # keeps its lines and columns
-            padded = "\n" * (self.first_line - 2) + "if 1:\n" + self.text
+            # keeps its columns
+            text, offset = "if 1:\n" + self.text, self.first_line - 2
         else:
-            padded = "\n" * (self.first_line - 1) + self.text
+            text, offset = self.text, self.first_line - 1
         try:
-            body = ast.parse(padded, filename=self.path).body
+            body = _parsed_at(text, offset, self.path).body
         except (SyntaxError, ValueError):
             return self.fallback(self.path, self)
         if self.indent and len(body) == 1:
@@ -107,7 +114,7 @@ class Definition:
 
     def _parse_class(self, text: str) -> ast.ClassDef | None:
         try:
-            body = ast.parse("\n" * (self.first_line - 1) + text, filename=self.path).body
+            body = _parsed_at(text, self.first_line - 1, self.path).body
         except (SyntaxError, ValueError):
             return None
         return body[0] if len(body) == 1 and isinstance(body[0], ast.ClassDef) else None

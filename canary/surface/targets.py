@@ -1,8 +1,11 @@
 """A target: the project whose surface is extracted, from a source folder, a wheel file, or
-``NAME==VERSION`` on the package index (downloaded with ``pip download --no-deps`` through
-:class:`~canary.sources.index.IndexSource`, whatever Python its wheel requires, kept in
-``download_dir`` like released wheels; offline, only a wheel already kept there is read).
-A wheel is unpacked once per content (its digest), so a rebuilt one is read again.
+``NAME==VERSION`` on the package index (a package name and one exact version, checked
+before anything runs: :mod:`canary.sources.pin`; downloaded as a wheel only with ``pip
+download --no-deps --only-binary=:all:`` through :class:`~canary.sources.index.IndexSource`,
+whatever Python its wheel requires, kept in ``download_dir`` like released wheels; offline,
+only a wheel already kept there is read). A wheel is unpacked by :mod:`canary.sources.unpack`:
+its ``.py`` files and metadata, within limits; a target's code is read, never built,
+installed, imported or run.
 
 ``Target.requires`` is the project's declared range on each upstream package, from the
 wheel's ``Requires-Dist`` (or an unpacked wheel's ``*.dist-info/METADATA`` in a folder) or
@@ -22,12 +25,9 @@ from __future__ import annotations
 
 import configparser
 import contextlib
-import hashlib
 import os
-import shutil
+import stat
 import sys
-import tempfile
-import zipfile
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from email.parser import HeaderParser
@@ -40,7 +40,9 @@ from packaging.utils import canonicalize_name
 
 from canary.errors import ConfigError, FetchError, InfrastructureError
 from canary.sources import version as versions
-from canary.sources.index import IndexSource
+from canary.sources.index import KEPT_WHEELS, IndexSource
+from canary.sources.pin import Pin, parse_pin
+from canary.sources.unpack import WheelRefused, unpacked
 from canary.surface.config import SurfaceConfig, config_from_table, load_config
 from canary.surface.model import Target
 
@@ -83,21 +85,7 @@ def open_target(
     elif path.is_file() and path.suffix == ".whl":
         loaded = _wheel(path, download_dir, packages)
     elif "==" in spec and not path.exists():
-        name, _, version = spec.partition("==")
-        if not name.strip() or not version.strip():
-            raise ConfigError(f"target {spec!r}: write NAME==VERSION, e.g. unsloth==2025.1.1")
-        source = IndexSource(
-            name.strip(),
-            version.strip(),
-            wheel_dir=download_dir,
-            offline=offline,
-            pip=pip,
-            ignore_requires_python=True,  # read, never installed: any Python's wheel will do
-        )
-        with _naming_target(spec):
-            source.fetch([])  # keeps the wheel in download_dir (offline: raises if it is not)
-        assert source.kept_wheel is not None
-        loaded = _wheel(source.kept_wheel, download_dir, packages)
+        loaded = _release(parse_pin(spec), download_dir, offline, packages, pip)
     else:
         raise ConfigError(
             f"target {spec!r} is not a folder, a .whl file or NAME==VERSION; give the "
@@ -127,8 +115,37 @@ def _naming_target(spec: str) -> Iterator[None]:
 # --- wheels --------------------------------------------------------------------------
 
 
+def _release(
+    release: Pin,
+    download_dir: Path,
+    offline: bool,
+    packages: Collection[str],
+    pip: Sequence[str],
+) -> LoadedTarget:
+    """``NAME==VERSION``'s wheel, fetched by pip as a wheel only (never an sdist, never its
+    dependencies) and kept under ``download_dir``; a wheel refused is not kept."""
+    source = IndexSource(
+        release.name,
+        release.version,
+        wheel_dir=download_dir,
+        offline=offline,
+        pip=pip,
+        ignore_requires_python=True,  # read, never installed: any Python's wheel will do
+    )
+    with _naming_target(release.requirement):
+        source.fetch([])  # keeps the wheel in download_dir (offline: raises if it is not)
+    kept = source.kept_wheel
+    assert kept is not None
+    try:
+        return _wheel(kept, download_dir, packages)
+    except WheelRefused:
+        KEPT_WHEELS.forget(kept)
+        kept.unlink(missing_ok=True)
+        raise
+
+
 def _wheel(wheel: Path, download_dir: Path, packages: Collection[str]) -> LoadedTarget:
-    root = _unpacked(wheel, download_dir)
+    root = unpacked(wheel, download_dir / "unpacked")
     metadata = _dist_info_metadata(root)
     if metadata is None:
         raise FetchError(f"{wheel}: no *.dist-info/METADATA in the wheel: not a wheel?")
@@ -137,48 +154,8 @@ def _wheel(wheel: Path, download_dir: Path, packages: Collection[str]) -> Loaded
     return LoadedTarget(target, root, _python_files(root), SurfaceConfig())
 
 
-def _unpacked(wheel: Path, download_dir: Path) -> Path:
-    """The wheel unpacked under ``download_dir/unpacked``, once per content: a wheel
-    rebuilt under the same file name is unpacked again, never answered from the old one."""
-    folder = download_dir / "unpacked" / _content_name(wheel)
-    if folder.is_dir():
-        return folder
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    # unpacked beside its final place and renamed, so a killed run leaves no half a tree
-    staging = Path(tempfile.mkdtemp(prefix=".unpack-", dir=folder.parent))
-    try:
-        with zipfile.ZipFile(wheel) as archive:
-            for member in archive.namelist():
-                parts = Path(member).parts
-                if member.startswith("/") or ".." in parts:
-                    raise FetchError(f"{wheel}: member {member!r} points outside the wheel")
-            archive.extractall(staging)
-        os.replace(staging, folder)
-    except zipfile.BadZipFile as exc:
-        raise FetchError(f"{wheel} is not a readable wheel: {exc}") from None
-    except OSError:
-        if not folder.is_dir():  # another run unpacked it first: theirs is as good
-            raise
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)
-    return folder
-
-
-def _content_name(wheel: Path) -> str:
-    """The wheel's name and the start of its SHA-256: its content, not its file name."""
-    digest = hashlib.sha256()
-    try:
-        with wheel.open("rb") as stream:
-            for block in iter(lambda: stream.read(1 << 20), b""):
-                digest.update(block)
-    except OSError as exc:
-        raise FetchError(f"{wheel}: cannot read the wheel ({exc})") from None
-    return f"{wheel.name.removesuffix('.whl')}-{digest.hexdigest()[:16]}"
-
-
 def _dist_info_metadata(root: Path) -> str | None:
-    found = sorted(root.glob("*.dist-info/METADATA"))
+    found = sorted(p for p in root.glob("*.dist-info/METADATA") if p.is_file())  # no FIFO
     return found[0].read_text("utf-8", "replace") if found else None
 
 
@@ -201,8 +178,14 @@ def declared_ranges(requirements: Iterable[str], packages: Collection[str]) -> d
     for line in requirements:
         try:
             requirement = Requirement(line)
-        except InvalidRequirement:
-            continue  # a line pip itself would reject says nothing about a range
+        except InvalidRequirement as exc:  # says nothing about a range: said, not dropped
+            if any(p in line for p in wanted):
+                print(
+                    f"canary: warning: requirement {line!r} does not parse ({exc}); its "
+                    f"range is not read",
+                    file=sys.stderr,
+                )
+            continue
         package = wanted.get(canonicalize_name(requirement.name))
         if package is None:
             continue
@@ -303,11 +286,41 @@ def _lines(value: str) -> list[str]:
 
 
 def _python_files(root: Path) -> tuple[str, ...]:
+    """The ``.py`` files under ``root`` that are regular files, or links to one inside
+    ``root``; anything else named ``.py`` is skipped (with a warning naming it)."""
     found = []
-    for folder, subfolders, names in os.walk(root):
+    inside = root.resolve()
+    for folder, subfolders, names in os.walk(root):  # symlinked folders are not entered
         subfolders[:] = sorted(
             d for d in subfolders if d not in _SKIPPED_FOLDERS and not d.startswith(".")
         )
         base = Path(folder).relative_to(root)
-        found.extend((base / n).as_posix() for n in names if n.endswith(".py"))
+        for name in names:
+            if name.endswith(".py") and _readable(Path(folder) / name, inside):
+                found.append((base / name).as_posix())
     return tuple(sorted(found))
+
+
+def _readable(path: Path, inside: Path) -> bool:
+    """Whether ``path`` is a regular file to read: itself, or a link resolved to one inside
+    the target. A FIFO would hang the read, a device never end, a loop or a dangling link
+    fail it, and a link out of the target read what is not the target's."""
+    try:
+        if stat.S_ISREG(path.lstat().st_mode):
+            return True
+        if not path.is_symlink():
+            why = "not a regular file (a FIFO, a socket or a device)"
+        else:
+            resolved = path.resolve(strict=True)
+            if not resolved.is_relative_to(inside):
+                why = f"a link to {resolved}, outside the target"
+            elif stat.S_ISREG(resolved.stat().st_mode):
+                return True
+            else:
+                why = f"a link to {resolved}, not a regular file"
+    except FileNotFoundError:
+        why = "a dangling link" if path.is_symlink() else "gone while it was listed"
+    except (OSError, RuntimeError) as exc:  # ELOOP: RuntimeError before Python 3.13
+        why = f"a link that cannot be resolved ({exc.__class__.__name__}: a loop?)"
+    print(f"canary: warning: skipped {path}: {why}", file=sys.stderr)
+    return False
