@@ -22,6 +22,7 @@ import atexit
 import contextlib
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -169,8 +170,7 @@ class _WarmPip:
                 answer = self._answer()
             except WarmPipDied:
                 # Its child lives on without it: stop it before the call runs again.
-                with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGKILL)
+                _kill_and_wait(pid)
                 raise
             out, err = _text(stdout), _text(stderr)
         command = [self.process.args[0], "-m", "pip", *args]
@@ -315,3 +315,21 @@ def _subprocess(command: list[str], timeout: float) -> subprocess.CompletedProce
 
 def _text(path: Path) -> str:
     return path.read_bytes().decode(errors="replace")
+
+
+def _kill_and_wait(pid: int, wait: float = 10.0) -> None:
+    """Kill ``pid``, not our child, and wait until it has exited: a kill is delivered
+    asynchronously, and a pip still running would write the folder the rerun writes."""
+    try:
+        handle = os.pidfd_open(pid)
+    except (OSError, AttributeError):  # gone already, or no pidfds: a plain kill is all there is
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+        return
+    try:
+        signal.pidfd_send_signal(handle, signal.SIGKILL)
+        select.select([handle], [], [], wait)  # readable once the process has exited
+    except OSError:
+        pass
+    finally:
+        os.close(handle)
