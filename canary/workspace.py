@@ -52,10 +52,10 @@ class Case:
         """Whether this tree can change under the same name (a branch, not a release)."""
         return self.label == MAIN
 
-    @property
+    @functools.cached_property
     def known_version(self) -> Version | None:
         """The version, where the label is one; ``main`` or a commit is only known after
-        reading its tree."""
+        reading its tree. Parsed once: a full run asks tens of thousands of times."""
         return versions.parse(self.label)
 
     @property
@@ -532,7 +532,13 @@ class Workspace:
         if rest := [p for p in paths if p not in found]:
             if (failure := state.failure) is not None:
                 raise failure.again() from failure
-            found.update(state.tree.digests(rest))
+            read = state.tree.digests(rest)
+            found.update(read)
+            if not state.tree.mutable and state.tree.cache is not None:
+                # A release's (or a pinned commit's) files never change: ask once a run.
+                # A local tree's may, so each question reads it again.
+                for path, digest in read.items():
+                    state.digests.setdefault(path, digest)
         return found
 
     def indexed(self, case: Case, path: str) -> bool:

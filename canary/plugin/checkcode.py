@@ -103,6 +103,7 @@ class _ModuleCode:
         self.name = name
         self.package = package
         self.tree = ast.parse(source)
+        self._dumps: dict[int, bytes] = {}
         self.bindings: dict[str, list[ast.stmt]] = {}
         for statement in self.tree.body:
             for bound in _bound_names(statement):
@@ -115,11 +116,20 @@ class _ModuleCode:
             digest.update(hashlib.sha256(self.source.encode()).digest())
             return digest.hexdigest()
         reached, imports = self._closure(definition.roots)
-        for node in (*definition.roots, *reached):
-            digest.update(ast.dump(node).encode() + b"\0")
+        for root in definition.roots:
+            digest.update(ast.dump(root).encode() + b"\0")
+        for statement in reached:
+            digest.update(self._dump(statement))
         for imported in sorted(imports):
             digest.update(f"{imported}\0".encode())
         return digest.hexdigest()
+
+    def _dump(self, statement: ast.stmt) -> bytes:
+        # A top-level statement many checks reach (a helper, a constant) is dumped once;
+        # the tree holds every one of them for as long as this object lives.
+        if (dumped := self._dumps.get(id(statement))) is None:
+            dumped = self._dumps[id(statement)] = ast.dump(statement).encode() + b"\0"
+        return dumped
 
     def _definition(self, function: Callable[..., Any] | None, name: str) -> _Definition | None:
         table = getattr(function, "canary_table", None)
@@ -227,6 +237,7 @@ def _names_used(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
+@functools.cache
 def _origin(module: str) -> Path | None:
     found = sys.modules.get(module)
     path = getattr(found, "__file__", None)
