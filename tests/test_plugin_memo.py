@@ -248,11 +248,19 @@ def test_a_comment_or_a_moved_check_reruns_nothing(project):
     assert ran == set()
 
 
-def test_a_changed_engine_reruns_everything(project, monkeypatch):
+def test_a_changed_engine_reruns_everything_and_replaces_what_the_last_one_wrote(
+    project,
+    cache_dir,  # noqa: F811
+    monkeypatch,
+):
     run(project)
+    blobs = sorted((cache_dir / "blobs" / OUTCOMES).rglob("*.entry"))
     monkeypatch.setattr(session, "engine_digest", lambda: "another canary")
     _, ran = run(project)
     assert ran == EVERY_CASE
+    assert sorted((cache_dir / "blobs" / OUTCOMES).rglob("*.entry")) == blobs
+    _, ran = run(project)
+    assert ran == set()
 
 
 def test_the_engine_digest_is_canarys_code_less_the_catalog_and_the_python(tmp_path, monkeypatch):
@@ -277,7 +285,8 @@ def test_a_damaged_or_foreign_memo_is_a_miss_never_an_answer(project, cache_dir)
     blobs[0].write_bytes(blobs[0].read_bytes()[:-20])  # truncated
     blobs[1].write_bytes(b"garbage")
     name = blobs[2].stem  # a well-formed entry of the cache holding no memo of ours
-    Cache(cache_dir).write_blob(OUTCOMES, name, b'{"checks": {"test_toy.py::x": 1}}')
+    foreign = {"engine": checkcode.engine_digest(), "checks": {"test_toy.py::x": 1}}
+    Cache(cache_dir).write_blob(OUTCOMES, name, json.dumps(foreign).encode())
     warm, ran = run(project, f"--canary-json={project.path / 'warm.json'}")
     # The three releases whose memo is unusable ran whole; the other three not at all.
     rerun = {case.split()[1] for case in ran}

@@ -11,10 +11,13 @@ tree and ``main`` at any commit are keyed alike: a remembered outcome whose file
 have those digests is a miss, and the case runs as it always did. Errors are never
 remembered: nothing was checked.
 
-One blob per case holds its checks' entries (the surface's :mod:`canary.surface.memo`
-keeps one per reference the same way): a warm run reads a few hundred small blobs. The
-cache writes them atomically with a digest in the header; a blob that is damaged or does
-not read as one is forgotten, so every check of that case runs again.
+One blob per case and Python holds its checks' entries (the surface's
+:mod:`canary.surface.memo` keeps one per reference the same way): a warm run reads a few
+hundred small blobs. The engine's digest is inside the blob, not in its name, so a new
+canary overwrites what the last one wrote instead of leaving it behind (about 2 MB a full
+run); Pythons sharing a cache keep theirs apart. The cache writes blobs atomically with a
+digest in the header; a blob that is damaged or does not read as one is forgotten, so
+every check of that case runs again.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import enum
 import hashlib
 import json
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
@@ -34,6 +38,7 @@ from canary.workspace import Case
 
 OUTCOMES = "static-outcomes"  # the cache's blob namespace
 FORMAT = "1"  # of the blobs: a new one forgets every outcome an older canary wrote
+_PYTHON = f"{sys.implementation.name} {sys.version}"  # each keeps its own blobs
 
 
 class Verdict(enum.Enum):
@@ -177,19 +182,19 @@ class OutcomeMemo:
                 continue
             name = self._blob_name(case)
             with self.cache.lock(f"{OUTCOMES}-{name}"):
-                merged = _decode(self.cache.read_blob(OUTCOMES, name))
+                merged = _decode(self.cache.read_blob(OUTCOMES, name), self.salt)
                 merged.update({check: entries.checks[check] for check in entries.changed})
-                self.cache.write_blob(OUTCOMES, name, _encode(merged))
+                self.cache.write_blob(OUTCOMES, name, _encode(merged, self.salt))
             entries.changed.clear()
 
     def _case(self, case: Case) -> _CaseEntries:
         if (entries := self._cases.get(case)) is None:
             blob = self.cache.read_blob(OUTCOMES, self._blob_name(case)) if self.cache else None
-            entries = self._cases[case] = _CaseEntries(_decode(blob))
+            entries = self._cases[case] = _CaseEntries(_decode(blob, self.salt))
         return entries
 
     def _blob_name(self, case: Case) -> str:
-        named = "\0".join((FORMAT, self.salt, case.source, case.package, case.label))
+        named = "\0".join((FORMAT, _PYTHON, case.source, case.package, case.label))
         return hashlib.sha256(named.encode()).hexdigest()
 
 
@@ -199,19 +204,22 @@ def outcome_key(code: str, version: object, judging: str) -> str:
     return hashlib.sha256(f"{code}\0{version}\0{judging}".encode()).hexdigest()
 
 
-def _encode(checks: Mapping[str, Entry]) -> bytes:
-    data = {"checks": {name: entry.to_json() for name, entry in sorted(checks.items())}}
-    return json.dumps(data, separators=(",", ":")).encode()
+def _encode(checks: Mapping[str, Entry], engine: str) -> bytes:
+    entries = {name: entry.to_json() for name, entry in sorted(checks.items())}
+    return json.dumps({"engine": engine, "checks": entries}, separators=(",", ":")).encode()
 
 
-def _decode(blob: bytes | None) -> dict[str, Entry]:
-    """A blob that does not read as one (a hand edit, a half-written file from another
-    canary) is forgotten whole: it is derived data, decided again."""
+def _decode(blob: bytes | None, engine: str) -> dict[str, Entry]:
+    """The entries another run of this engine wrote. A blob of another engine is
+    forgotten, and so is one that does not read as one (a hand edit, another canary's
+    format): it is derived data, decided again."""
     if not blob:
         return {}
     try:
-        checks = json.loads(blob)["checks"]
-        return {_str(name): Entry.from_json(entry) for name, entry in checks.items()}
+        data = json.loads(blob)
+        if data["engine"] != engine:
+            return {}
+        return {_str(name): Entry.from_json(entry) for name, entry in data["checks"].items()}
     except (ValueError, TypeError, KeyError, AttributeError):
         return {}
 
