@@ -294,3 +294,13 @@ def test_a_damaged_or_foreign_memo_is_a_miss_never_an_answer(project, cache_dir)
     assert ran == {case for case in EVERY_CASE if case.split()[1] in rerun}
     assert results(project.path / "warm.json") == results(project.path / "cold.json")
     assert warm.ret == cold.ret
+
+
+def test_verbosity_reruns_only_the_checks_with_a_plain_assert(project):
+    # pytest rewrites a plain assert, and how much its failure explains depends on -v.
+    module = project.path / "test_toy.py"
+    old = 'ran(upstream, "extra")'
+    module.write_text(module.read_text().replace(old, f"{old}\n    assert upstream.case.label"))
+    run(project)
+    _, ran = run(project, "-v")
+    assert ran == {case for case in EVERY_CASE if case.startswith("extra ")}

@@ -57,9 +57,15 @@ class _Definition:
 
 
 class CheckCode:
-    """The code digests of a run's checks, each check module read once."""
+    """The code digests of a run's checks, each check module read once.
 
-    def __init__(self) -> None:
+    ``judging`` names the options that change how a failed plain ``assert`` reads (pytest
+    rewrites it): part of the digest of a check whose code asserts, and of no other, so
+    ``-v`` and ``-q`` runs share every other outcome.
+    """
+
+    def __init__(self, judging: str = "") -> None:
+        self.judging = judging
         self._modules: dict[str, _ModuleCode] = {}
         self._digests: dict[tuple[str, str], str] = {}
 
@@ -74,7 +80,8 @@ class CheckCode:
         if (found := self._digests.get(key)) is None:
             code = self._module(module)
             function = getattr(item, "function", None)
-            found = self._digests[key] = code.digest_of(_unwrapped(function), name)
+            found = code.digest_of(_unwrapped(function), name, self.judging)
+            self._digests[key] = found
         return found
 
     def _module(self, module: Any) -> _ModuleCode:
@@ -109,13 +116,16 @@ class _ModuleCode:
             for bound in _bound_names(statement):
                 self.bindings.setdefault(bound, []).append(statement)
 
-    def digest_of(self, function: Callable[..., Any] | None, name: str) -> str:
+    def digest_of(self, function: Callable[..., Any] | None, name: str, judging: str) -> str:
         definition = self._definition(function, name)
         digest = hashlib.sha256()
         if definition is None:  # not a top-level def: the whole module counts
             digest.update(hashlib.sha256(self.source.encode()).digest())
+            digest.update(judging.encode())
             return digest.hexdigest()
         reached, imports = self._closure(definition.roots)
+        if _asserts((*definition.roots, *reached)):
+            digest.update(judging.encode() + b"\0")
         for root in definition.roots:
             digest.update(ast.dump(root).encode() + b"\0")
         for statement in reached:
@@ -199,6 +209,10 @@ class _ModuleCode:
             return base
         anchor = (self.package or "").rsplit(".", statement.level - 1)[0]
         return f"{anchor}.{base}" if base else anchor
+
+
+def _asserts(nodes: Iterable[ast.AST]) -> bool:
+    return any(isinstance(node, ast.Assert) for root in nodes for node in ast.walk(root))
 
 
 def _row_call(decorators: Iterable[ast.expr], test: str) -> tuple[ast.AST, ...] | None:

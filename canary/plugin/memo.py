@@ -3,13 +3,13 @@ when nothing it depends on changed, without reading a code index.
 
 An outcome (a pass, a drift with its message, fix and subject, a skip with its reason) is
 remembered under everything it depends on: the case and the version its tree declares;
-the check's own code (:mod:`canary.plugin.checkcode`) and the options that change how a
-failure reads; the engine (``salt``: canary's package, the Python, pytest); and the digest
-of every file the check's snapshot held (``reads=``, and the files the static MRO of its
-``inherits=`` pulled in; ``helpers=`` are modules of the snapshot too). A release, a local
-tree and ``main`` at any commit are keyed alike: a remembered outcome whose files no longer
-have those digests is a miss, and the case runs as it always did. Errors are never
-remembered: nothing was checked.
+the check's own code (:mod:`canary.plugin.checkcode`, with the options that change how a
+failed plain ``assert`` reads where it has one); the engine (``salt``: canary's package,
+the Python, pytest); and the digest of every file the check's snapshot held (``reads=``,
+and the files the static MRO of its ``inherits=`` pulled in; ``helpers=`` are modules of
+the snapshot too). A release, a local tree and ``main`` at any commit are keyed alike: a
+remembered outcome whose files no longer have those digests is a miss, and the case runs
+as it always did. Errors are never remembered: nothing was checked.
 
 One blob per case and Python holds its checks' entries (the surface's
 :mod:`canary.surface.memo` keeps one per reference the same way): a warm run reads a few
@@ -198,10 +198,10 @@ class OutcomeMemo:
         return hashlib.sha256(named.encode()).hexdigest()
 
 
-def outcome_key(code: str, version: object, judging: str) -> str:
-    """An entry's key: the check's code digest, the version the case's tree declares (a
-    check may read it) and the options that change how a failure reads."""
-    return hashlib.sha256(f"{code}\0{version}\0{judging}".encode()).hexdigest()
+def outcome_key(code: str, version: object) -> str:
+    """An entry's key: the check's code digest (with the options that change how its
+    failure reads) and the version the case's tree declares (a check may read it)."""
+    return hashlib.sha256(f"{code}\0{version}".encode()).hexdigest()
 
 
 def _encode(checks: Mapping[str, Entry], engine: str) -> bytes:

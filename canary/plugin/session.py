@@ -49,8 +49,7 @@ class CanarySession:
         # of it, and what this run decides is remembered all the same.
         self.memo = OutcomeMemo(run.workspace.cache, engine_digest())
         self.recall = not config.getoption("canary_recompute")
-        self.code = CheckCode()
-        self.judging = _judging(config)
+        self.code = CheckCode(_judging(config))
         self._recalled: dict[str, Outcome | None] = {}  # nodeid -> what the memo answered
 
     # -- collection ---------------------------------------------------------------------
@@ -174,7 +173,7 @@ class CanarySession:
         version = case.known_version
         if version is None:  # main: what its tree declares (read by its fixture first)
             version = self.run.workspace.version(case)
-        return outcome_key(self.code.digest(item), version, self.judging)
+        return outcome_key(self.code.digest(item), version)
 
     def _remember(self, item: pytest.Item, call: pytest.CallInfo[None]) -> None:
         """Keep what a check's call decided on a snapshot, with the digests of the files
