@@ -208,9 +208,10 @@ def after_changes(env: dict[str, str], work: Path, args: list[str], warm: Run) -
         "upgrade",
     )
     again = run_canary([*offline, f"--canary-json={work / 'remembered.json'}"], env, work, "again")
-    ran = changed.cases - changed.stats.get("outcomes_remembered", 0)
+    remembered = warm.stats.get("outcomes_remembered", 0)
+    ran = remembered - changed.stats.get("outcomes_remembered", 0)
     print(f"\nthe first run after a change to one check ({name}):")
-    print(f"  {describe(changed)}; {ran:,.0f} cases not answered from memory")
+    print(f"  {describe(changed)}; {ran:,.0f} of {remembered:,.0f} outcomes checked again")
     print(f"  / warm = {changed.wall_s / warm.wall_s:.2f}x; peak RSS {changed.peak_rss_mb:.0f} MB")
     print("\n".join(breakdown(changed)))
     print("the first run after a canary upgrade (every outcome checked again):")
