@@ -260,7 +260,10 @@ def _check_name(item: pytest.Item) -> str:
 def _judging(config: pytest.Config) -> str:
     """The options that change how a check's failure reads: pytest's assertion rewriting
     and how much of a failed plain ``assert`` it explains."""
-    verbosity = config.get_verbosity(pytest.Config.VERBOSITY_ASSERTIONS)
+    if hasattr(pytest.Config, "VERBOSITY_ASSERTIONS"):  # pytest 8.0 on
+        verbosity = config.get_verbosity(pytest.Config.VERBOSITY_ASSERTIONS)
+    else:
+        verbosity = config.option.verbose
     return f"assert={config.option.assertmode} verbosity={verbosity}"
 
 
