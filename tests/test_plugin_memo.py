@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_plugin import TAGS, cache_dir  # noqa: F401 (a fixture)
+from test_plugin import TAGS, cache_dir, github  # noqa: F401 (fixtures)
 
 # Imported before pytester snapshots sys.modules (see tests/test_plugin.py).
 import canary.sources.github  # noqa: F401
@@ -304,3 +304,30 @@ def test_verbosity_reruns_only_the_checks_with_a_plain_assert(project):
     run(project)
     _, ran = run(project, "-v")
     assert ran == {case for case in EVERY_CASE if case.startswith("extra ")}
+
+
+def test_main_at_a_new_commit_is_keyed_by_its_files_digests(project, github):  # noqa: F811
+    for name, content in (("base", BASE), ("core", CORE), ("extra", EXTRA)):
+        github.add(f"/example/toy/main/src/toy/{name}.py", content)
+    on_main = ("-p", "no:cacheprovider", "--canary-tags=toy=main")
+    ran_file = project.path / "ran.txt"
+
+    def run_main() -> set[str]:
+        ran_file.unlink(missing_ok=True)
+        # main declares 2.11.0.dev0: the extra check's window (<2.0.0) leaves it out.
+        project.runpytest(*on_main).assert_outcomes(passed=3, skipped=2)
+        return set(ran_file.read_text().splitlines()) if ran_file.exists() else set()
+
+    # engine skips in its body on a 2.x tree: remembered as that skip.
+    assert run_main() == {"inherited main", "engine main", "Engine main", "Helper main"}
+    assert run_main() == set()
+    github.point("example/toy", "main", "b" * 40)  # the same files at another commit
+    assert run_main() == set()
+    moved = "c" * 40  # a commit where extra.py (read by one check on main) changed
+    version = b'__version__ = "2.11.0.dev0"\n'
+    changed = EXTRA.replace(b"pass", b"helps = True")
+    files = {"__init__": version, "base": BASE, "core": CORE, "extra": changed}
+    for name, content in files.items():
+        github.add(f"/example/toy/{moved}/src/toy/{name}.py", content)
+    github.point("example/toy", "main", moved)
+    assert run_main() == {"Helper main"}
