@@ -8,6 +8,13 @@ Measures, on this machine:
 
 * **warm**: ``pytest canary --canary-offline`` over every release in tags.toml, with the
   cache you already have: wall time, cases, time per case.
+* **warm against pytest's floor**: the warm run (every outcome remembered) and pytest alone
+  running as many trivial parametrized cases with as many skipped, alternating, three each:
+  median wall time and peak RSS of each (``--skip-floor`` leaves it out).
+* **after a change**: the first run after one check of the catalog changed (one check's
+  text is edited for the run and restored after it) and after a canary upgrade (every
+  outcome checked again: ``--canary-recompute``), each against the warm run; then the
+  results of the recomputed run and of a warm run, compared case by case.
 * **cold**: the same run with ``CANARY_CACHE_DIR`` pointed at an empty temporary folder
   (deleted afterwards; your cache is never touched), against the **floor**: only
   ``pip download`` of the same wheels, with the same parallelism. pip's own HTTP cache is
@@ -28,10 +35,12 @@ from a list kept here. Numbers from a shared or busy machine are noisy: run it t
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -56,6 +65,7 @@ class Run:
     wall_s: float
     report: dict
     returncode: int
+    peak_rss_mb: float = 0.0
 
     @property
     def cases(self) -> int:
@@ -75,12 +85,159 @@ def run_canary(args: list[str], env: dict[str, str], work: Path, name: str) -> R
     }
     command = [sys.executable, "-m", "pytest", "canary", "-q", "-p", "no:cacheprovider"]
     command += ["-p", "canary_bench_plugin", *args]
-    started = time.perf_counter()
-    done = subprocess.run(command, check=False, cwd=REPO, env=env, capture_output=True, text=True)
-    wall = time.perf_counter() - started
+    done = timed(command, env, REPO, work / f"{name}.out")
     if not out.is_file():
-        sys.exit(f"`{' '.join(command)}` recorded nothing:\n{done.stdout[-3000:]}{done.stderr}")
-    return Run(wall, json.loads(out.read_text()), done.returncode)
+        sys.exit(f"`{' '.join(command)}` recorded nothing:\n{done.output[-3000:]}")
+    return Run(done.wall_s, json.loads(out.read_text()), done.returncode, done.peak_rss_mb)
+
+
+@dataclass
+class Timed:
+    wall_s: float
+    peak_rss_mb: float
+    returncode: int
+    output: str
+
+
+def timed(command: list[str], env: dict[str, str], cwd: Path, log: Path) -> Timed:
+    """Run ``command``, its output to ``log``: wall time and the process's own peak RSS."""
+    with log.open("w") as stream:
+        started = time.perf_counter()
+        process = subprocess.Popen(command, cwd=cwd, env=env, stdout=stream, stderr=stream)
+        _, status, usage = os.wait4(process.pid, 0)
+        wall = time.perf_counter() - started
+    process.returncode = os.waitstatus_to_exitcode(status)
+    # ru_maxrss is in KiB on Linux.
+    return Timed(wall, usage.ru_maxrss / 1024, process.returncode, log.read_text())
+
+
+# -- pytest's own floor: as many trivial cases, as many skipped ------------------------------
+
+FLOOR_MODULE = """
+import pytest
+
+SKIP = pytest.mark.skip(reason="outside the window")
+
+
+@pytest.mark.parametrize(
+    "case", [pytest.param(n, marks=[SKIP] if n < {skipped} else []) for n in range({cases})]
+)
+def test_case(case):
+    pass
+"""
+
+
+def pytest_floor(cases: int, skipped: int, env: dict[str, str], work: Path) -> Timed:
+    """pytest alone running ``cases`` trivial parametrized cases, ``skipped`` of them
+    skipped by a mark, with the same options and the same installed plugins."""
+    folder = work / "floor-project"
+    folder.mkdir(exist_ok=True)
+    (folder / "test_floor.py").write_text(FLOOR_MODULE.format(cases=cases, skipped=skipped))
+    command = [sys.executable, "-m", "pytest", "test_floor.py", "-q", "-p", "no:cacheprovider"]
+    done = timed(command, env, folder, work / "floor.out")
+    if done.returncode != 0:
+        sys.exit(f"the floor run failed:\n{done.output[-3000:]}")
+    return done
+
+
+def warm_versus_floor(env: dict[str, str], work: Path, args: list[str], rounds: int = 3) -> Run:
+    warms: list[Run] = []
+    floors: list[Timed] = []
+    for n in range(rounds):  # alternating, so a busy spell weighs on both
+        warms.append(run_canary(["--canary-offline", *args], env, work, f"warm-{n}"))
+        skipped = warms[-1].report["outcomes"].get("skipped", 0)
+        floors.append(pytest_floor(warms[-1].cases, skipped, env, work))
+    warm = statistics.median(r.wall_s for r in warms)
+    floor = statistics.median(f.wall_s for f in floors)
+    middle = sorted(warms, key=lambda r: r.wall_s)[len(warms) // 2]
+    print(f"\nwarm `pytest canary --canary-offline` against pytest's floor, {rounds} each:")
+    print(f"  warm: {describe(middle)}")
+    print(f"    remembered: {middle.stats.get('outcomes_remembered', 0):,.0f} outcomes")
+    print(f"    walls {', '.join(f'{r.wall_s:.1f}' for r in warms)} s")
+    print(
+        f"  floor: pytest alone, {middle.cases} trivial cases, "
+        f"{middle.report['outcomes'].get('skipped', 0)} skipped: walls "
+        f"{', '.join(f'{f.wall_s:.1f}' for f in floors)} s"
+    )
+    print(f"  warm / floor (medians) = {warm / floor:.2f}x (target <= 1.3x)")
+    print(
+        f"  peak RSS: warm {max(r.peak_rss_mb for r in warms):.0f} MB, "
+        f"floor {max(f.peak_rss_mb for f in floors):.0f} MB"
+    )
+    return middle
+
+
+# -- after a change: one check, or canary itself -------------------------------------------
+
+CHANGED_CHECKS = REPO / "canary" / "checks" / "test_transformers.py"
+
+
+@contextlib.contextmanager
+def one_check_changed(module: Path = CHANGED_CHECKS) -> Iterator[str]:
+    """The first ``@check`` function of ``module`` given one more statement for the block
+    (its outcomes are then not the ones remembered); the file is restored after."""
+    original = module.read_text()
+    tree = ast.parse(original)
+    function = next(
+        node
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef)
+        and node.name.startswith("test_")
+        and node.decorator_list
+    )
+    lines = original.splitlines(keepends=True)
+    indent = " " * function.body[-1].col_offset
+    lines.insert(function.end_lineno or 0, f"{indent}assert True  # the benchmark's change\n")
+    module.write_text("".join(lines))
+    try:
+        yield function.name
+    finally:
+        module.write_text(original)
+
+
+def after_changes(env: dict[str, str], work: Path, args: list[str], warm: Run) -> None:
+    offline = ["--canary-offline", *args]
+    with one_check_changed() as name:
+        changed = run_canary(offline, env, work, "one-check")
+    # Put the check's remembered outcomes back as they were, untimed.
+    run_canary(offline, env, work, "one-check-restored")
+    upgraded = run_canary(
+        [*offline, "--canary-recompute", f"--canary-json={work / 'recomputed.json'}"],
+        env,
+        work,
+        "upgrade",
+    )
+    again = run_canary([*offline, f"--canary-json={work / 'remembered.json'}"], env, work, "again")
+    remembered = warm.stats.get("outcomes_remembered", 0)
+    ran = remembered - changed.stats.get("outcomes_remembered", 0)
+    print(f"\nthe first run after a change to one check ({name}):")
+    print(f"  {describe(changed)}; {ran:,.0f} of {remembered:,.0f} outcomes checked again")
+    print(f"  / warm = {changed.wall_s / warm.wall_s:.2f}x; peak RSS {changed.peak_rss_mb:.0f} MB")
+    print("\n".join(breakdown(changed)))
+    print("the first run after a canary upgrade (every outcome checked again):")
+    print(f"  {describe(upgraded)}")
+    ratio = upgraded.wall_s / warm.wall_s
+    print(f"  / warm = {ratio:.2f}x; peak RSS {upgraded.peak_rss_mb:.0f} MB")
+    print("\n".join(breakdown(upgraded)))
+    same, differing = compare_results(work / "recomputed.json", work / "remembered.json")
+    print(
+        f"results of the recomputed run and of the next (remembered) run: {same:,} cases "
+        f"identical, {len(differing)} differing{': ' if differing else ''}"
+        f"{', '.join(differing[:5])}; exit status {upgraded.returncode} and {again.returncode}"
+    )
+
+
+def compare_results(first: Path, second: Path) -> tuple[int, list[str]]:
+    """How many cases two results files give alike (durations and dates aside), and the
+    node ids of those they do not."""
+
+    def cases(path: Path) -> dict[str, dict]:
+        data = json.loads(path.read_text())
+        return {c["nodeid"]: {k: v for k, v in c.items() if k != "duration"} for c in data["cases"]}
+
+    one, two = cases(first), cases(second)
+    differing = sorted(n for n in one.keys() | two.keys() if one.get(n) != two.get(n))
+    return len(one.keys() & two.keys()) - len(differing), differing
 
 
 def describe(run: Run) -> str:
@@ -285,6 +442,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-cold", action="store_true", help="no cold run and floor")
     parser.add_argument("--skip-compare", action="store_true", help="no install-and-import")
     parser.add_argument("--skip-warm", action="store_true", help="no warm full run")
+    parser.add_argument(
+        "--skip-floor", action="store_true", help="no warm runs against pytest's own floor"
+    )
+    parser.add_argument(
+        "--skip-changes", action="store_true", help="no runs after a change to a check or canary"
+    )
     parser.add_argument("--workers", type=int, default=4, help="--canary-workers and the floor's")
     parser.add_argument(
         "--compare",
@@ -318,6 +481,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\nwarm `pytest canary --canary-offline`: {describe(warm)}")
             print(f"  {1000 * warm.wall_s / max(warm.cases, 1):.1f} ms per case, wall")
             print("\n".join(breakdown(warm)))
+        if not options.skip_floor:
+            warm = warm_versus_floor(env, work, workers)
+        if not options.skip_changes:
+            after_changes(env, work, workers, warm)
 
         if not options.skip_cold:
             cold_versus_floor(env, work, options.workers)

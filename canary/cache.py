@@ -36,6 +36,8 @@ from canary.atomic import write_atomically, writing
 from canary.errors import CacheDamaged
 
 _MAGIC = b"canary-cache-v1 "
+_HEADER_LIMIT = 4096  # bytes: a header is one short JSON line
+ABSENT = "absent"  # the digest of a file that does not exist at a ref (no SHA-256 is 6 letters)
 
 
 def default_cache_dir() -> Path:
@@ -45,6 +47,11 @@ def default_cache_dir() -> Path:
     if configured := os.environ.get("CANARY_CACHE_DIR"):
         return Path(configured).expanduser()
     return Path(platformdirs.user_cache_dir("canary", appauthor=False))
+
+
+def content_digest(content: bytes | None) -> str:
+    """What a file's entry records of it: the SHA-256 of its bytes, or :data:`ABSENT`."""
+    return ABSENT if content is None else hashlib.sha256(content).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -96,6 +103,24 @@ class Cache:
         if max_age is not None and time.time() - entry.fetched_at > max_age:
             return None
         return entry
+
+    def file_digest(self, key: FileKey) -> str | None:
+        """The SHA-256 of the entry's content as its header records it (:data:`ABSENT`
+        for a file that does not exist at that ref), reading the header alone; None where
+        there is no entry or its header does not read as one. For a reader that only
+        needs to know whether a file is the one it saw before: a body that no longer
+        matches its header is caught by the next :meth:`read_file`."""
+        try:
+            with self._file_path(key).open("rb") as stream:
+                header = _parse_header(stream.readline(_HEADER_LIMIT))
+        except OSError:
+            return None
+        if header is None:
+            return None
+        if header.get("absent") is True:
+            return ABSENT
+        digest = header.get("sha256")
+        return digest if isinstance(digest, str) and len(digest) == 64 else None
 
     def write_file(self, key: FileKey, content: bytes | None) -> None:
         _write_entry(self._file_path(key), content, self.root)

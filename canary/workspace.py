@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from packaging.version import Version
 
 from canary import codeindex, versions
-from canary.cache import Cache, FileKey
+from canary.cache import Cache, FileKey, content_digest
 from canary.errors import CacheDamaged, Drift, InfrastructureError, OfflineMiss, Subject
 from canary.indexstore import IndexStore, ParseJob
 from canary.sources import Source
@@ -52,10 +52,10 @@ class Case:
         """Whether this tree can change under the same name (a branch, not a release)."""
         return self.label == MAIN
 
-    @property
+    @functools.cached_property
     def known_version(self) -> Version | None:
         """The version, where the label is one; ``main`` or a commit is only known after
-        reading its tree."""
+        reading its tree. Parsed once: a full run asks tens of thousands of times."""
         return versions.parse(self.label)
 
     @property
@@ -89,6 +89,7 @@ class Stats:
     modules_from_cache: int = 0
     fetch_seconds: float = 0.0
     parse_seconds: float = 0.0
+    outcomes_remembered: int = 0  # checks answered from an earlier run (canary.plugin.memo)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def add(self, **amounts: float) -> None:
@@ -164,6 +165,21 @@ class Tree:
                     for path, content in fetched.items():
                         self.cache.write_file(self._key(path), content)
                 found.update(fetched)
+        return found
+
+    def digests(self, paths: Iterable[str]) -> dict[str, str]:
+        """Each path's :func:`~canary.cache.content_digest`: read off the cache entries'
+        headers where the tree cannot change under its ref (a release, a pinned commit),
+        else (a local tree, a branch not pinned, a file never read) by reading the file."""
+        paths = sorted(set(paths))
+        self._pin()
+        found: dict[str, str] = {}
+        if self.cache is not None and not self.mutable:
+            for path in paths:
+                if (digest := self.cache.file_digest(self._key(path))) is not None:
+                    found[path] = digest
+        if rest := [p for p in paths if p not in found]:
+            found.update((p, content_digest(c)) for p, c in self.read(rest).items())
         return found
 
     def _kept_whole(self) -> bool:
@@ -373,6 +389,7 @@ class _CaseState:
     tree: Tree
     lock: threading.Lock = field(default_factory=threading.Lock)
     modules: dict[str, codeindex.Module | None] = field(default_factory=dict)
+    digests: dict[str, str] = field(default_factory=dict)  # of the bytes each module came from
     parsing: dict[str, ParseJob] = field(default_factory=dict)  # handed to a parse process
     version_read: bool = False
     version: Version | None = None  # what the tree declares, once read (main)
@@ -508,6 +525,24 @@ class Workspace:
             _wait(state.pending)  # a failed prefetch is this case's failure here too
         return self._read(state, paths, keep=keep)
 
+    def digests(self, case: Case, paths: Iterable[str]) -> dict[str, str]:
+        """Each path's :func:`~canary.cache.content_digest` in the case's tree, no code
+        index read: for a module a snapshot holds, the bytes it was made from."""
+        state = self._state(case)
+        # Not state.lock (a load holds it for its whole download): the dict only grows.
+        found = {p: state.digests[p] for p in paths if p in state.digests}
+        if rest := [p for p in paths if p not in found]:
+            if (failure := state.failure) is not None:
+                raise failure.again() from failure
+            read = state.tree.digests(rest)
+            found.update(read)
+            if not state.tree.mutable and state.tree.cache is not None:
+                # A release's (or a pinned commit's) files never change: ask once a run.
+                # A local tree's may, so each question reads it again.
+                for path, digest in read.items():
+                    state.digests.setdefault(path, digest)
+        return found
+
     def indexed(self, case: Case, path: str) -> bool:
         """Whether ``path``'s code index is at hand or being made (a load named it)."""
         state = self._state(case)
@@ -561,6 +596,7 @@ class Workspace:
                 state.version_read = True
             for path in wanted:
                 content = contents[path]
+                state.digests[path] = content_digest(content)
                 if content is None:  # not in this tree: the check decides what that means
                     state.modules[path] = None
                     continue

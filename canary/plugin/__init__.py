@@ -101,6 +101,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="how many cases to fetch in parallel (default 4)",
     )
     group.addoption(
+        "--canary-recompute",
+        action="store_true",
+        help="check every case again, ignoring the outcomes earlier runs remembered "
+        "(what this run decides is remembered as usual)",
+    )
+    group.addoption(
         "--canary-json",
         type=Path,
         default=None,

@@ -95,6 +95,11 @@ def write_section(
         f"fetched ({stats['bytes_downloaded'] / 1e6:.1f} MB downloaded); code indexes: "
         f"{stats['modules_from_cache']:,.0f} from cache, {stats['modules_parsed']:,.0f} parsed"
     )
+    if remembered := stats.get("outcomes_remembered", 0):
+        tr.write_line(
+            f"outcomes: {remembered:,.0f} remembered from earlier runs whose inputs are "
+            f"unchanged (--canary-recompute checks them again)"
+        )
     if stats["fetch_seconds"] or stats["parse_seconds"]:
         over = f"{fetch_threads} fetch threads" + (f" in each of {workers} workers" * (workers > 1))
         tr.write_line(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Generator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -13,8 +14,10 @@ from packaging.version import Version
 
 import canary
 from canary.catalog import CheckSpec, CheckTable, Window, table_items
-from canary.errors import CheckDrift
+from canary.errors import CheckDrift, InfrastructureError
 from canary.plugin import endofrun, progress
+from canary.plugin.checkcode import CheckCode, engine_digest
+from canary.plugin.memo import Outcome, OutcomeMemo, outcome_key
 from canary.plugin.record import case_of
 from canary.report.verdict import OUTSIDE_WINDOW
 from canary.run import Run
@@ -42,6 +45,12 @@ class CanarySession:
         self.run = run
         self.stats: Stats = run.workspace.stats
         self.workers_reported = 0  # xdist workers whose counters were added
+        # What earlier runs decided (canary.plugin.memo); --canary-recompute asks nothing
+        # of it, and what this run decides is remembered all the same.
+        self.memo = OutcomeMemo(run.workspace.cache, engine_digest())
+        self.recall = not config.getoption("canary_recompute")
+        self.code = CheckCode(_judging(config))
+        self._recalled: dict[str, Outcome | None] = {}  # nodeid -> what the memo answered
 
     # -- collection ---------------------------------------------------------------------
 
@@ -93,8 +102,13 @@ class CanarySession:
         for item in session.items:
             case = case_of(item)
             spec = CheckSpec.of(item)
-            if case is not None and spec is not None and not item.get_closest_marker("skip"):
-                plan.setdefault(case, set()).update(spec.reads)
+            if case is None or spec is None or item.get_closest_marker("skip"):
+                continue
+            # A release whose outcome is remembered reads nothing: its files are not
+            # loaded (main's version is read first, by its fixture).
+            if case.known_version is not None and self._remembered(item, case) is not None:
+                continue
+            plan.setdefault(case, set()).update(spec.reads)
         self.run.workspace.prefetch(plan)
         capture = self.config.pluginmanager.getplugin("capturemanager")
         uncaptured = capture.global_and_fixture_disabled if capture else contextlib.nullcontext
@@ -126,9 +140,59 @@ class CanarySession:
             tags = self.run.tags.package(case.package)
             for mark in _expected_drift(case, version, tags, spec.known_drift):
                 request.applymarker(mark)
+        if (outcome := self._remembered(request.node, case)) is not None:
+            return Remembered(case, outcome)  # the call gives it again: no snapshot
         version = workspace.version(case) if spec.split is not None else None
         reads, inherits = spec.reads_for(version), spec.inherits_for(version)
         return workspace.snapshot(case, reads, inherits=inherits)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_pyfunc_call(self, pyfuncitem: pytest.Function) -> bool | None:
+        """A remembered outcome is given again instead of running the check."""
+        remembered = pyfuncitem.funcargs.get("upstream")
+        if not isinstance(remembered, Remembered):
+            return None
+        self.stats.add(outcomes_remembered=1)
+        remembered.outcome.replay()
+        return True
+
+    def _remembered(self, item: pytest.Item, case: Case) -> Outcome | None:
+        """What an earlier run decided for this check on this case, where nothing it
+        depends on changed (asked once per item)."""
+        if not self.recall:
+            return None
+        if item.nodeid not in self._recalled:
+            workspace = self.run.workspace
+            self._recalled[item.nodeid] = self.memo.recall(
+                case,
+                _check_name(item),
+                self._outcome_key(item, case),
+                lambda paths: workspace.digests(case, paths),
+            )
+        return self._recalled[item.nodeid]
+
+    def _outcome_key(self, item: pytest.Item, case: Case) -> str:
+        version = case.known_version
+        if version is None:  # main: what its tree declares (read by its fixture first)
+            version = self.run.workspace.version(case)
+        return outcome_key(self.code.digest(item), version)
+
+    def _remember(self, item: pytest.Item, call: pytest.CallInfo[None]) -> None:
+        """Keep what a check's call decided on a snapshot, with the digests of the files
+        that snapshot was made from."""
+        snapshot = getattr(item, "funcargs", {}).get("upstream")
+        outcome = Outcome.of_call(call.excinfo)
+        if not isinstance(snapshot, Snapshot) or outcome is None:
+            return
+        if snapshot.notes:  # a pre-release matched on the old side of a split: the note
+            return  # belongs to the results, and a replay would give the outcome without it
+        case, workspace = snapshot.case, self.run.workspace
+        try:
+            files = workspace.digests(case, list(snapshot.modules))
+            key = self._outcome_key(item, case)
+        except InfrastructureError:
+            return
+        self.memo.remember(case, _check_name(item), key, files, outcome)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(
@@ -137,6 +201,8 @@ class CanarySession:
         """A check's drift is shown as its message alone: the finding, not a traceback;
         canary's own errors are one line too (see :mod:`canary.plugin.endofrun`)."""
         report = yield
+        if call.when == "call":
+            self._remember(item, call)
         if report.failed and call.excinfo is not None and call.excinfo.errisinstance(CheckDrift):
             report.longrepr = str(call.excinfo.value)
         elif report.failed and call.excinfo is not None:
@@ -156,6 +222,7 @@ class CanarySession:
     def pytest_sessionfinish(self, session: pytest.Session) -> Generator[None, None, None]:
         """An xdist worker hands its counters over (before xdist sends them); the
         controller prints canary's verdict after everything else, pytest's counts included."""
+        self.memo.save()
         if hasattr(self.config, "workerinput"):
             self.config.workeroutput["canary_stats"] = self.stats.as_dict()
         yield
@@ -178,6 +245,30 @@ class CanarySession:
             fetch_threads=self.run.workspace.workers,
             workers=self.workers_reported,
         )
+
+
+@dataclass(frozen=True)
+class Remembered:
+    """What the ``upstream`` fixture gives a check whose outcome on the case is
+    remembered: the call gives the outcome again and never runs the check."""
+
+    case: Case
+    outcome: Outcome
+
+
+def _check_name(item: pytest.Item) -> str:
+    """The check an item runs, whatever its case: its node id without the parameters."""
+    return item.nodeid.partition("[")[0]
+
+
+def _judging(config: pytest.Config) -> str:
+    """The options that change how a check's failure reads: pytest's assertion rewriting
+    and how much of a failed plain ``assert`` it explains."""
+    if hasattr(pytest.Config, "VERBOSITY_ASSERTIONS"):  # pytest 8.0 on
+        verbosity = config.get_verbosity(pytest.Config.VERBOSITY_ASSERTIONS)
+    else:
+        verbosity = config.option.verbose
+    return f"assert={config.option.assertmode} verbosity={verbosity}"
 
 
 # A test that takes ``upstream`` without ``@check``: every release, no files declared
