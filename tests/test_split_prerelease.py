@@ -59,6 +59,16 @@ def test_a_dev_build_still_on_the_old_side_passes_and_says_so(project, tmp_path)
     )
 
 
+def test_a_second_run_keeps_the_note(project, tmp_path):  # noqa: F811
+    project.makepyfile(test_toy=MOVED)
+    checkout = tree(tmp_path / "checkout", "2.0.0.dev0", old=True)
+    for _ in range(2):  # the second run may answer from what the first remembered
+        run(project, f"--canary-local=toy={checkout}", "--canary-json", "r.json")
+        new_side = cases(project)["test_engine_takes_steps"]
+        assert new_side["outcome"] == "pass"
+        assert "still on the old side of the split" in new_side["message"]
+
+
 def test_the_report_says_which_side_matched(project, tmp_path, capsys):  # noqa: F811
     project.makepyfile(test_toy=MOVED)
     checkout = tree(tmp_path / "checkout", "2.0.0.dev0", old=True)
