@@ -22,14 +22,12 @@ from canary.report.results import EXIT_CLEAR, EXIT_DRIFT, EXIT_INFRASTRUCTURE
 from canary.report.verdict import CaseError, describe, group_errors
 from canary.run import Run, RunOptions, open_run
 from canary.surface.baseline import Baseline, load_baseline, write_baseline
-from canary.surface.config import SurfaceConfig
-from canary.surface.findings import Absent, Accepts, Finding, findings, model_package
+from canary.surface.findings import Absent, Finding, findings, model_package
 from canary.surface.memo import Memo
-from canary.surface.model import Kind, Outcome, Reference, Resolved, SurfaceResult, Target
+from canary.surface.model import Kind, Outcome, Reference, Resolved, SurfaceResult
+from canary.surface.pipeline import TARGETS_FOLDER, Surface, open_surface
 from canary.surface.resolve import MakeTree, WorkspaceSources, resolve, salt
 from canary.workspace import Case, Workspace
-
-TARGETS_FOLDER = "surface-targets"  # under the cache: wheels of NAME==VERSION targets
 
 
 @dataclass(frozen=True)
@@ -44,16 +42,6 @@ class SurfaceOptions:
     baseline: Path | None = None
     update_baseline: bool = False
     workers: int = 4
-
-
-@dataclass(frozen=True)
-class Surface:
-    """One target's surface: the project, the references it makes, and the misses its
-    configuration accepts (``expected_absent``)."""
-
-    target: Target
-    references: tuple[Reference, ...]
-    accepts: Accepts | None = None
 
 
 @dataclass
@@ -126,44 +114,20 @@ def run_surface(
 
 def _extract(options: SurfaceOptions, run: Run) -> list[Surface]:
     """Each target opened (a wheel of ``NAME==VERSION`` kept under the cache) and its
-    references to the packages in tags.toml."""
-    from canary.surface.extract import extract
-    from canary.surface.targets import open_target
-
+    references to the packages in tags.toml, extracted with its configuration."""
     cache = run.workspace.cache
     download_dir = cache.root / TARGETS_FOLDER if cache is not None else Path(TARGETS_FOLDER)
     upstream = tuple(run.tags.packages)
-    surfaces = []
-    for spec in options.targets:
-        loaded = open_target(
+    return [
+        open_surface(
             spec,
+            upstream=upstream,
             download_dir=download_dir,
             offline=options.offline,
             config=options.config,
-            packages=upstream,
-        )
-        references = extract(
-            loaded.root,
-            loaded.files,
-            upstream=upstream,
-            own_attributes=loaded.config.own_attributes,
-            registries=loaded.config.source_registries,
-            version_parsers=loaded.config.version_parsers,
-        )
-        surfaces.append(Surface(loaded.target, references, _expected_absent(loaded.config)))
-    return surfaces
-
-
-def _expected_absent(config: SurfaceConfig) -> Accepts | None:
-    """The target's ``expected_absent`` entries as an acceptance (None: it has none)."""
-    if not config.expected_absent:
-        return None
-
-    def accepts(reference: Reference, version: str) -> str | None:
-        entry = config.accepted(reference, version)
-        return f"expected_absent in {config.origin}: {entry.reason}" if entry else None
-
-    return accepts
+        ).surface
+        for spec in options.targets
+    ]
 
 
 def check_surfaces(

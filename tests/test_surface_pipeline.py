@@ -1,0 +1,121 @@
+"""One surface pipeline: ``python -m canary surface``, ``pytest --canary-surface`` and
+``surface --uncovered`` read a project with its own ``[tool.canary.surface]`` alike.
+
+The project below needs its configuration twice: its own ``Version`` wrapper gates a patch
+to toy<2 (``version_parsers``), and it hangs ``_cached_loss`` on toy's Trainer itself
+(``own_attributes``). Read with the configuration, nothing it uses is missing inside its
+range; read without (``--config`` of an empty file replaces it), both are findings.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import pytest
+from test_surface_coverage import catalog_markers  # noqa: F401 - autouse: catalog markers
+
+# Imported before pytester snapshots sys.modules (see tests/test_plugin.py).
+import canary.sources.github  # noqa: F401
+from canary import cli
+from canary.plugin import surface as surface_plugin
+
+pytest_plugins = ["pytester"]
+
+TRAINER = b"class Trainer:\n    def compute_loss(self, model, inputs):\n        return 1\n"
+TREES = {
+    "1.0": {"toy/__init__.py": b"__version__ = '1.0'\n", "toy/trainer.py": TRAINER},
+    "2.0": {
+        "toy/__init__.py": b"__version__ = '2.0'\n",
+        "toy/trainer.py": TRAINER.replace(b"compute_loss", b"_compute_loss"),
+    },
+}
+TAGS = """\
+[packages.toy]
+repo = "o/toy"
+package_dir = ""
+floor = "1.0"
+versions = ["1.0", "2.0"]
+"""
+UTILS = """\
+from packaging import version
+
+
+def Version(text):
+    return version.Version(str(text))
+"""
+PATCH = """\
+import toy
+from toy.trainer import Trainer
+
+from proj.utils import Version
+
+
+def compute_loss(self, model, inputs):
+    return 0
+
+
+if Version(toy.__version__) < Version("2.0"):
+    Trainer.compute_loss = compute_loss
+Trainer._cached_loss = None
+"""
+PYPROJECT = """\
+[project]
+name = "proj"
+version = "0.1"
+dependencies = ["toy>=1.0"]
+
+[tool.canary.surface]
+version_parsers = ["proj.utils.Version"]
+own_attributes = ["_cached_*"]
+"""
+SURFACE_MODULE = (Path(surface_plugin.__file__).parents[1] / "checks/test_surface.py").read_text()
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The project under ``proj/``, toy 1.0 and 2.0 kept as wheels, tags.toml, cwd there."""
+    root = pytester.path
+    monkeypatch.setenv("CANARY_CACHE_DIR", str(root / "cache"))
+    for version, files in TREES.items():
+        wheel = root / "cache" / "wheels" / "toy" / f"toy-{version}.whl"
+        wheel.parent.mkdir(parents=True, exist_ok=True)
+        with zipfile.ZipFile(wheel, "w") as archive:
+            for name, content in files.items():
+                archive.writestr(name, content)
+    (root / "tags.toml").write_text(TAGS)
+    (root / "empty.toml").write_text("")
+    package = root / "proj" / "proj"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "utils.py").write_text(UTILS)
+    (package / "patch.py").write_text(PATCH)
+    (root / "proj" / "pyproject.toml").write_text(PYPROJECT)
+    return root
+
+
+def command(*args: str) -> int:
+    return cli.main(["surface", "proj", "--offline", *args])
+
+
+def test_the_command_the_plugin_and_the_listing_read_the_configuration_alike(
+    project, pytester, capsys
+):
+    # The command: clear with the project's configuration, two findings without.
+    assert command() == 0
+    assert command("--config", "empty.toml") == 1
+    assert "2 reference(s) missing" in capsys.readouterr().err
+
+    # The listing: the project's own attribute is no upstream reference.
+    assert command("--uncovered") == 0
+    assert "_cached_loss" not in capsys.readouterr().out
+    assert command("--uncovered", "--config", "empty.toml") == 0
+    assert "toy.trainer.Trainer._cached_loss" in capsys.readouterr().out
+
+    # The plugin: toy 2.0 passes, as the command judged it.
+    pytester.makepyfile(test_surface=SURFACE_MODULE)
+    result = pytester.runpytest_subprocess(
+        *("-p", "no:cacheprovider", "--rootdir", str(project), "--canary-offline"),
+        *("--canary-surface", "proj", "-k", "proj-"),
+    )
+    result.assert_outcomes(passed=2)
