@@ -88,7 +88,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from canary.errors import ParseError
-from canary.surface import guards
+from canary.surface import guards, versiontests
 from canary.surface.config import SourceRegistry
 from canary.surface.model import Kind, Match, Reference, Site
 from canary.surface.segments import Definition, Statement, split_module
@@ -373,6 +373,7 @@ class _Project:
         self._trees: dict[str, ast.Module] = {}
         self._exports: dict[str, _Exports] = {}
         self._summaries: dict[int, tuple[Value | None, tuple[str, ...]]] = {}
+        self._helper_calls: dict[tuple, versiontests.Outcome | None] = {}
         self._takes_source: dict[int, bool] = {}
         self._acts_on_objects: dict[int, bool] = {}
         self._lines: dict[str, list[bytes]] = {}
@@ -520,6 +521,21 @@ class _Project:
             walker = _Walker(self, self.path_of[function.module], emit=False)
             self._summaries[key] = walker.summarise(function)
         return self._summaries[key]
+
+    def helper_call(
+        self, function: ProjectFunction, params: Mapping[str, object], depth: int
+    ) -> versiontests.Outcome | None:
+        """A project function called with ``params`` (its parameters' literal values),
+        evaluated as a version test (:mod:`canary.surface.versiontests`); None: too deep."""
+        frozen = tuple(sorted((k, repr(v)) for k, v in params.items()))
+        key = (id(function.definition), frozen)
+        if key not in self._helper_calls:
+            if depth > versiontests.DEPTH:
+                return None
+            self._helper_calls[key] = None  # recursion: nothing known yet
+            walker = _Walker(self, self.path_of[function.module], emit=False)
+            self._helper_calls[key] = walker.evaluate(function, params, depth)
+        return self._helper_calls[key]
 
     def acts_on_objects(self, function: ProjectFunction) -> bool:
         """The function reads a source or sets an attribute (``patch_function(cls,
@@ -865,6 +881,7 @@ class _Walker:
         self.selector: str | None = None
         self.selected: frozenset[str] | None = None
         self.done_test = False  # evaluating the test of an if whose body returns
+        self.helper_depth = 0  # evaluating a version helper called from helpers this deep
 
     # entry points
 
@@ -1011,6 +1028,65 @@ class _Walker:
         self.applying, self.depth, self.function = True, depth, id(node)
         self.block(node.body)
 
+    def evaluate(
+        self, function: ProjectFunction, params: Mapping[str, object], depth: int
+    ) -> versiontests.Outcome:
+        """``function``'s body run as a version test with ``params`` bound."""
+        exports = self.project.exports(self.module)
+        self.module_scope = _Scope(exports.names, exports.values)
+        self.upstream_stars = exports.upstream_stars
+        self.scope = _Scope(parent=self.module_scope)
+        for arg in _arguments(function.node.args):
+            self.scope.names[arg] = None
+        for name, value in params.items():
+            if isinstance(value, str):
+                self.scope.values[name] = Literals((value,))
+        self.helper_depth = depth
+        evaluator = versiontests.Evaluator(self, params, self.project.upstream, self.helper_outcome)
+        return evaluator.block(function.node.body)
+
+    def helper_outcome(self, node: ast.Call) -> versiontests.Outcome | None:
+        """A call of a project function, as a version test; None: no project function."""
+        function = self._callee(node)
+        if not isinstance(function, ProjectFunction):
+            return None
+        helper = _Walker(self.project, self.project.path_of[function.module], emit=False)
+        exports = self.project.exports(function.module)
+        helper.module_scope = helper.scope = _Scope(exports.names, exports.values)
+        params = versiontests.bind_arguments(
+            function.node, node, self.constant_of, helper.constant_of
+        )
+        if params is None:
+            return None
+        return self.project.helper_call(function, params, self.helper_depth + 1)
+
+    def call_gate(self, node: ast.Call) -> guards.VersionGate | None:
+        outcome = self.helper_outcome(node)
+        return None if outcome is None else outcome.value.gate
+
+    def returns_where(self, node: ast.Call) -> guards.Window | None:
+        """Where a called check returns instead of raising (None: everywhere, or unread)."""
+        evaluator = versiontests.Evaluator(self, {}, self.project.upstream, self.helper_outcome)
+        returns = evaluator.check(node)
+        return None if returns is None else returns.true
+
+    def constant_of(self, node: ast.expr) -> object:
+        value = self.literal(node)
+        if value is _NOT_LITERAL or isinstance(value, (tuple, list, dict)):
+            return versiontests.NOT_CONSTANT
+        return value
+
+    def callee_of(self, node: ast.Call) -> tuple[str, object] | None:
+        binding = self._callee(node)
+        if isinstance(binding, ProjectFunction):
+            return ("helper", binding)
+        if isinstance(binding, Upstream):
+            return ("upstream", binding.path)
+        return None
+
+    def run_assignment(self, node: ast.stmt) -> None:
+        self.statement(node)
+
     def summarise(self, function: ProjectFunction) -> tuple[Value | None, tuple[str, ...]]:
         exports = self.project.exports(self.module)
         self.module_scope = _Scope(exports.names, exports.values)
@@ -1038,6 +1114,11 @@ class _Walker:
         saved = (self.guarded, self.present, self.selected, self.window)
         for node in statements:
             self.statement(node)
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+                # check_version("trl>=0.9"): what follows runs only where it returned
+                returns = self.returns_where(node.value)
+                if returns is not None:
+                    self.window &= returns
             if isinstance(node, ast.If) and guards.exits(node.body):
                 # what follows runs only where the test failed
                 if guards.exits(node.body, silently=True) and guards.is_guard_test(node.test):

@@ -229,7 +229,9 @@ def version_fact(node: ast.expr, names: Names) -> InstalledVersion | VersionGate
     return VersionGate(true, false) if true is not None or false is not None else None
 
 
-def version_window(test: ast.expr, names: Names, *, positive: bool = True) -> Window | None:
+def version_window(  # noqa: PLR0911 - one return per form of test
+    test: ast.expr, names: Names, *, positive: bool = True
+) -> Window | None:
     """The releases where ``test`` is ``positive``, or None where that cannot be read as one
     window. A conjunction keeps the parts it can read: the branch runs on a subset of
     each part's window, so the window it gets is never too narrow."""
@@ -246,6 +248,10 @@ def version_window(test: ast.expr, names: Names, *, positive: bool = True) -> Wi
         fact = names.version_of(test)
         if isinstance(fact, VersionGate):
             return fact.true if positive else fact.false
+    if isinstance(test, ast.Call):
+        gate = names.call_gate(test)
+        if gate is not None:
+            return gate.true if positive else gate.false
     return None
 
 
