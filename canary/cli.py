@@ -155,6 +155,11 @@ def _add_surface(commands: argparse._SubParsersAction) -> None:
         help="[tool.canary.surface] settings from FILE instead of each target's pyproject",
     )
     surface.add_argument(
+        "--strict",
+        action="store_true",
+        help="possible findings (a site canary cannot prove runs there) fail the run too",
+    )
+    surface.add_argument(
         "--tags-file", type=Path, default=Path("tags.toml"), help="default: ./tags.toml"
     )
     listing = surface.add_mutually_exclusive_group()
@@ -225,6 +230,7 @@ def _surface(args: argparse.Namespace) -> int:
         config=args.config,
         baseline=args.baseline,
         update_baseline=args.update_baseline,
+        strict=args.strict,
     )
     surface_run = command.run_surface(options, fmt=args.format)
     if args.output is not None:

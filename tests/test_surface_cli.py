@@ -108,7 +108,7 @@ def test_a_baseline_entry_no_finding_matches_is_named(tmp_path):
 
 def test_json_is_the_contract(tmp_path):
     data = json.loads(render(check(tmp_path, [OLD, NEW]), "json"))
-    assert set(data) == {"targets", "packages", "references"}
+    assert set(data) == {"targets", "packages", "references", "findings"}
     assert data["targets"][0] == {"name": "old", "version": "1", "requires": {"toy": "<2"}}
     assert data["packages"] == {"toy": ["1.0", "2.0"]}
     (reference,) = data["references"]
@@ -120,8 +120,35 @@ def test_json_is_the_contract(tmp_path):
         "guarded": False,
         "versions": {},  # no version test around it: every release
         "at_import": False,
+        "undecided": "",
     }
+    (finding,) = data.pop("findings")  # each finding with its proof
+    assert finding["target"] == "new"
+    assert finding["reference"] == LOSS
+    assert finding["releases"] == ["2.0"]
+    assert finding["confidence"] == "proven"
+    assert finding["why"].endswith("new/patch.py:7 runs on 2.0")
     assert SurfaceResult.from_json(data).to_json() == data
+
+
+def test_a_finding_whose_site_a_test_canary_cannot_evaluate_decides_is_possible(tmp_path):
+    undecided = "runs only where is_new_version() allows, which canary cannot evaluate"
+    site = Site("maybe/patch.py", 4, undecided=undecided)
+    maybe = Surface(
+        Target("maybe", "1", {"toy": ">=1"}), (Reference("toy", LOSS, Kind.PATCH, (site,)),)
+    )
+    run = check(tmp_path, [maybe])
+    (finding,) = run.findings
+    assert (finding.confidence, finding.possible) == ("possible", undecided)
+    assert run.exit_status == 0  # reported, never counted
+    assert "1 possible finding(s)" in verdict(run)[-1]
+    assert json.loads(render(run, "json"))["findings"][0]["confidence"] == "possible"
+    run.strict = True
+    assert run.exit_status == 1
+    # Beside a site that certainly runs, it is proven.
+    both = Surface(maybe.target, (Reference("toy", LOSS, Kind.PATCH, (site, Site("m/p.py", 9))),))
+    (finding,) = check(tmp_path, [both]).findings
+    assert finding.confidence == "proven"
 
 
 def test_update_baseline_needs_the_file_to_write(capsys):
@@ -202,7 +229,14 @@ def test_the_command_finds_a_patch_target_upstream_renamed(project, capsys):
     patch = next(r for r in data["references"] if r["kind"] == "patch")
     assert patch["target"] == LOSS
     assert patch["sites"] == [
-        {"path": "proj/patch.py", "line": 8, "guarded": False, "versions": {}, "at_import": True}
+        {
+            "path": "proj/patch.py",
+            "line": 8,
+            "guarded": False,
+            "versions": {},
+            "at_import": True,
+            "undecided": "",
+        }
     ]
     assert patch["outcomes"] == {"1.0": "ok", "2.0": "missing"}
     assert "_compute_loss" in patch["why"]["2.0"]

@@ -168,3 +168,33 @@ def test_a_mandatory_check_that_raises_gates_what_follows_llamafactory_style(tmp
     ]
     # Not mandatory: DISABLE_VERSION_CHECK=1 skips the check, so it runs everywhere.
     assert windows(refs, Kind.IMPORT, f"{llama}.LlamaSdpaAttention") == [{}]
+
+
+def test_a_version_helper_it_cannot_read_makes_its_sites_undecided(tmp_path):
+    refs = surface(
+        tmp_path,
+        {
+            "vp/__init__.py": "",
+            "vp/compat.py": COMPAT,
+            "vp/patch.py": f"""\
+                import transformers
+                from vp.compat import is_new, is_transformers_version_in_range
+
+                def apply(low):
+                    if is_transformers_version_in_range(min_version=low):
+                        from {QWEN} import B
+                    if is_transformers_version_in_range(min_version="4.54.0"):
+                        from {QWEN} import D
+                    if is_new(transformers.__version__):
+                        from {QWEN} import A
+            """,
+        },
+    )
+
+    def undecided(name: str) -> str:
+        (found,) = [r for r in refs if r.target == f"{QWEN}.{name}"]
+        return found.sites[0].undecided
+
+    assert "is_transformers_version_in_range(min_version=low)" in undecided("B")
+    assert undecided("D") == ""  # read: a window, decided
+    assert undecided("A") == ""  # no version helper by name: the site runs, as before

@@ -109,7 +109,8 @@ def default_engine() -> Engine:
         selected: Collection[Case] | None,
     ) -> Mapping[Key, tuple[str, ...]]:
         run = command.check_surfaces([surface], workspace, cases_of, decide_only=selected)
-        return {finding.reference.key: finding.new for finding in run.findings}
+        # a possible finding (canary cannot prove its site runs) fails no case
+        return {f.reference.key: f.new for f in run.findings if not f.possible}
 
     return Engine(open_target, extract, resolve_case, locate, judge)
 

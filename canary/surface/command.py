@@ -41,6 +41,7 @@ class SurfaceOptions:
     config: Path | None = None  # instead of each target's [tool.canary.surface]
     baseline: Path | None = None
     update_baseline: bool = False
+    strict: bool = False  # possible findings fail the run too
     workers: int = 4
 
 
@@ -58,9 +59,16 @@ class SurfaceRun:
     decided: int = 0  # outcomes looked up afresh
     text: str = ""  # the rendered report
 
+    strict: bool = False  # possible findings fail the run too
+
     @property
     def failing(self) -> tuple[Finding, ...]:
-        return tuple(f for f in self.findings if f.fails)
+        return tuple(f for f in self.findings if f.fails or (self.strict and f.new))
+
+    @property
+    def possible(self) -> tuple[Finding, ...]:
+        """Findings on releases inside the range that canary cannot prove run there."""
+        return tuple(f for f in self.findings if f.new and f.possible)
 
     @property
     def exit_status(self) -> int:
@@ -107,6 +115,7 @@ def run_surface(
     finally:
         run.close()
     surface_run.seconds = {"extract": extracted, **surface_run.seconds, "render": rendered}
+    surface_run.strict = options.strict
     if options.update_baseline and options.baseline is not None:
         write_baseline(options.baseline, surface_run.result.packages, surface_run.findings)
     return surface_run
@@ -278,6 +287,12 @@ def verdict(surface_run: SurfaceRun) -> list[str]:
         lines.append(
             "canary: all clear" + (f" ({accepted:,} accepted finding(s))" if accepted else "")
         )
+    possible = surface_run.possible
+    if possible and not surface_run.strict:
+        lines.append(
+            f"canary: {len(possible):,} possible finding(s): missing inside the range where "
+            "canary cannot prove the site runs; not counted (--strict counts them)"
+        )
     excused = [f for f in surface_run.findings if f.excused]
     if excused:
         lines.append(
@@ -302,7 +317,9 @@ def render(surface_run: SurfaceRun, fmt: str, *, sources: WorkspaceSources | Non
     """The run in ``fmt``: ``json`` is the contract (:meth:`SurfaceResult.to_json`); the
     others are :mod:`canary.surface.report`'s, or the plain summary where it is absent."""
     if fmt == "json":
-        return json.dumps(surface_run.result.to_json(), indent=1) + "\n"
+        data = surface_run.result.to_json()
+        data["findings"] = [f.to_json() for f in surface_run.findings if f.new]
+        return json.dumps(data, indent=1) + "\n"
     try:
         from canary.surface.report import render as render_report
     except ImportError:  # the reports are built beside this command

@@ -210,6 +210,8 @@ class ProjectFunction:
 
 
 Binding = Upstream | Stdlib | ProjectModule | ProjectFunction
+# A project function whose name says it tests versions or requirements.
+_VERSION_HELPER = re.compile(r"version|require|_v\d", re.IGNORECASE)
 _UNBOUND = object()  # a name no scope binds (None: bound, to something extraction ignores)
 
 
@@ -231,6 +233,7 @@ class Use:
     stash: str | None = None  # X._orig_f = X.f: the original it keeps beside it (X.f)
     constant: bool = False  # set to a literal (True, a name): a marker
     versions: tuple[tuple[str, str], ...] = ()  # the window of the version tests around it
+    undecided: str = ""  # a test around it canary cannot evaluate decides whether it runs
 
 
 @dataclass(frozen=True)
@@ -882,6 +885,7 @@ class _Walker:
         self.selected: frozenset[str] | None = None
         self.done_test = False  # evaluating the test of an if whose body returns
         self.helper_depth = 0  # evaluating a version helper called from helpers this deep
+        self.undecided = ""  # why the current branch may not run: a test not evaluated
 
     # entry points
 
@@ -1070,6 +1074,28 @@ class _Walker:
         returns = evaluator.check(node)
         return None if returns is None else returns.true
 
+    def _undecided(self, node: ast.expr) -> str:
+        """Why a test or check decides where what follows runs and canary cannot say
+        where: a call of a project function named for versions or requirements that was
+        not read as a window (""): none)."""
+        for part in ast.walk(node):
+            if not isinstance(part, ast.Call):
+                continue
+            function = self._callee(part)
+            if not isinstance(function, ProjectFunction):
+                continue
+            if _VERSION_HELPER.search(function.name) is None:
+                continue
+            outcome = self.helper_outcome(part)
+            readable = outcome is not None and (
+                outcome.value.gate is not None or outcome.returns.true is not None
+            )
+            if not readable:
+                call = ast.unparse(part)
+                call = call if len(call) <= 80 else f"{call[:77]}..."
+                return f"runs only where {call} allows, which canary cannot evaluate"
+        return ""
+
     def constant_of(self, node: ast.expr) -> object:
         value = self.literal(node)
         if value is _NOT_LITERAL or isinstance(value, (tuple, list, dict)):
@@ -1111,7 +1137,7 @@ class _Walker:
     # statements
 
     def block(self, statements: list[ast.stmt]) -> None:
-        saved = (self.guarded, self.present, self.selected, self.window)
+        saved = (self.guarded, self.present, self.selected, self.window, self.undecided)
         for node in statements:
             self.statement(node)
             if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
@@ -1119,14 +1145,17 @@ class _Walker:
                 returns = self.returns_where(node.value)
                 if returns is not None:
                     self.window &= returns
+                else:
+                    self.undecided = self.undecided or self._undecided(node.value)
             if isinstance(node, ast.If) and guards.exits(node.body):
+                self.undecided = self.undecided or self._undecided(node.test)
                 # what follows runs only where the test failed
                 if guards.exits(node.body, silently=True) and guards.is_guard_test(node.test):
                     self.guarded += 1
                 self.present |= self._present(node.test, positive=False)
                 self.selected = self._narrowed(node.test, positive=False)
                 self.window &= self._window(node.test, positive=False)
-        self.guarded, self.present, self.selected, self.window = saved
+        self.guarded, self.present, self.selected, self.window, self.undecided = saved
 
     def statement(self, node: ast.stmt, *, nested: bool = True) -> None:
         """One statement; ``nested`` False: the module-level binding pass, which enters
@@ -1248,6 +1277,8 @@ class _Walker:
             self.done_test = False
         guard = guards.is_guard_test(node.test)
         saved = (self.present, self.selected, self.window)
+        undecided = self.undecided
+        self.undecided = undecided or self._undecided(node.test)
         self.guarded += guard
         self.conditional += 1
         self.present = saved[0] | self._present(node.test, positive=True)
@@ -1260,6 +1291,7 @@ class _Walker:
         self.window = saved[2] & self._window(node.test, positive=False)
         self.body(node.orelse, nested)
         self.present, self.selected, self.window = saved
+        self.undecided = undecided
         self.conditional -= 1
         self.guarded -= guard
 
@@ -2125,6 +2157,7 @@ class _Walker:
                 stash=stash,
                 constant=constant,
                 versions=self.window.specifiers(),
+                undecided=self.undecided,
             )
         )
 
@@ -2292,7 +2325,14 @@ def _merge(uses: Iterable[Use]) -> tuple[Reference, ...]:
     merged: dict[tuple[str, str, str, str | None], Reference] = {}
     for use in uses:
         package = use.target.split(".", 1)[0]
-        site = Site(use.path, use.line, use.guarded, use.versions, at_import=use.scope == 0)
+        site = Site(
+            use.path,
+            use.line,
+            use.guarded,
+            use.versions,
+            at_import=use.scope == 0,
+            undecided=use.undecided,
+        )
         reference = Reference(package, use.target, use.kind, (site,), use.anchor, use.match)
         key = reference.key
         merged[key] = merged[key].merged(reference) if key in merged else reference

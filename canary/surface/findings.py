@@ -33,7 +33,7 @@ Two narrowings, each exactly as wide as its reason:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
@@ -64,6 +64,14 @@ class Finding:
     since: str | None = None  # the first release checked where it is ok (None: none is)
     excused: Mapping[str, str] = field(default_factory=dict)  # came later, not counted -> why
     gated: tuple[str, ...] = ()  # missing inside the range where no site runs: never held
+    # why it is only *possible*: every site that runs there may not (a test canary cannot
+    # evaluate decides); "": proven, the site runs there
+    possible: str = ""
+
+    @property
+    def confidence(self) -> str:
+        """``proven`` (counted) or ``possible`` (reported, counted only with --strict)."""
+        return "possible" if self.possible else "proven"
 
     @property
     def new(self) -> tuple[str, ...]:
@@ -76,7 +84,23 @@ class Finding:
 
     @property
     def fails(self) -> bool:
-        return bool(self.new)
+        """Proven and not accepted on some release: it fails the run."""
+        return bool(self.new) and not self.possible
+
+    def to_json(self) -> dict[str, object]:
+        ref = self.reference
+        return {
+            "target": self.target,
+            "package": ref.package,
+            "reference": ref.target,
+            "kind": ref.kind.value,
+            "anchor": ref.anchor,
+            "releases": list(self.new),
+            "accepted": dict(self.accepted),
+            "excused": dict(self.excused),
+            "confidence": self.confidence,
+            "why": self.possible or _proof(self),
+        }
 
     @property
     def came_later(self) -> tuple[str, ...]:
@@ -129,6 +153,9 @@ def findings(
         excused = {v: why for v in finding.came_later if (why := _excused(finding, v, absent))}
         if excused:
             finding = Finding(target.name, reference, missing, accepted, since, excused, gated)
+        possible = _undecided(finding)
+        if possible:
+            finding = replace(finding, possible=possible)
         found.append(finding)
     return tuple(found)
 
@@ -163,6 +190,31 @@ def _excused(finding: Finding, version: str, absent: Absent | None) -> str | Non
     if any(site.at_import and not site.guarded for site in running):
         return None  # imported with its module: fails for every user of the release
     return f"{package} is not in the release: none of its users runs that model"
+
+
+def _undecided(finding: Finding) -> str:
+    """Why a miss is only possible: every site that runs on its releases sits where a
+    test canary cannot evaluate decides whether it runs ("": some site certainly runs)."""
+    reference = finding.reference
+    running = [
+        site
+        for site in reference.sites
+        if any(site.runs_on(reference.package, v) for v in finding.new)
+    ]
+    if running and all(site.undecided for site in running):
+        return running[0].undecided
+    return ""
+
+
+def _proof(finding: Finding) -> str:
+    """What makes a counted finding true: upstream lacks it there, and a site runs there."""
+    if not finding.new:
+        return ""
+    first = finding.new[0]
+    reference = finding.reference
+    site = next(s for s in reference.sites if s.runs_on(reference.package, first))
+    lacks = finding.missing.get(first) or f"{reference.package} {first} lacks it"
+    return f"{lacks}; {site.path}:{site.line} runs on {first}"
 
 
 def _older(label: str, than: str) -> bool:

@@ -7,7 +7,7 @@ a :class:`SurfaceResult` holds both and reads/writes the JSON other tools rely o
     {"targets": [{"name", "version", "requires": {pkg: specifier}}],
      "packages": {pkg: [versions checked]},
      "references": [{"package", "target", "kind", "anchor", "sites": [{"path", "line",
-                     "guarded", "versions", "at_import"}],
+                     "guarded", "versions", "at_import", "undecided"}],
                      "outcomes": {version: "ok" | "missing" | "unknown"}}]}
 """
 
@@ -79,6 +79,9 @@ class Site:
     guarded: bool = False
     versions: tuple[tuple[str, str], ...] = ()  # (package, "op version[,op version...]")
     at_import: bool = False
+    # why canary cannot tell where it runs: a test it cannot evaluate decides (a project
+    # helper named for versions it cannot read); "": decided
+    undecided: str = ""
 
     def runs_on(self, package: str, label: str) -> bool:
         """Whether the site can run on release ``label`` of ``package``: every bound of its
@@ -98,6 +101,7 @@ class Site:
             "guarded": self.guarded,
             "versions": dict(self.versions),
             "at_import": self.at_import,
+            "undecided": self.undecided,
         }
 
     @classmethod
@@ -109,6 +113,7 @@ class Site:
             bool(data["guarded"]),
             window,
             bool(data.get("at_import", False)),
+            str(data.get("undecided") or ""),
         )
 
 

@@ -56,7 +56,8 @@ HARD = "hard"
 SILENT = "silent"
 LATER = "later"
 REST = "rest"
-SECTIONS = (HARD, SILENT, LATER, REST)
+POSSIBLE = "possible"
+SECTIONS = (HARD, SILENT, LATER, POSSIBLE, REST)
 
 ReferenceKey = tuple[str, str, str, str | None]  # Reference.key
 
@@ -112,6 +113,7 @@ class Entry:
     diffs: tuple[AnchorDiff, ...] = ()
     since: str | None = None  # came later: the first release that has it
     excused: dict[str, str] | None = None  # came later, not counted: release -> why
+    possible: str = ""  # why a miss inside the range is only possible (POSSIBLE)
 
     @property
     def reference(self) -> Reference:
@@ -205,6 +207,7 @@ def build(
     later = {(f.reference.key, v) for f in found for v in f.came_later}
     since = {f.reference.key: f.since for f in found if f.came_later}
     excused = {(f.reference.key, v): why for f in found for v, why in f.excused.items()}
+    possible = {f.reference.key: f.possible for f in found if f.possible and f.new}
     pins = own_pins(result)
     entries, fine = [], 0
     for resolved in result.references:
@@ -216,7 +219,9 @@ def build(
             fine += 1
             continue
         removed = [v for v in held if (reference.key, v) not in later]
-        if removed:
+        if reference.key in possible:
+            section = POSSIBLE
+        elif removed:
             section = SILENT if silent(reference) else HARD
         else:
             section = LATER if came_later else REST
@@ -227,7 +232,17 @@ def build(
         pinned = tuple(v for v in held if v in pins.get(reference.package, ()))
         waived = {v: excused[reference.key, v] for v in came_later if (reference.key, v) in excused}
         entries.append(
-            Entry(resolved, section, spans, held, pinned, diffs, since.get(reference.key), waived)
+            Entry(
+                resolved,
+                section,
+                spans,
+                held,
+                pinned,
+                diffs,
+                since.get(reference.key),
+                waived,
+                possible.get(reference.key, ""),
+            )
         )
     entries.sort(key=lambda entry: _reading_order(result, entry))
     return SurfaceReport(result, tuple(entries), fine)
@@ -346,6 +361,7 @@ def summary(report: SurfaceReport) -> str:
             (HARD, "hard break(s)"),
             (SILENT, "silent break(s)"),
             (LATER, "came later than the declared floor"),
+            (POSSIBLE, "possible"),
         )
     )
     others = len(report.section(REST))
@@ -400,6 +416,10 @@ def why(entry: Entry) -> str | None:
 _TITLES = {
     HARD: "Hard breaks inside the declared range",
     SILENT: "Silent breaks inside the declared range (the patch silently does nothing)",
+    POSSIBLE: (
+        "Possible findings (missing inside the declared range, but whether the site runs "
+        "there depends on a test canary cannot evaluate: not counted unless --strict)"
+    ),
     LATER: (
         "Came later than the declared floor (the project needs a newer upstream for "
         "these: raise the floor, or guard the use)"
@@ -441,6 +461,8 @@ def terminal(report: SurfaceReport) -> str:
             out.append(f"  used at {sites(reference)}")
             if (text := later_text(entry)) is not None:
                 out.append(f"  {text}")
+            if entry.possible:
+                out.append(f"  possible: {entry.possible}")
             out.append(f"  {spans_text(entry)}")
             if (text := why(entry)) is not None:
                 out.append(f"  upstream: {text}")
