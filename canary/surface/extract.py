@@ -1074,10 +1074,11 @@ class _Walker:
         returns = evaluator.check(node)
         return None if returns is None else returns.true
 
-    def _undecided(self, node: ast.expr) -> str:
+    def _undecided(self, node: ast.expr, *, check: bool = False) -> str:
         """Why a test or check decides where what follows runs and canary cannot say
         where: a call of a project function named for versions or requirements that was
-        not read as a window (""): none)."""
+        not read as a window (""): none); ``check``: a call made as a statement, where
+        what matters is whether it returns, not its value."""
         for part in ast.walk(node):
             if not isinstance(part, ast.Call):
                 continue
@@ -1087,9 +1088,8 @@ class _Walker:
             if _VERSION_HELPER.search(function.name) is None:
                 continue
             outcome = self.helper_outcome(part)
-            readable = outcome is not None and (
-                outcome.value.gate is not None or outcome.returns.true is not None
-            )
+            cond = None if outcome is None else outcome.returns if check else outcome.value
+            readable = cond is not None and (cond.constant is not None or cond.gate is not None)
             if not readable:
                 call = ast.unparse(part)
                 call = call if len(call) <= 80 else f"{call[:77]}..."
@@ -1146,7 +1146,7 @@ class _Walker:
                 if returns is not None:
                     self.window &= returns
                 else:
-                    self.undecided = self.undecided or self._undecided(node.value)
+                    self.undecided = self.undecided or self._undecided(node.value, check=True)
             if isinstance(node, ast.If) and guards.exits(node.body):
                 self.undecided = self.undecided or self._undecided(node.test)
                 # what follows runs only where the test failed
