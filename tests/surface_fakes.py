@@ -34,7 +34,7 @@ class FakeTree:
         self.import_name = import_name
         self.load = load
 
-    def lookup(self, dotted: str, *, bound_only: bool = False) -> FakeLookup:
+    def lookup(self, dotted: str, *, bound_only: bool = False) -> FakeLookup:  # noqa: PLR0911
         # bound_only: the real tree may skip parsing; a fake has nothing to skip.
         FakeTree.lookups.append(dotted)
         parts = dotted.split(".")
@@ -47,8 +47,13 @@ class FakeTree:
                 rest = parts[cut:]
                 if not rest:
                     return FakeLookup(True, path, None, "module")
-                if rest[0] in module.imports and module.imports[rest[0]].module == "torch":
+                imported = module.imports.get(rest[0])
+                if imported is not None and imported.module == "torch":
                     return FakeLookup(None, path, rest[0], why=f"{rest[0]} leaves {stem}")
+                if imported is not None and (imported.module or "").startswith("."):
+                    # a re-export inside the package: followed (absolute, one level up)
+                    source = imported.module.lstrip(".").split(".")
+                    return self.lookup(".".join([parts[0], *source, imported.imported, *rest[1:]]))
                 try:
                     found = module.find(".".join(rest))
                 except Drift as exc:

@@ -298,9 +298,9 @@ GEMMA4_FORWARD = "transformers.models.gemma4.modeling_gemma4.Gemma4ForCausalLM.f
 LLAMA_NEW = "transformers.models.llama.modeling_llama.LlamaNew"
 
 
-def check_models(tmp_path, *references: Reference) -> SurfaceRun:
-    ws = workspace(tmp_path, MODELS)
-    cases = {"transformers": [Case("transformers", label, "index") for label in MODELS]}
+def check_models(tmp_path, *references: Reference, trees=MODELS) -> SurfaceRun:
+    ws = workspace(tmp_path, trees)
+    cases = {"transformers": [Case("transformers", label, "index") for label in trees]}
     project = Surface(Target("proj", "1", {"transformers": ">=1.0"}), references)
     return check_surfaces([project], ws, cases.__getitem__, make_tree=FakeTree)
 
@@ -338,3 +338,31 @@ def test_a_came_later_miss_that_runs_on_the_floor_fails(tmp_path, reference):
     assert (finding.came_later, finding.new, finding.excused) == (("1.0",), ("1.0",), {})
     assert run.exit_status == 1
     assert "needs transformers>=2.0; counts on 1.0: fails the run" in render(run, "terminal")
+
+
+GEMMA4_TOP = {
+    **MODELS["2.0"],
+    "transformers/__init__.py": b"from .models.gemma4.modeling_gemma4 import Gemma4ForCausalLM\n"
+    b"from .trainer_new import NewTrainer\n",
+    "transformers/trainer_new.py": b"class NewTrainer:\n    pass\n",
+}
+
+
+@pytest.mark.parametrize(
+    ("target", "counted"),
+    [
+        # exported at the top level, defined in models/gemma4, which 1.0 lacks: excused
+        ("transformers.Gemma4ForCausalLM", False),
+        ("transformers.Gemma4ForCausalLM.forward", False),
+        # exported at the top level, defined outside any model package: a real miss
+        ("transformers.NewTrainer", True),
+    ],
+)
+def test_a_top_level_name_of_a_model_the_floor_lacks_came_later(tmp_path, target, counted):
+    trees = {"1.0": MODELS["1.0"], "2.1": GEMMA4_TOP}
+    run = check_models(tmp_path, in_function(target), trees=trees)
+    (finding,) = run.findings
+    assert finding.since == "2.1"
+    assert finding.fails is counted
+    if not counted:
+        assert "transformers.models.gemma4 is not in the release" in finding.excused["1.0"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -167,7 +167,6 @@ def check_surfaces(
         on_error=lambda case, exc: errors.append((case, exc)),
         decide_only=decide_only,
     )
-    seconds = {"resolve": time.perf_counter() - started}
     # the model packages are asked only to excuse came-later misses: no finding, no output
     helpers = {ref.key for ref in extra}
     resolved = tuple(item for item in everything if item.reference.key not in helpers)
@@ -178,14 +177,31 @@ def check_surfaces(
         for package, listed in cases.items()
     }
     by_key = {item.reference.key: item for item in resolved}
-    found: list[Finding] = []
-    for surface in surfaces:
-        accepts = [a for a in (surface.accepts,) if a is not None]
-        if baseline is not None:
-            accepts.append(baseline.accepts(surface.target.name))
-        # its own sites: where this target's code runs is what holds a miss against it
-        own = (replace(by_key[ref.key], reference=ref) for ref in surface.references)
-        found += findings(own, surface.target, accepts=accepts, absent=absent)
+    found = _decide(surfaces, by_key, absent, baseline)
+    # A came-later class transformers exports at its top level lives in a model package
+    # too (transformers.Gemma3ForConditionalGeneration): where, is read on the release
+    # that first has it, and the package is asked of the others like the rest.
+    sources = WorkspaceSources(workspace, cases, make_tree=make_tree)
+    homes = _model_homes(found, sources, decide_only)
+    if homes:
+        known = {ref.key for ref in references + extra}
+        more = tuple(
+            ref
+            for ref in (Reference("transformers", p, Kind.IMPORT, ()) for p in set(homes.values()))
+            if ref.key not in known
+        )
+        if more:
+            everything += resolve(
+                more,
+                {"transformers": cases["transformers"]},
+                workspace,
+                memo=memo,
+                make_tree=make_tree,
+                on_error=lambda case, exc: None if case in failed else errors.append((case, exc)),
+                decide_only=decide_only,
+            )
+        found = _decide(surfaces, by_key, _absent(everything), baseline, homes)
+    seconds = {"resolve": time.perf_counter() - started}
     result = SurfaceResult(tuple(s.target for s in surfaces), checked, resolved)
     return SurfaceRun(
         result,
@@ -197,6 +213,58 @@ def check_surfaces(
         recalled=memo.hits,
         decided=memo.misses,
     )
+
+
+def _decide(
+    surfaces: Sequence[Surface],
+    by_key: Mapping[tuple, Resolved],
+    absent: Absent,
+    baseline: Baseline | None,
+    homes: Mapping[str, str] | None = None,
+) -> list[Finding]:
+    found: list[Finding] = []
+    for surface in surfaces:
+        accepts = [a for a in (surface.accepts,) if a is not None]
+        if baseline is not None:
+            accepts.append(baseline.accepts(surface.target.name))
+        # its own sites: where this target's code runs is what holds a miss against it
+        own = (replace(by_key[ref.key], reference=ref) for ref in surface.references)
+        found += findings(own, surface.target, accepts=accepts, absent=absent, homes=homes)
+    return found
+
+
+def _model_homes(
+    found: Sequence[Finding], sources: WorkspaceSources, readable: Collection[Case] | None
+) -> dict[str, str]:
+    """Top-level transformers names of came-later findings still counted, each with the
+    model package that defines it on the first release that has it (read there)."""
+    homes: dict[str, str] = {}
+    for finding in found:
+        reference = finding.reference
+        parts = reference.target.split(".")
+        if (
+            not finding.fails
+            or not finding.came_later
+            or finding.since is None
+            or reference.package != "transformers"
+            or model_package(reference.target) is not None
+            or len(parts) < 2
+        ):
+            continue
+        name = ".".join(parts[:2])
+        if name in homes:
+            continue
+        case = sources.cases.get(("transformers", finding.since))
+        if case is None or (readable is not None and case not in readable):
+            continue
+        subject = sources.locate(Reference("transformers", name, Kind.IMPORT, ()), finding.since)
+        if subject is None:
+            continue
+        module = subject.path.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+        package = model_package(module)
+        if package is not None:
+            homes[name] = package
+    return homes
 
 
 def _model_packages(references: Sequence[Reference]) -> tuple[Reference, ...]:

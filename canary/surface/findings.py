@@ -122,6 +122,7 @@ def findings(
     *,
     accepts: Sequence[Accepts] = (),
     absent: Absent | None = None,
+    homes: Mapping[str, str] | None = None,
 ) -> tuple[Finding, ...]:
     """The findings of ``target`` among ``resolved`` (its own references, with its own
     sites): one per reference missing somewhere inside its range; ``accepts`` are asked in
@@ -150,7 +151,10 @@ def findings(
                 accepted[version] = reason
         since = next((v for v, o in item.outcomes.items() if o is Outcome.OK), None)
         finding = Finding(target.name, reference, missing, accepted, since, gated=gated)
-        excused = {v: why for v in finding.came_later if (why := _excused(finding, v, absent))}
+        home = _home(reference.target, homes)
+        excused = {
+            v: why for v in finding.came_later if (why := _excused(finding, v, absent, home))
+        }
         if excused:
             finding = Finding(target.name, reference, missing, accepted, since, excused, gated)
         possible = _undecided(finding)
@@ -175,7 +179,18 @@ def model_package(target: str) -> str | None:
     return ".".join(parts[:3])
 
 
-def _excused(finding: Finding, version: str, absent: Absent | None) -> str | None:
+def _home(target: str, homes: Mapping[str, str] | None) -> str | None:
+    """The model package ``target`` lies in: by its path, or where the top-level name it
+    starts with is defined (``homes``: ``transformers.Gemma3Model`` -> its package)."""
+    package = model_package(target)
+    if package is not None or not homes:
+        return package
+    return homes.get(".".join(target.split(".")[:2]))
+
+
+def _excused(
+    finding: Finding, version: str, absent: Absent | None, package: str | None
+) -> str | None:
     """Why a came-later miss on ``version`` does not count (None: it does)."""
     reference = finding.reference
     running = [site for site in reference.sites if site.runs_on(reference.package, version)]
@@ -184,7 +199,6 @@ def _excused(finding: Finding, version: str, absent: Absent | None) -> str | Non
             "every site that runs there is guarded: the project expects it absent before "
             f"{finding.since}"
         )
-    package = model_package(reference.target)
     if package is None or absent is None or not absent(package, version):
         return None
     if any(site.at_import and not site.guarded for site in running):
