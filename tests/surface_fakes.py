@@ -29,6 +29,7 @@ class FakeTree:
     package through a name the module imports (unknown)."""
 
     lookups: list[str]  # shared by every tree of a test: how many lookups really ran
+    follows = False  # whether a name re-exported from inside the package is followed
 
     def __init__(self, import_name: str, load) -> None:
         self.import_name = import_name
@@ -50,7 +51,11 @@ class FakeTree:
                 imported = module.imports.get(rest[0])
                 if imported is not None and imported.module == "torch":
                     return FakeLookup(None, path, rest[0], why=f"{rest[0]} leaves {stem}")
-                if imported is not None and (imported.module or "").startswith("."):
+                if (
+                    self.follows
+                    and imported is not None
+                    and (imported.module or "").startswith(".")
+                ):
                     # a re-export inside the package: followed (absolute, one level up)
                     source = imported.module.lstrip(".").split(".")
                     return self.lookup(".".join([parts[0], *source, imported.imported, *rest[1:]]))
@@ -62,6 +67,12 @@ class FakeTree:
                     return FakeLookup(True, path, found.qualname, "function", function=found)
                 return FakeLookup(True, path, found.qualname, "class", cls=found)
         return FakeLookup(False, why=f"no module for {dotted}")
+
+
+class ReexportingTree(FakeTree):
+    """A fake tree that follows ``from .models.x.modeling_x import X`` re-exports."""
+
+    follows = True
 
 
 class Source:

@@ -7,7 +7,7 @@ import json
 import zipfile
 
 import pytest
-from surface_fakes import FakeTree, workspace
+from surface_fakes import FakeTree, ReexportingTree, workspace
 
 from canary import cli
 from canary.surface.baseline import load_baseline, write_baseline
@@ -298,11 +298,11 @@ GEMMA4_FORWARD = "transformers.models.gemma4.modeling_gemma4.Gemma4ForCausalLM.f
 LLAMA_NEW = "transformers.models.llama.modeling_llama.LlamaNew"
 
 
-def check_models(tmp_path, *references: Reference, trees=MODELS) -> SurfaceRun:
+def check_models(tmp_path, *references: Reference, trees=MODELS, tree=FakeTree) -> SurfaceRun:
     ws = workspace(tmp_path, trees)
     cases = {"transformers": [Case("transformers", label, "index") for label in trees]}
     project = Surface(Target("proj", "1", {"transformers": ">=1.0"}), references)
-    return check_surfaces([project], ws, cases.__getitem__, make_tree=FakeTree)
+    return check_surfaces([project], ws, cases.__getitem__, make_tree=tree)
 
 
 def in_function(target: str, *, at_import: bool = False) -> Reference:
@@ -360,7 +360,7 @@ GEMMA4_TOP = {
 )
 def test_a_top_level_name_of_a_model_the_floor_lacks_came_later(tmp_path, target, counted):
     trees = {"1.0": MODELS["1.0"], "2.1": GEMMA4_TOP}
-    run = check_models(tmp_path, in_function(target), trees=trees)
+    run = check_models(tmp_path, in_function(target), trees=trees, tree=ReexportingTree)
     (finding,) = run.findings
     assert finding.since == "2.1"
     assert finding.fails is counted

@@ -4,7 +4,8 @@
 The project below needs its configuration twice: its own ``Version`` wrapper gates a patch
 to toy<2 (``version_parsers``), and it hangs ``_cached_loss`` on toy's Trainer itself
 (``own_attributes``). Read with the configuration, nothing it uses is missing inside its
-range; read without (``--config`` of an empty file replaces it), both are findings.
+range; read without (``--config`` of an empty file replaces it), the attribute is a
+finding and the patch under an undeclared ``Version`` a possible one.
 """
 
 from __future__ import annotations
@@ -103,8 +104,12 @@ def test_the_command_the_plugin_and_the_listing_read_the_configuration_alike(
 ):
     # The command: clear with the project's configuration, two findings without.
     assert command() == 0
+    # Without it: the own attribute is a finding, and the patch under the project's own
+    # Version (undeclared) only a possible one.
     assert command("--config", "empty.toml") == 1
-    assert "2 reference(s) missing" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "1 reference(s) missing" in err
+    assert "1 possible finding(s)" in err
 
     # The listing: the project's own attribute is no upstream reference.
     assert command("--uncovered") == 0
