@@ -120,7 +120,6 @@ def test_json_is_the_contract(tmp_path):
         "guarded": False,
         "versions": {},  # no version test around it: every release
         "at_import": False,
-        "undecided": "",
     }
     (finding,) = data.pop("findings")  # each finding with its proof
     assert finding["target"] == "new"
@@ -235,7 +234,6 @@ def test_the_command_finds_a_patch_target_upstream_renamed(project, capsys):
             "guarded": False,
             "versions": {},
             "at_import": True,
-            "undecided": "",
         }
     ]
     assert patch["outcomes"] == {"1.0": "ok", "2.0": "missing"}

@@ -688,3 +688,35 @@ def test_a_string_the_cuts_mistake_for_code_leaves_the_file_parsed_whole(tmp_pat
     assert {(r.target, r.sites[0].line) for r in refs if r.kind is not Kind.IMPORT} == {
         ("transformers.Trainer.real", 8),
     }
+
+
+def test_an_except_import_error_after_upstream_imports_only_is_their_fallback(tmp_path):
+    files = {
+        "proj/__init__.py": "",
+        "proj/ds.py": """\
+            def zero3():
+                try:
+                    from transformers.integrations import is_deepspeed_zero3_enabled
+                except ImportError:
+                    from transformers.deepspeed import is_deepspeed_zero3_enabled
+                return is_deepspeed_zero3_enabled()
+
+            def other():
+                try:
+                    import deepspeed
+                    from transformers.integrations import HfDeepSpeedConfig
+                except ImportError:
+                    from transformers.deepspeed import HfDeepSpeedConfig
+                return HfDeepSpeedConfig
+        """,
+    }
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    refs = {r.target: r for r in extract(tmp_path, sorted(files), upstream=("transformers",))}
+    (site,) = refs["transformers.deepspeed.is_deepspeed_zero3_enabled"].sites
+    assert site.fallback_of == ("transformers.integrations.is_deepspeed_zero3_enabled",)
+    # deepspeed (not upstream) may raise ImportError too: no fallback of upstream alone
+    (site,) = refs["transformers.deepspeed.HfDeepSpeedConfig"].sites
+    assert site.fallback_of == ()

@@ -234,6 +234,7 @@ class Use:
     constant: bool = False  # set to a literal (True, a name): a marker
     versions: tuple[tuple[str, str], ...] = ()  # the window of the version tests around it
     undecided: str = ""  # a test around it canary cannot evaluate decides whether it runs
+    fallback_of: tuple[str, ...] = ()  # runs only where one of these upstream imports fails
 
 
 @dataclass(frozen=True)
@@ -769,6 +770,17 @@ def _registered(nodes: list[ast.AST], aliases: set[str]) -> Iterator[tuple[str, 
                 yield key, item
 
 
+_IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+
+
+def _catches_import_error(handler: ast.ExceptHandler) -> bool:
+    """The handler catches the ImportError a failed import raises."""
+    if handler.type is None:
+        return True
+    types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any(isinstance(t, ast.Name) and t.id in _IMPORT_ERRORS for t in types)
+
+
 def _positional(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
     return [a.arg for a in (*node.args.posonlyargs, *node.args.args)]
 
@@ -886,6 +898,7 @@ class _Walker:
         self.done_test = False  # evaluating the test of an if whose body returns
         self.helper_depth = 0  # evaluating a version helper called from helpers this deep
         self.undecided = ""  # why the current branch may not run: a test not evaluated
+        self.fallback_of: tuple[str, ...] = ()  # in an except ImportError of these imports
 
     # entry points
 
@@ -1301,15 +1314,39 @@ class _Walker:
         self.body(node.body, nested)
         self.guarded -= caught
         self.conditional += 1
+        imports = self._imports_only(node.body)
+        outer = self.fallback_of
         for handler in node.handlers:
             if nested and handler.type is not None:
                 self.expr(handler.type)
             if handler.name:
                 self.scope.names[handler.name] = None
+            if imports and not outer and _catches_import_error(handler):
+                self.fallback_of = imports
             self.body(handler.body, nested)
+            self.fallback_of = outer
         self.body(node.orelse, nested)
         self.conditional -= 1
         self.body(node.finalbody, nested)
+
+    def _imports_only(self, body: list[ast.stmt]) -> tuple[str, ...]:
+        """The upstream targets a ``try`` body imports, when it does nothing else (only
+        their failure can raise ImportError there); () otherwise."""
+        targets: list[str] = []
+        for node in body:
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = self._absolute(node)
+                if base is None or any(alias.name == "*" for alias in node.names):
+                    return ()
+                names = [f"{base}.{alias.name}" for alias in node.names]
+            else:
+                return ()
+            if not all(self.project.is_upstream(name) for name in names):
+                return ()
+            targets += names
+        return tuple(targets)
 
     def s_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, nested: bool) -> None:
         self.scope.names[node.name] = ProjectFunction(self.module, node.name, node)
@@ -2158,6 +2195,7 @@ class _Walker:
                 constant=constant,
                 versions=self.window.specifiers(),
                 undecided=self.undecided,
+                fallback_of=self.fallback_of,
             )
         )
 
@@ -2332,6 +2370,7 @@ def _merge(uses: Iterable[Use]) -> tuple[Reference, ...]:
             use.versions,
             at_import=use.scope == 0,
             undecided=use.undecided,
+            fallback_of=use.fallback_of,
         )
         reference = Reference(package, use.target, use.kind, (site,), use.anchor, use.match)
         key = reference.key

@@ -39,7 +39,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from canary import versions
 from canary.errors import ConfigError
-from canary.surface.model import Outcome, Reference, Resolved, SurfaceResult, Target
+from canary.surface.model import Kind, Outcome, Reference, Resolved, Site, SurfaceResult, Target
 
 # Operators that exclude every newer release, so ``main`` too.
 _UPPER_BOUNDS = ("<", "<=", "==", "===", "~=")
@@ -67,6 +67,7 @@ class Finding:
     # why it is only *possible*: every site that runs there may not (a test canary cannot
     # evaluate decides); "": proven, the site runs there
     possible: str = ""
+    proof: str = ""  # what makes it true: upstream lacks it there, and where a site runs
 
     @property
     def confidence(self) -> str:
@@ -99,7 +100,7 @@ class Finding:
             "accepted": dict(self.accepted),
             "excused": dict(self.excused),
             "confidence": self.confidence,
-            "why": self.possible or _proof(self),
+            "why": self.possible or self.proof,
         }
 
     @property
@@ -130,6 +131,8 @@ def findings(
     absent, so only guarded came-later misses are excused)."""
     ranges: dict[str, SpecifierSet | None] = {}
     found = []
+    resolved = list(resolved)
+    runs = _runs(resolved)
     for item in resolved:
         reference = item.reference
         package = reference.package
@@ -142,7 +145,11 @@ def findings(
         ]
         if not inside:
             continue
-        missing = {v: item.why.get(v, "") for v in inside if reference.runs_on(v)}
+        missing = {
+            v: item.why.get(v, "")
+            for v in inside
+            if not reference.sites or any(runs(reference, site, v) for site in reference.sites)
+        }
         gated = tuple(v for v in inside if v not in missing)
         accepted = {}
         for version in missing:
@@ -153,13 +160,11 @@ def findings(
         finding = Finding(target.name, reference, missing, accepted, since, gated=gated)
         home = _home(reference.target, homes)
         excused = {
-            v: why for v in finding.came_later if (why := _excused(finding, v, absent, home))
+            v: why for v in finding.came_later if (why := _excused(finding, v, absent, home, runs))
         }
         if excused:
             finding = Finding(target.name, reference, missing, accepted, since, excused, gated)
-        possible = _undecided(finding)
-        if possible:
-            finding = replace(finding, possible=possible)
+        finding = replace(finding, possible=_undecided(finding, runs), proof=_proof(finding, runs))
         found.append(finding)
     return tuple(found)
 
@@ -189,11 +194,11 @@ def _home(target: str, homes: Mapping[str, str] | None) -> str | None:
 
 
 def _excused(
-    finding: Finding, version: str, absent: Absent | None, package: str | None
+    finding: Finding, version: str, absent: Absent | None, package: str | None, runs: Runs
 ) -> str | None:
     """Why a came-later miss on ``version`` does not count (None: it does)."""
     reference = finding.reference
-    running = [site for site in reference.sites if site.runs_on(reference.package, version)]
+    running = [site for site in reference.sites if runs(reference, site, version)]
     if running and all(site.guarded for site in running):
         return (
             "every site that runs there is guarded: the project expects it absent before "
@@ -206,29 +211,52 @@ def _excused(
     return f"{package} is not in the release: none of its users runs that model"
 
 
-def _undecided(finding: Finding) -> str:
+Runs = Callable[[Reference, Site, str], bool]
+"""Whether a site of the reference runs on that release of its package."""
+
+
+def _runs(resolved: Sequence[Resolved]) -> Runs:
+    """A site runs where its version window holds, and, in the ``except ImportError`` of
+    upstream imports (:attr:`Site.fallback_of`), only where one of them is not ok (an
+    unknown may fail: it may run)."""
+    ok = {
+        item.reference.target: {v for v, o in item.outcomes.items() if o is Outcome.OK}
+        for item in resolved
+        if item.reference.kind is Kind.IMPORT
+    }
+
+    def runs(reference: Reference, site: Site, version: str) -> bool:
+        if not site.runs_on(reference.package, version):
+            return False
+        fallback = site.fallback_of
+        same = all(t.split(".", 1)[0] == reference.package for t in fallback)
+        return not (fallback and same and all(version in ok.get(t, ()) for t in fallback))
+
+    return runs
+
+
+def _undecided(finding: Finding, runs: Runs) -> str:
     """Why a miss is only possible: every site that runs on its releases sits where a
     test canary cannot evaluate decides whether it runs ("": some site certainly runs)."""
     reference = finding.reference
     running = [
-        site
-        for site in reference.sites
-        if any(site.runs_on(reference.package, v) for v in finding.new)
+        site for site in reference.sites if any(runs(reference, site, v) for v in finding.new)
     ]
     if running and all(site.undecided for site in running):
         return running[0].undecided
     return ""
 
 
-def _proof(finding: Finding) -> str:
+def _proof(finding: Finding, runs: Runs) -> str:
     """What makes a counted finding true: upstream lacks it there, and a site runs there."""
     if not finding.new:
         return ""
     first = finding.new[0]
     reference = finding.reference
-    site = next(s for s in reference.sites if s.runs_on(reference.package, first))
+    site = next((s for s in reference.sites if runs(reference, s, first)), None)
     lacks = finding.missing.get(first) or f"{reference.package} {first} lacks it"
-    return f"{lacks}; {site.path}:{site.line} runs on {first}"
+    where = f"{site.path}:{site.line} runs on {first}" if site else f"it is used on {first}"
+    return f"{lacks}; {where}"
 
 
 def _older(label: str, than: str) -> bool:
