@@ -378,6 +378,7 @@ class _Project:
         self._exports: dict[str, _Exports] = {}
         self._summaries: dict[int, tuple[Value | None, tuple[str, ...]]] = {}
         self._helper_calls: dict[tuple, versiontests.Outcome | None] = {}
+        self._checks: dict[int, bool] = {}
         self._takes_source: dict[int, bool] = {}
         self._acts_on_objects: dict[int, bool] = {}
         self._lines: dict[str, list[bytes]] = {}
@@ -540,6 +541,17 @@ class _Project:
             walker = _Walker(self, self.path_of[function.module], emit=False)
             self._helper_calls[key] = walker.evaluate(function, params, depth)
         return self._helper_calls[key]
+
+    def may_check(self, function: ProjectFunction) -> bool:
+        """Whether calling ``function`` may stop the caller: it raises, or its name says it
+        checks versions or requirements."""
+        key = id(function.definition)
+        if key not in self._checks:
+            named = _VERSION_HELPER.search(function.name) is not None
+            self._checks[key] = named or any(
+                isinstance(n, ast.Raise) for n in ast.walk(function.node)
+            )
+        return self._checks[key]
 
     def acts_on_objects(self, function: ProjectFunction) -> bool:
         """The function reads a source or sets an attribute (``patch_function(cls,
@@ -1082,7 +1094,12 @@ class _Walker:
         return None if outcome is None else outcome.value.gate
 
     def returns_where(self, node: ast.Call) -> guards.Window | None:
-        """Where a called check returns instead of raising (None: everywhere, or unread)."""
+        """Where a called check returns instead of raising (None: everywhere, or unread).
+        A project function is read as a check only where it can raise by itself or is
+        named for versions: most calls made as statements are no checks."""
+        function = self._callee(node)
+        if isinstance(function, ProjectFunction) and not self.project.may_check(function):
+            return None
         evaluator = versiontests.Evaluator(self, {}, self.project.upstream, self.helper_outcome)
         returns = evaluator.check(node)
         return None if returns is None else returns.true

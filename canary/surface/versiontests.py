@@ -32,6 +32,7 @@ REQUIRING = frozenset(
     }
 )
 DEPTH = 4  # helpers calling helpers
+BUDGET = 400  # statements evaluated per helper call: beyond, its outcome is unknown
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,7 @@ class Evaluator:
         self.upstream = upstream
         self.call = call
         self.locals: dict[str, Cond] = {}
+        self.steps = 0
 
     # expressions
 
@@ -179,6 +181,12 @@ class Evaluator:
         """The outcome of running ``statements`` to their end (falling off: None)."""
         for index, node in enumerate(statements):
             rest = statements[index + 1 :]
+            self.steps += 1
+            if self.steps > BUDGET:
+                return Outcome(UNKNOWN, UNKNOWN)
+            if isinstance(node, ast.If) and not _exits_within(node):
+                self._merge(node)  # both branches fall through: one path on
+                continue
             if isinstance(node, ast.Return):
                 value = FALSE if node.value is None else self.cond(node.value)
                 return Outcome(value, TRUE)
@@ -220,6 +228,26 @@ class Evaluator:
             self.params.pop(name, None)
         self.names.run_assignment(node)
 
+    def _merge(self, node: ast.If) -> None:
+        """An ``if`` neither branch of which leaves: the locals it assigns, as chosen by
+        its test."""
+        test = self.cond(node.test)
+        if test.constant is not None:
+            self.block(node.body if test.constant else node.orelse)
+            return
+        saved = dict(self.locals)
+        self.block(node.body)
+        taken, self.locals = self.locals, dict(saved)
+        self.block(node.orelse)
+        other = self.locals
+        merged = {}
+        for name in taken.keys() | other.keys():
+            first, second = taken.get(name), other.get(name)
+            if first is None or second is None:
+                continue  # bound on one path only: not known after it
+            merged[name] = first if first == second else _choice(test, first, second)
+        self.locals = merged
+
     def _branch(self, node: ast.If, rest: list[ast.stmt]) -> Outcome:
         test = self.cond(node.test)
         if test.constant is not None:
@@ -246,6 +274,10 @@ class Evaluator:
             outcome = self.call(node)
             return None if outcome is None else outcome.returns
         return None
+
+
+def _exits_within(node: ast.If) -> bool:
+    return any(isinstance(n, (ast.Return, ast.Raise)) for n in ast.walk(node))
 
 
 def _raises(body: list[ast.stmt]) -> bool:
