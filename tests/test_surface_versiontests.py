@@ -198,3 +198,38 @@ def test_a_version_helper_it_cannot_read_makes_its_sites_undecided(tmp_path):
     assert "is_transformers_version_in_range(min_version=low)" in undecided("B")
     assert undecided("D") == ""  # read: a window, decided
     assert undecided("A") == ""  # no version helper by name: the site runs, as before
+
+
+def test_a_name_bound_under_a_version_test_carries_its_window_to_later_uses(tmp_path):
+    refs = surface(
+        tmp_path,
+        {
+            "sw/__init__.py": "",
+            "sw/cpo.py": """\
+                import trl
+                from packaging import version
+
+                if version.parse(trl.__version__) >= version.parse("0.29"):
+                    from trl.experimental.cpo import CPOTrainer as HFCPOTrainer
+                else:
+                    from trl import CPOTrainer as HFCPOTrainer
+
+                HFCPOTrainer.__init__ = None
+            """,
+            "sw/orpo.py": """\
+                from trl import ORPOTrainer as HFORPOTrainer
+
+                HFORPOTrainer.__init__ = None
+            """,
+            "sw/use.py": """\
+                from sw.cpo import HFCPOTrainer
+
+                def make():
+                    return HFCPOTrainer.compute_loss
+            """,
+        },
+    )
+    assert windows(refs, Kind.PATCH, "trl.CPOTrainer.__init__") == [{"trl": "<0.29"}]
+    assert windows(refs, Kind.ATTRIBUTE, "trl.CPOTrainer.compute_loss") == [{"trl": "<0.29"}]
+    # bound on every release: its use runs on every release
+    assert windows(refs, Kind.PATCH, "trl.ORPOTrainer.__init__") == [{}]

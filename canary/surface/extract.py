@@ -347,6 +347,7 @@ class _Exports:
     names: dict[str, Binding | None]
     values: dict[str, Value]
     upstream_stars: list[str]
+    windows: dict[str, guards.Window] = field(default_factory=dict)
 
 
 class _Project:
@@ -495,7 +496,9 @@ class _Project:
                 finally:
                     self._reading.pop()
                 scope = walker.module_scope
-                self._exports[module] = _Exports(scope.names, scope.values, walker.upstream_stars)
+                self._exports[module] = _Exports(
+                    scope.names, scope.values, walker.upstream_stars, scope.windows
+                )
         elif module in self._reading:
             # a cycle: the modules read since saw this one partly initialised
             self._cut_short.update(self._reading[self._reading.index(module) + 1 :])
@@ -851,6 +854,20 @@ class _Scope:
     values: dict[str, Value] = field(default_factory=dict)
     parent: _Scope | None = None
     is_class: bool = False
+    # names bound to upstream under a version test: that test's window, which every
+    # later use of the name carries (bound elsewhere, the name is something else)
+    windows: dict[str, guards.Window] = field(default_factory=dict)
+
+    def window_of(self, name: str) -> guards.Window | None:
+        """The window of the binding ``name`` has here (None: bound on every release)."""
+        scope: _Scope | None = self
+        first = True
+        while scope is not None:
+            if (first or not scope.is_class) and name in scope.names:
+                return scope.windows.get(name)
+            first = False
+            scope = scope.parent
+        return None
 
     def lookup(self, name: str) -> object:
         scope: _Scope | None = self
@@ -919,7 +936,9 @@ class _Walker:
         if exports is None:
             self.bind_module_level()
         else:  # the same binding pass, done already
-            self.module_scope = _Scope(dict(exports.names), dict(exports.values))
+            self.module_scope = _Scope(
+                dict(exports.names), dict(exports.values), windows=dict(exports.windows)
+            )
             self.scope = self.module_scope
             self.upstream_stars = list(exports.upstream_stars)
         self.interesting = self._interesting()
@@ -1037,7 +1056,7 @@ class _Walker:
         depth: int,
     ) -> None:
         exports = self.project.exports(self.module)
-        self.module_scope = _Scope(exports.names, exports.values)
+        self.module_scope = _Scope(exports.names, exports.values, windows=exports.windows)
         self.upstream_stars = exports.upstream_stars
         node = function.node
         names = _positional(node)
@@ -1062,7 +1081,7 @@ class _Walker:
     ) -> versiontests.Outcome:
         """``function``'s body run as a version test with ``params`` bound."""
         exports = self.project.exports(self.module)
-        self.module_scope = _Scope(exports.names, exports.values)
+        self.module_scope = _Scope(exports.names, exports.values, windows=exports.windows)
         self.upstream_stars = exports.upstream_stars
         self.scope = _Scope(parent=self.module_scope)
         for arg in _arguments(function.node.args):
@@ -1081,7 +1100,9 @@ class _Walker:
             return None
         helper = _Walker(self.project, self.project.path_of[function.module], emit=False)
         exports = self.project.exports(function.module)
-        helper.module_scope = helper.scope = _Scope(exports.names, exports.values)
+        helper.module_scope = helper.scope = _Scope(
+            exports.names, exports.values, windows=exports.windows
+        )
         params = versiontests.bind_arguments(
             function.node, node, self.constant_of, helper.constant_of
         )
@@ -1103,6 +1124,18 @@ class _Walker:
         evaluator = versiontests.Evaluator(self, {}, self.project.upstream, self.helper_outcome)
         returns = evaluator.check(node)
         return None if returns is None else returns.true
+
+    def _window_at(self, node: ast.AST) -> guards.Window:
+        """The releases a use runs on: the branch's window, and the window of the binding
+        the name it goes through had (``H`` bound to ``trl.CPOTrainer`` under ``trl<0.29``
+        is that object only there)."""
+        root = node
+        while isinstance(root, (ast.Attribute, ast.Subscript, ast.Call)):
+            root = root.func if isinstance(root, ast.Call) else root.value
+        if not isinstance(root, ast.Name):
+            return self.window
+        window = self.scope.window_of(root.id)
+        return self.window if window is None else self.window & window
 
     def _undecided(self, node: ast.expr, *, check: bool = False) -> str:
         """Why a test or check decides where what follows runs and canary cannot say
@@ -1145,7 +1178,7 @@ class _Walker:
 
     def summarise(self, function: ProjectFunction) -> tuple[Value | None, tuple[str, ...]]:
         exports = self.project.exports(self.module)
-        self.module_scope = _Scope(exports.names, exports.values)
+        self.module_scope = _Scope(exports.names, exports.values, windows=exports.windows)
         self.upstream_stars = exports.upstream_stars
         node = function.node
         names = tuple(a.arg for a in (*node.args.posonlyargs, *node.args.args))
@@ -1435,6 +1468,9 @@ class _Walker:
         if alias.name != "*":
             name = alias.asname or alias.name
             self.bind(name, self.project.member(base, alias.name))
+            window = self.project.exports(base).windows.get(alias.name)
+            if window is not None:  # bound there under a version test: so is it here
+                self.scope.windows[name] = self.window & window
             value = self.project.exports(base).values.get(alias.name)
             if value is not None:
                 self.scope.values[name] = value
@@ -1459,6 +1495,10 @@ class _Walker:
             return
         self.scope.names[name] = binding
         self.scope.values.pop(name, None)
+        if isinstance(binding, Upstream) and self.window.bounds:
+            self.scope.windows[name] = self.window
+        else:
+            self.scope.windows.pop(name, None)
 
     def assign(
         self, target: ast.expr, value: ast.expr | None, *, augmented: ast.AugAssign | None = None
@@ -2210,7 +2250,7 @@ class _Walker:
                 replaces=replaces,
                 stash=stash,
                 constant=constant,
-                versions=self.window.specifiers(),
+                versions=self._window_at(node).specifiers(),
                 undecided=self.undecided,
                 fallback_of=self.fallback_of,
             )
