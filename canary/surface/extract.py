@@ -235,6 +235,7 @@ class Use:
     versions: tuple[tuple[str, str], ...] = ()  # the window of the version tests around it
     undecided: str = ""  # a test around it canary cannot evaluate decides whether it runs
     fallback_of: tuple[str, ...] = ()  # runs only where one of these upstream imports fails
+    requires: tuple[str, ...] = ()  # runs only where these upstream things exist
 
 
 @dataclass(frozen=True)
@@ -796,6 +797,15 @@ def _catches_import_error(handler: ast.ExceptHandler) -> bool:
     return any(isinstance(t, ast.Name) and t.id in _IMPORT_ERRORS for t in types)
 
 
+def _tests_presence(handlers: list[ast.ExceptHandler]) -> bool:
+    """A ``try`` of imports only whose ImportError handler does not raise: the imports
+    ask whether upstream has them, and the project goes on either way."""
+    catching = [h for h in handlers if _catches_import_error(h)]
+    return bool(catching) and not any(
+        isinstance(n, ast.Raise) for h in catching for n in ast.walk(h)
+    )
+
+
 def _positional(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
     return [a.arg for a in (*node.args.posonlyargs, *node.args.args)]
 
@@ -1210,6 +1220,11 @@ class _Walker:
                     self.window &= returns
                 else:
                     self.undecided = self.undecided or self._undecided(node.value, check=True)
+            if isinstance(node, ast.Try) and (imports := self._imports_only(node.body)):
+                leaving = [h for h in node.handlers if _catches_import_error(h)]
+                if leaving and all(guards.exits(h.body, silently=True) for h in leaving):
+                    # except ImportError: return: what follows runs where they imported
+                    self.present |= {f"+{target}" for target in imports}
             if isinstance(node, ast.If) and guards.exits(node.body):
                 self.undecided = self.undecided or self._undecided(node.test)
                 # what follows runs only where the test failed
@@ -1360,11 +1375,16 @@ class _Walker:
 
     def s_try(self, node: ast.Try, nested: bool) -> None:
         caught = bool(node.handlers)
+        imports = self._imports_only(node.body)
+        present = self.present
+        if imports and _tests_presence(node.handlers):
+            # the imports are themselves the test: each requires itself
+            self.present |= {f"+{target}" for target in imports}
         self.guarded += caught
         self.body(node.body, nested)
         self.guarded -= caught
+        self.present = present
         self.conditional += 1
-        imports = self._imports_only(node.body)
         outer = self.fallback_of
         for handler in node.handlers:
             if nested and handler.type is not None:
@@ -1767,6 +1787,10 @@ class _Walker:
             binding, _, complete = self.chain(obj)
             if isinstance(binding, Upstream) and complete:
                 found.add(f"{'+' if present else '-'}{binding.path}.{name}")
+        for name in guards.names_not_none(test, positive=positive):
+            binding = self.binding(name)
+            if isinstance(binding, Upstream):  # None where its import failed
+                found.add(f"+{binding.path}")
         return frozenset(found)
 
     # expressions
@@ -2253,8 +2277,21 @@ class _Walker:
                 versions=self._window_at(node).specifiers(),
                 undecided=self.undecided,
                 fallback_of=self.fallback_of,
+                requires=self._required(target, presence=presence),
             )
         )
+
+    def _required(self, target: str, *, presence: bool) -> tuple[str, ...]:
+        """The upstream things found present before this use that it lies in (``x.y``
+        for ``x.y.f``); a presence test requires what it tests."""
+        found = {
+            p[1:]
+            for p in self.present
+            if p.startswith("+") and (target == p[1:] or target.startswith(f"{p[1:]}."))
+        }
+        if presence:
+            found.add(target)
+        return tuple(sorted(found))
 
 
 _NOT_LITERAL = object()
@@ -2428,6 +2465,7 @@ def _merge(uses: Iterable[Use]) -> tuple[Reference, ...]:
             at_import=use.scope == 0,
             undecided=use.undecided,
             fallback_of=use.fallback_of,
+            requires=use.requires,
         )
         reference = Reference(package, use.target, use.kind, (site,), use.anchor, use.match)
         key = reference.key

@@ -216,21 +216,30 @@ Runs = Callable[[Reference, Site, str], bool]
 
 
 def _runs(resolved: Sequence[Resolved]) -> Runs:
-    """A site runs where its version window holds, and, in the ``except ImportError`` of
-    upstream imports (:attr:`Site.fallback_of`), only where one of them is not ok (an
+    """A site runs where its version window holds; where what a test before it found
+    present (:attr:`Site.requires`) is missing, it does not; in the ``except ImportError``
+    of upstream imports (:attr:`Site.fallback_of`), only where one of them is not ok (an
     unknown may fail: it may run)."""
     ok = {
         item.reference.target: {v for v, o in item.outcomes.items() if o is Outcome.OK}
         for item in resolved
         if item.reference.kind is Kind.IMPORT
     }
+    missing: dict[str, set[str]] = {}  # what an object's absence is read from
+    for item in resolved:
+        if item.reference.kind in (Kind.IMPORT, Kind.ATTRIBUTE, Kind.PATCH):
+            gone = {v for v, o in item.outcomes.items() if o is Outcome.MISSING}
+            missing.setdefault(item.reference.target, set()).update(gone)
 
     def runs(reference: Reference, site: Site, version: str) -> bool:
         if not site.runs_on(reference.package, version):
             return False
+        same = reference.package
+        if any(r.split(".", 1)[0] == same and version in missing.get(r, ()) for r in site.requires):
+            return False  # a test before it found that absent: it does not run there
         fallback = site.fallback_of
-        same = all(t.split(".", 1)[0] == reference.package for t in fallback)
-        return not (fallback and same and all(version in ok.get(t, ()) for t in fallback))
+        inside = all(t.split(".", 1)[0] == same for t in fallback)
+        return not (fallback and inside and all(version in ok.get(t, ()) for t in fallback))
 
     return runs
 

@@ -134,6 +134,28 @@ def presence_tested(
             yield obj, name.value, positive
 
 
+def names_not_none(test: ast.expr, *, positive: bool = True) -> Iterator[ast.Name]:
+    """The names ``test`` being ``positive`` says are not None: ``X is not None``, ``X``
+    (truthy), joined by ``and`` (or, negated, by ``or``)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        yield from names_not_none(test.operand, positive=not positive)
+    elif isinstance(test, ast.BoolOp):
+        if isinstance(test.op, ast.And) == positive:
+            for value in test.values:
+                yield from names_not_none(value, positive=positive)
+    elif isinstance(test, ast.Name) and positive:
+        yield test
+    elif isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Name):
+        right, op = test.comparators[0], test.ops[0]
+        is_none = isinstance(right, ast.Constant) and right.value is None
+        if (
+            is_none
+            and isinstance(op, (ast.Is, ast.IsNot))
+            and isinstance(op, ast.IsNot) == positive
+        ):
+            yield test.left
+
+
 # --- version windows ----------------------------------------------------------------------
 
 # What makes a comparable version of a string: packaging's, by where it was imported from

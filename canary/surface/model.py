@@ -8,7 +8,7 @@ a :class:`SurfaceResult` holds both and reads/writes the JSON other tools rely o
      "packages": {pkg: [versions checked]},
      "references": [{"package", "target", "kind", "anchor", "sites": [{"path", "line",
                      "guarded", "versions", "at_import", "undecided",
-                     "fallback_of"}],
+                     "fallback_of", "requires"}],
                      "outcomes": {version: "ok" | "missing" | "unknown"}}]}
 """
 
@@ -86,6 +86,10 @@ class Site:
     # the upstream imports of the ``try`` whose ``except ImportError`` it sits in: it runs
     # only where one of them fails (empty: not in such a fallback)
     fallback_of: tuple[str, ...] = ()
+    # upstream things a test before it found present (hasattr, ``X is not None`` of an
+    # upstream binding, an import whose ImportError leaves): where one is missing, it does
+    # not run; a presence test requires what it tests
+    requires: tuple[str, ...] = ()
 
     def runs_on(self, package: str, label: str) -> bool:
         """Whether the site can run on release ``label`` of ``package``: every bound of its
@@ -111,6 +115,8 @@ class Site:
             data["undecided"] = self.undecided
         if self.fallback_of:
             data["fallback_of"] = list(self.fallback_of)
+        if self.requires:
+            data["requires"] = list(self.requires)
         return data
 
     @classmethod
@@ -124,6 +130,7 @@ class Site:
             bool(data.get("at_import", False)),
             str(data.get("undecided") or ""),
             tuple(str(t) for t in data.get("fallback_of") or ()),
+            tuple(str(t) for t in data.get("requires") or ()),
         )
 
 
