@@ -233,3 +233,45 @@ def test_a_name_bound_under_a_version_test_carries_its_window_to_later_uses(tmp_
     assert windows(refs, Kind.ATTRIBUTE, "trl.CPOTrainer.compute_loss") == [{"trl": "<0.29"}]
     # bound on every release: its use runs on every release
     assert windows(refs, Kind.PATCH, "trl.ORPOTrainer.__init__") == [{}]
+
+
+def test_a_helper_returning_the_installed_version_compares_as_it_llamafactory_style(tmp_path):
+    refs = surface(
+        tmp_path,
+        {
+            "lf/__init__.py": "",
+            "lf/packages.py": """\
+                import importlib.metadata
+                from functools import lru_cache
+
+                from packaging import version
+
+                def _get_package_version(name):
+                    try:
+                        return version.parse(importlib.metadata.version(name))
+                    except Exception:
+                        return version.parse("0.0.0")
+
+                def _first_line(name):
+                    return name.splitlines()[0]
+
+                @lru_cache
+                def is_transformers_version_greater_than(content):
+                    return _get_package_version("transformers") >= version.parse(content)
+
+                def is_new(content):
+                    return version.parse(_first_line("transformers")) >= version.parse(content)
+            """,
+            "lf/longlora.py": f"""\
+                from lf.packages import is_new, is_transformers_version_greater_than
+
+                if not is_transformers_version_greater_than("4.48.0"):
+                    from {QWEN} import A
+                if is_new("4.48.0"):
+                    from {QWEN} import B
+            """,
+        },
+    )
+    assert windows(refs, Kind.IMPORT, f"{QWEN}.A") == [{"transformers": "<4.48.0"}]
+    # a function of a text, not an installed version: every release
+    assert windows(refs, Kind.IMPORT, f"{QWEN}.B") == [{}]

@@ -381,6 +381,7 @@ class _Project:
         self._summaries: dict[int, tuple[Value | None, tuple[str, ...]]] = {}
         self._helper_calls: dict[tuple, versiontests.Outcome | None] = {}
         self._checks: dict[int, bool] = {}
+        self._versions_returned: dict[tuple, guards.InstalledVersion | None] = {}
         self._takes_source: dict[int, bool] = {}
         self._acts_on_objects: dict[int, bool] = {}
         self._lines: dict[str, list[bytes]] = {}
@@ -545,6 +546,18 @@ class _Project:
             walker = _Walker(self, self.path_of[function.module], emit=False)
             self._helper_calls[key] = walker.evaluate(function, params, depth)
         return self._helper_calls[key]
+
+    def installed_version(
+        self, function: ProjectFunction, params: Mapping[str, object], depth: int
+    ) -> guards.InstalledVersion | None:
+        """The installed version ``function`` returns when called with ``params``."""
+        frozen = tuple(sorted((k, repr(v)) for k, v in params.items()))
+        key = (id(function.definition), frozen)
+        if key not in self._versions_returned:
+            self._versions_returned[key] = None  # recursion: nothing known yet
+            walker = _Walker(self, self.path_of[function.module], emit=False)
+            self._versions_returned[key] = walker.version_returned(function, params, depth)
+        return self._versions_returned[key]
 
     def may_check(self, function: ProjectFunction) -> bool:
         """Whether calling ``function`` may stop the caller: it raises, or its name says it
@@ -1119,6 +1132,58 @@ class _Walker:
         if params is None:
             return None
         return self.project.helper_call(function, params, self.helper_depth + 1)
+
+    def returned_version(self, node: ast.Call) -> guards.InstalledVersion | None:
+        """A project function that returns an upstream package's installed version
+        (``_get_package_version("transformers")``), as called; None: it does not."""
+        function = self._callee(node)
+        if not isinstance(function, ProjectFunction) or self.helper_depth >= versiontests.DEPTH:
+            return None
+        helper = _Walker(self.project, self.project.path_of[function.module], emit=False)
+        exports = self.project.exports(function.module)
+        helper.module_scope = helper.scope = _Scope(
+            exports.names, exports.values, windows=exports.windows
+        )
+        params = versiontests.bind_arguments(
+            function.node, node, self.constant_of, helper.constant_of
+        )
+        if params is None:
+            return None
+        return self.project.installed_version(function, params, self.helper_depth + 1)
+
+    def version_returned(
+        self, function: ProjectFunction, params: Mapping[str, object], depth: int
+    ) -> guards.InstalledVersion | None:
+        """What every ``return`` of ``function`` outside its exception handlers gives,
+        when that is one package's installed version."""
+        exports = self.project.exports(self.module)
+        self.module_scope = _Scope(exports.names, exports.values, windows=exports.windows)
+        self.scope = _Scope(parent=self.module_scope)
+        for arg in _arguments(function.node.args):
+            self.scope.names[arg] = None
+        for name, value in params.items():
+            if isinstance(value, str):
+                self.scope.values[name] = Literals((value,))
+        self.helper_depth = depth
+        handled = {
+            id(n)
+            for handler in ast.walk(function.node)
+            if isinstance(handler, ast.ExceptHandler)
+            for n in ast.walk(handler)
+        }
+        found: set[guards.InstalledVersion] = set()
+        for node in ast.walk(function.node):
+            if isinstance(node, ast.Return) and id(node) not in handled:
+                fact = None if node.value is None else guards.version_fact(node.value, self)
+                if not isinstance(fact, guards.InstalledVersion):
+                    return None
+                found.add(fact)
+            elif (
+                isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+                and node is not function.node
+            ):
+                return None  # a nested function's returns are not its own
+        return found.pop() if len(found) == 1 else None
 
     def call_gate(self, node: ast.Call) -> guards.VersionGate | None:
         outcome = self.helper_outcome(node)
@@ -1770,7 +1835,7 @@ class _Walker:
                 package = self._literal_string(node.args[0])
                 if package is not None and package in self.project.upstream:
                     return guards.InstalledVersion(package)
-            return None
+            return self.returned_version(node)
         if isinstance(node, (ast.Name, ast.Attribute)):
             binding, _, complete = self.chain(node)
             if isinstance(binding, Upstream) and complete:

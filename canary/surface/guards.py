@@ -319,7 +319,9 @@ def _version_operand(node: ast.expr, names: Names) -> InstalledVersion | Version
     if isinstance(node, ast.Call):
         parser = names.version_parser(node.func) if len(node.args) == 1 else None
         if parser is None or node.keywords:
-            return None
+            # a function of the project's returning a parsed installed version
+            fact = names.version_of(node)
+            return fact if isinstance(fact, InstalledVersion) and fact.parsed else None
         inner = names.version_of(node.args[0])
         if isinstance(inner, InstalledVersion):
             return InstalledVersion(inner.package, parsed=True)
