@@ -26,7 +26,7 @@ from canary.surface.findings import Absent, Finding, findings, model_package
 from canary.surface.memo import Memo
 from canary.surface.model import Kind, Outcome, Reference, Resolved, SurfaceResult
 from canary.surface.pipeline import TARGETS_FOLDER, Surface, open_surface
-from canary.surface.resolve import MakeTree, WorkspaceSources, resolve, salt
+from canary.surface.resolve import MakeTree, WorkspaceSources, release_of, resolve, salt
 from canary.workspace import Case, Workspace
 
 
@@ -182,7 +182,7 @@ def check_surfaces(
     # too (transformers.Gemma3ForConditionalGeneration): where, is read on the release
     # that first has it, and the package is asked of the others like the rest.
     sources = WorkspaceSources(workspace, cases, make_tree=make_tree)
-    homes = _model_homes(found, sources, decide_only)
+    homes = _model_homes(found, sources, decide_only, memo)
     if homes:
         known = {ref.key for ref in references + extra}
         more = tuple(
@@ -234,36 +234,54 @@ def _decide(
 
 
 def _model_homes(
-    found: Sequence[Finding], sources: WorkspaceSources, readable: Collection[Case] | None
+    found: Sequence[Finding],
+    sources: WorkspaceSources,
+    readable: Collection[Case] | None,
+    memo: Memo,
 ) -> dict[str, str]:
     """Top-level transformers names of came-later findings still counted, each with the
-    model package that defines it on the first release that has it (read there)."""
-    homes: dict[str, str] = {}
+    model package that defines it on the first release that has it (read there once,
+    ever: remembered like an outcome)."""
+    wanted: dict[str, set[str]] = {}  # release -> top-level names
     for finding in found:
         reference = finding.reference
         parts = reference.target.split(".")
         if (
-            not finding.fails
-            or not finding.came_later
-            or finding.since is None
-            or reference.package != "transformers"
-            or model_package(reference.target) is not None
-            or len(parts) < 2
+            finding.fails
+            and finding.came_later
+            and finding.since is not None
+            and reference.package == "transformers"
+            and model_package(reference.target) is None
+            and len(parts) >= 2
         ):
+            wanted.setdefault(finding.since, set()).add(".".join(parts[:2]))
+    homes: dict[str, str] = {}
+    for version, names in wanted.items():
+        case = sources.cases.get(("transformers", version))
+        if case is None:
             continue
-        name = ".".join(parts[:2])
-        if name in homes:
+        label = release_of(case)
+        unknown = []
+        for name in sorted(names):
+            remembered = memo.recall(("home", name), label)
+            if remembered is None:
+                unknown.append(name)
+            elif remembered[1]:
+                homes[name] = remembered[1]
+        if not unknown or (readable is not None and case not in readable):
             continue
-        case = sources.cases.get(("transformers", finding.since))
-        if case is None or (readable is not None and case not in readable):
-            continue
-        subject = sources.locate(Reference("transformers", name, Kind.IMPORT, ()), finding.since)
-        if subject is None:
-            continue
-        module = subject.path.removesuffix(".py").removesuffix("/__init__").replace("/", ".")
-        package = model_package(module)
-        if package is not None:
-            homes[name] = package
+        located = sources.locate_all(
+            [Reference("transformers", name, Kind.IMPORT, ()) for name in unknown], version
+        )
+        for name, subject in zip(unknown, located, strict=True):
+            package = None
+            if subject is not None:
+                module = subject.path.removesuffix(".py").removesuffix("/__init__")
+                package = model_package(module.replace("/", "."))
+            if package is not None:
+                homes[name] = package
+            memo.remember(("home", name), label, Outcome.OK, package or "")
+    memo.save()
     return homes
 
 
