@@ -275,3 +275,52 @@ def test_a_helper_returning_the_installed_version_compares_as_it_llamafactory_st
     assert windows(refs, Kind.IMPORT, f"{QWEN}.A") == [{"transformers": "<4.48.0"}]
     # a function of a text, not an installed version: every release
     assert windows(refs, Kind.IMPORT, f"{QWEN}.B") == [{}]
+
+
+def test_a_check_whose_only_handler_is_for_a_missing_package_oumi_style(tmp_path):
+    refs = surface(
+        tmp_path,
+        {
+            "ou/__init__.py": "",
+            "ou/packaging.py": """\
+                import importlib.metadata
+                from packaging import version
+
+                _MIN = "0.24.0"
+
+                def is_gold_available():
+                    try:
+                        trl_version = importlib.metadata.version("trl")
+                        return version.parse(trl_version) >= version.parse(_MIN)
+                    except importlib.metadata.PackageNotFoundError:
+                        return False
+
+                def is_other_available():
+                    try:
+                        trl_version = importlib.metadata.version("trl")
+                        return version.parse(trl_version) >= version.parse(_MIN)
+                    except Exception:
+                        return False
+
+                def require_gold(feature="GOLD"):
+                    if not is_gold_available():
+                        raise ImportError(feature + " needs a newer trl")
+            """,
+            "ou/train.py": """\
+                from ou.packaging import is_other_available, require_gold
+
+                def build():
+                    require_gold()
+                    from trl.experimental.gold import GOLDTrainer
+                    return GOLDTrainer
+
+                def other():
+                    if is_other_available():
+                        from trl.experimental.gold import GOLDConfig
+                        return GOLDConfig
+            """,
+        },
+    )
+    assert windows(refs, Kind.IMPORT, "trl.experimental.gold.GOLDTrainer") == [{"trl": ">=0.24.0"}]
+    # a handler for any Exception may be taken on an installed release: not read
+    assert windows(refs, Kind.IMPORT, "trl.experimental.gold.GOLDConfig") == [{}]

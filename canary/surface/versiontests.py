@@ -201,7 +201,8 @@ class Evaluator:
                     return Outcome(after.value, _all([returns, after.returns]))
                 continue
             if isinstance(node, ast.Try):
-                if not all(_raises(handler.body) for handler in node.handlers):
+                taken = [h for h in node.handlers if not _not_installed(h)]
+                if not all(_raises(handler.body) for handler in taken):
                     return Outcome(UNKNOWN, UNKNOWN)
                 return self.block([*node.body, *node.orelse, *node.finalbody, *rest])
             if isinstance(node, (ast.Assign, ast.AnnAssign)):
@@ -278,6 +279,14 @@ class Evaluator:
 
 def _exits_within(node: ast.If) -> bool:
     return any(isinstance(n, (ast.Return, ast.Raise)) for n in ast.walk(node))
+
+
+def _not_installed(handler: ast.ExceptHandler) -> bool:
+    """``except PackageNotFoundError``: the package is not installed, which it is on every
+    release a window is read for; the handler is never taken there."""
+    kind = handler.type
+    name = kind.attr if isinstance(kind, ast.Attribute) else getattr(kind, "id", None)
+    return name == "PackageNotFoundError"
 
 
 def _raises(body: list[ast.stmt]) -> bool:
