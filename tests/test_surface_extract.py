@@ -781,3 +781,32 @@ def test_a_presence_test_makes_what_follows_require_what_it_found(tmp_path):
     # An ImportError that is raised again is no presence test: the import must be there.
     assert required("peft.LoraModel", Kind.IMPORT) == [()]
     assert required("peft.LoraModel._create_and_replace", Kind.PATCH) == [()]
+
+
+def test_a_name_bound_in_a_fallback_carries_it_to_its_uses(tmp_path):
+    files = {
+        "proj/__init__.py": "",
+        "proj/model.py": """\
+            from transformers import AutoModel
+
+            try:
+                from transformers import AutoModelForImageTextToText
+            except ImportError:
+                AutoModelForImageTextToText = AutoModel
+
+            def pick(config):
+                return config in AutoModelForImageTextToText._model_mapping
+
+            def plain(config):
+                return config in AutoModel._model_mapping
+        """,
+    }
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    refs = extract(tmp_path, sorted(files), upstream=("transformers",))
+    (found,) = [r for r in refs if r.target == "transformers.AutoModel._model_mapping"]
+    by_line = {site.line: site.fallback_of for site in found.sites}
+    # used through the fallback binding: only where the import it falls back from fails
+    assert by_line == {9: ("transformers.AutoModelForImageTextToText",), 12: ()}

@@ -348,7 +348,7 @@ class _Exports:
     names: dict[str, Binding | None]
     values: dict[str, Value]
     upstream_stars: list[str]
-    windows: dict[str, guards.Window] = field(default_factory=dict)
+    conditions: dict[str, _Bound] = field(default_factory=dict)
 
 
 class _Project:
@@ -499,7 +499,7 @@ class _Project:
                     self._reading.pop()
                 scope = walker.module_scope
                 self._exports[module] = _Exports(
-                    scope.names, scope.values, walker.upstream_stars, scope.windows
+                    scope.names, scope.values, walker.upstream_stars, scope.conditions
                 )
         elif module in self._reading:
             # a cycle: the modules read since saw this one partly initialised
@@ -871,23 +871,33 @@ def _own_tokens(modules: Iterable[tuple[str, str]]) -> frozenset[str]:
 # --- scopes ------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class _Bound:
+    """Where a binding is made: a version window, and the upstream imports it falls back
+    from (it is made only where one of them fails)."""
+
+    window: guards.Window = guards.EVERY_RELEASE
+    fallback_of: tuple[str, ...] = ()
+
+
 @dataclass
 class _Scope:
     names: dict[str, Binding | None] = field(default_factory=dict)
     values: dict[str, Value] = field(default_factory=dict)
     parent: _Scope | None = None
     is_class: bool = False
-    # names bound to upstream under a version test: that test's window, which every
-    # later use of the name carries (bound elsewhere, the name is something else)
-    windows: dict[str, guards.Window] = field(default_factory=dict)
+    # names bound to upstream under a version test or in an except ImportError: where
+    # that binding is made, which every later use of the name carries (elsewhere, the
+    # name is something else)
+    conditions: dict[str, _Bound] = field(default_factory=dict)
 
-    def window_of(self, name: str) -> guards.Window | None:
-        """The window of the binding ``name`` has here (None: bound on every release)."""
+    def condition_of(self, name: str) -> _Bound | None:
+        """Where the binding ``name`` has here is made (None: on every release)."""
         scope: _Scope | None = self
         first = True
         while scope is not None:
             if (first or not scope.is_class) and name in scope.names:
-                return scope.windows.get(name)
+                return scope.conditions.get(name)
             first = False
             scope = scope.parent
         return None
@@ -960,7 +970,7 @@ class _Walker:
             self.bind_module_level()
         else:  # the same binding pass, done already
             self.module_scope = _Scope(
-                dict(exports.names), dict(exports.values), windows=dict(exports.windows)
+                dict(exports.names), dict(exports.values), conditions=dict(exports.conditions)
             )
             self.scope = self.module_scope
             self.upstream_stars = list(exports.upstream_stars)
@@ -1079,7 +1089,7 @@ class _Walker:
         depth: int,
     ) -> None:
         exports = self.project.exports(self.module)
-        self.module_scope = _Scope(exports.names, exports.values, windows=exports.windows)
+        self.module_scope = _Scope(exports.names, exports.values, conditions=exports.conditions)
         self.upstream_stars = exports.upstream_stars
         node = function.node
         names = _positional(node)
@@ -1104,7 +1114,7 @@ class _Walker:
     ) -> versiontests.Outcome:
         """``function``'s body run as a version test with ``params`` bound."""
         exports = self.project.exports(self.module)
-        self.module_scope = _Scope(exports.names, exports.values, windows=exports.windows)
+        self.module_scope = _Scope(exports.names, exports.values, conditions=exports.conditions)
         self.upstream_stars = exports.upstream_stars
         self.scope = _Scope(parent=self.module_scope)
         for arg in _arguments(function.node.args):
@@ -1124,7 +1134,7 @@ class _Walker:
         helper = _Walker(self.project, self.project.path_of[function.module], emit=False)
         exports = self.project.exports(function.module)
         helper.module_scope = helper.scope = _Scope(
-            exports.names, exports.values, windows=exports.windows
+            exports.names, exports.values, conditions=exports.conditions
         )
         params = versiontests.bind_arguments(
             function.node, node, self.constant_of, helper.constant_of
@@ -1142,7 +1152,7 @@ class _Walker:
         helper = _Walker(self.project, self.project.path_of[function.module], emit=False)
         exports = self.project.exports(function.module)
         helper.module_scope = helper.scope = _Scope(
-            exports.names, exports.values, windows=exports.windows
+            exports.names, exports.values, conditions=exports.conditions
         )
         params = versiontests.bind_arguments(
             function.node, node, self.constant_of, helper.constant_of
@@ -1157,7 +1167,7 @@ class _Walker:
         """What every ``return`` of ``function`` outside its exception handlers gives,
         when that is one package's installed version."""
         exports = self.project.exports(self.module)
-        self.module_scope = _Scope(exports.names, exports.values, windows=exports.windows)
+        self.module_scope = _Scope(exports.names, exports.values, conditions=exports.conditions)
         self.scope = _Scope(parent=self.module_scope)
         for arg in _arguments(function.node.args):
             self.scope.names[arg] = None
@@ -1200,17 +1210,20 @@ class _Walker:
         returns = evaluator.check(node)
         return None if returns is None else returns.true
 
-    def _window_at(self, node: ast.AST) -> guards.Window:
-        """The releases a use runs on: the branch's window, and the window of the binding
+    def _bound_at(self, node: ast.AST) -> _Bound:
+        """Where a use runs: the branch's window and fallback, and those of the binding
         the name it goes through had (``H`` bound to ``trl.CPOTrainer`` under ``trl<0.29``
         is that object only there)."""
+        here = _Bound(self.window, self.fallback_of)
         root = node
         while isinstance(root, (ast.Attribute, ast.Subscript, ast.Call)):
             root = root.func if isinstance(root, ast.Call) else root.value
         if not isinstance(root, ast.Name):
-            return self.window
-        window = self.scope.window_of(root.id)
-        return self.window if window is None else self.window & window
+            return here
+        bound = self.scope.condition_of(root.id)
+        if bound is None:
+            return here
+        return _Bound(self.window & bound.window, self.fallback_of or bound.fallback_of)
 
     def _undecided(self, node: ast.expr, *, check: bool = False) -> str:
         """Why a test or check decides where what follows runs and canary cannot say
@@ -1253,7 +1266,7 @@ class _Walker:
 
     def summarise(self, function: ProjectFunction) -> tuple[Value | None, tuple[str, ...]]:
         exports = self.project.exports(self.module)
-        self.module_scope = _Scope(exports.names, exports.values, windows=exports.windows)
+        self.module_scope = _Scope(exports.names, exports.values, conditions=exports.conditions)
         self.upstream_stars = exports.upstream_stars
         node = function.node
         names = tuple(a.arg for a in (*node.args.posonlyargs, *node.args.args))
@@ -1553,9 +1566,11 @@ class _Walker:
         if alias.name != "*":
             name = alias.asname or alias.name
             self.bind(name, self.project.member(base, alias.name))
-            window = self.project.exports(base).windows.get(alias.name)
-            if window is not None:  # bound there under a version test: so is it here
-                self.scope.windows[name] = self.window & window
+            bound = self.project.exports(base).conditions.get(alias.name)
+            if bound is not None:  # bound there under a condition: so is it here
+                self.scope.conditions[name] = _Bound(
+                    self.window & bound.window, self.fallback_of or bound.fallback_of
+                )
             value = self.project.exports(base).values.get(alias.name)
             if value is not None:
                 self.scope.values[name] = value
@@ -1580,10 +1595,10 @@ class _Walker:
             return
         self.scope.names[name] = binding
         self.scope.values.pop(name, None)
-        if isinstance(binding, Upstream) and self.window.bounds:
-            self.scope.windows[name] = self.window
+        if isinstance(binding, Upstream) and (self.window.bounds or self.fallback_of):
+            self.scope.conditions[name] = _Bound(self.window, self.fallback_of)
         else:
-            self.scope.windows.pop(name, None)
+            self.scope.conditions.pop(name, None)
 
     def assign(
         self, target: ast.expr, value: ast.expr | None, *, augmented: ast.AugAssign | None = None
@@ -2324,6 +2339,7 @@ class _Walker:
             )
             if not through:
                 return
+        bound = self._bound_at(node)
         self.uses.append(
             Use(
                 kind=kind,
@@ -2339,9 +2355,9 @@ class _Walker:
                 replaces=replaces,
                 stash=stash,
                 constant=constant,
-                versions=self._window_at(node).specifiers(),
+                versions=bound.window.specifiers(),
                 undecided=self.undecided,
-                fallback_of=self.fallback_of,
+                fallback_of=bound.fallback_of,
                 requires=self._required(target, presence=presence),
             )
         )
