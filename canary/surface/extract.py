@@ -565,9 +565,7 @@ class _Project:
         key = id(function.definition)
         if key not in self._checks:
             named = _VERSION_HELPER.search(function.name) is not None
-            self._checks[key] = named or any(
-                isinstance(n, ast.Raise) for n in ast.walk(function.node)
-            )
+            self._checks[key] = named or _may_mention(function, "raise")
         return self._checks[key]
 
     def acts_on_objects(self, function: ProjectFunction) -> bool:
@@ -808,6 +806,16 @@ def _catches_import_error(handler: ast.ExceptHandler) -> bool:
         return True
     types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
     return any(isinstance(t, ast.Name) and t.id in _IMPORT_ERRORS for t in types)
+
+
+def _may_mention(function: ProjectFunction, *words: str) -> bool:
+    """Whether the function's text may contain one of ``words`` (a function parsed
+    already, nested in another, may: its text is not kept)."""
+    definition = function.definition
+    if not isinstance(definition, Definition):
+        return True
+    text = definition.text.lower()
+    return any(word in text for word in words)
 
 
 def _tests_presence(handlers: list[ast.ExceptHandler]) -> bool:
@@ -1127,9 +1135,14 @@ class _Walker:
         return evaluator.block(function.node.body)
 
     def helper_outcome(self, node: ast.Call) -> versiontests.Outcome | None:
-        """A call of a project function, as a version test; None: no project function."""
+        """A call of a project function, as a version test; None: no project function, or
+        one whose text never speaks of versions (it cannot compare them)."""
         function = self._callee(node)
         if not isinstance(function, ProjectFunction):
+            return None
+        if _VERSION_HELPER.search(function.name) is None and not _may_mention(
+            function, "version", "require"
+        ):
             return None
         helper = _Walker(self.project, self.project.path_of[function.module], emit=False)
         exports = self.project.exports(function.module)
@@ -1149,6 +1162,8 @@ class _Walker:
         function = self._callee(node)
         if not isinstance(function, ProjectFunction) or self.helper_depth >= versiontests.DEPTH:
             return None
+        if not _may_mention(function, "version"):
+            return None  # no installed version is read without naming one
         helper = _Walker(self.project, self.project.path_of[function.module], emit=False)
         exports = self.project.exports(function.module)
         helper.module_scope = helper.scope = _Scope(
