@@ -155,6 +155,12 @@ def _add_surface(commands: argparse._SubParsersAction) -> None:
         help="[tool.canary.surface] settings from FILE instead of each target's pyproject",
     )
     surface.add_argument(
+        "--all",
+        action="store_true",
+        help="the report shows what is not counted too (misses outside the declared range, "
+        "excused or undecided) and whole histories",
+    )
+    surface.add_argument(
         "--strict",
         action="store_true",
         help="possible findings (a site canary cannot prove runs there) fail the run too",
@@ -231,6 +237,7 @@ def _surface(args: argparse.Namespace) -> int:
         baseline=args.baseline,
         update_baseline=args.update_baseline,
         strict=args.strict,
+        everything=args.all,
     )
     surface_run = command.run_surface(options, fmt=args.format)
     if args.output is not None:

@@ -42,6 +42,7 @@ class SurfaceOptions:
     baseline: Path | None = None
     update_baseline: bool = False
     strict: bool = False  # possible findings fail the run too
+    everything: bool = False  # --all: the report shows what is not counted too
     workers: int = 4
 
 
@@ -60,6 +61,7 @@ class SurfaceRun:
     text: str = ""  # the rendered report
 
     strict: bool = False  # possible findings fail the run too
+    everything: bool = False  # --all: the report shows what is not counted too
 
     @property
     def failing(self) -> tuple[Finding, ...]:
@@ -110,6 +112,7 @@ def run_surface(
         started = time.perf_counter()
         cases = {package: run.cases(package) for package in surface_run.result.packages}
         sources = WorkspaceSources(run.workspace, cases, make_tree=make_tree)
+        surface_run.everything = options.everything
         surface_run.text = render(surface_run, fmt, sources=sources)
         rendered = time.perf_counter() - started
     finally:
@@ -410,4 +413,10 @@ def render(surface_run: SurfaceRun, fmt: str, *, sources: WorkspaceSources | Non
         from canary.surface.report import render as render_report
     except ImportError:  # the reports are built beside this command
         return summary(surface_run)
-    return render_report(surface_run.result, fmt, findings=surface_run.findings, sources=sources)
+    return render_report(
+        surface_run.result,
+        fmt,
+        findings=surface_run.findings,
+        sources=sources,
+        everything=surface_run.everything,
+    )

@@ -135,6 +135,12 @@ class SurfaceReport:
     result: SurfaceResult
     entries: tuple[Entry, ...]  # every reference with something to say, in reading order
     fine: int  # references ok on every version checked
+    everything: bool = False  # --all: the misses outside the range too, whole histories
+
+    @property
+    def sections(self) -> tuple[str, ...]:
+        """The sections shown: by default the findings inside the declared range."""
+        return SECTIONS if self.everything else (HARD, SILENT, LATER, POSSIBLE)
 
     def section(self, name: str) -> list[Entry]:
         return [entry for entry in self.entries if entry.section == name]
@@ -199,6 +205,7 @@ def build(
     *,
     findings: Sequence[Finding] | None = None,
     sources: AnchorSource | None = None,
+    everything: bool = False,
 ) -> SurfaceReport:
     """The report's entries, in reading order; ``findings`` default to
     :func:`default_findings`; without ``sources`` anchors get no diff."""
@@ -214,6 +221,9 @@ def build(
         reference = resolved.reference
         order = _order(result, resolved)
         held = tuple(v for v in order if (reference.key, v) in held_against)
+        if held and not everything:  # a finding's history inside the declared range only
+            ranges = declared_range(result.targets, reference.package)
+            order = [v for v in order if inside(ranges, v)]
         came_later = [v for v in order if (reference.key, v) in later]
         if not held and not came_later and all(resolved.outcomes[v] is Outcome.OK for v in order):
             fine += 1
@@ -245,7 +255,7 @@ def build(
             )
         )
     entries.sort(key=lambda entry: _reading_order(result, entry))
-    return SurfaceReport(result, tuple(entries), fine)
+    return SurfaceReport(result, tuple(entries), fine, everything)
 
 
 def _order(result: SurfaceResult, resolved: Resolved) -> list[str]:
@@ -340,11 +350,13 @@ def render(
     *,
     findings: Sequence[Finding] | None = None,
     sources: AnchorSource | None = None,
+    everything: bool = False,
 ) -> str:
-    """The result in ``fmt`` (one of :data:`FORMATS`; ``json`` is the JSON contract)."""
+    """The result in ``fmt`` (one of :data:`FORMATS`; ``json`` is the JSON contract);
+    ``everything`` (--all): the misses outside the declared range too."""
     if fmt == "json":
         return json.dumps(result.to_json(), indent=1, ensure_ascii=False) + "\n"
-    report = build(result, findings=findings, sources=sources)
+    report = build(result, findings=findings, sources=sources, everything=everything)
     return {"terminal": terminal, "markdown": markdown, "github": github}[fmt](report)
 
 
@@ -355,20 +367,22 @@ def summary(report: SurfaceReport) -> str:
     checked = "; ".join(
         f"{package} {len(vs)} version(s)" for package, vs in result.packages.items() if vs
     )
-    counts = ", ".join(
-        f"{len(report.section(name))} {words}"
-        for name, words in (
-            (HARD, "hard break(s)"),
-            (SILENT, "silent break(s)"),
-            (LATER, "came later than the declared floor"),
-            (POSSIBLE, "possible"),
-        )
+    # the verdict's count: references held against the target (counted), by label
+    counted = {name: sum(1 for e in report.section(name) if e.held) for name in SECTIONS}
+    total = counted[HARD] + counted[SILENT] + counted[LATER]
+    counts = (
+        f"{total} counted: {counted[HARD]} break(s), {counted[SILENT]} silently stop(s) "
+        f"applying, {counted[LATER]} came later than the declared floor; "
+        f"{len(report.section(POSSIBLE))} possible"
     )
-    others = len(report.section(REST))
+    others = len(report.section(REST)) + sum(
+        1 for name in (HARD, SILENT, LATER) for e in report.section(name) if not e.held
+    )
+    hidden = "" if report.everything else " (--all shows them)"
     return (
         f"canary surface of {names}: {len(result.references)} references over "
-        f"{checked or 'no release'}: {counts}; {others} with misses outside the declared "
-        f"range or undecided; {report.fine} fine everywhere"
+        f"{checked or 'no release'}: {counts}; {others} not counted (outside the declared "
+        f"range, excused or undecided){hidden}; {report.fine} fine everywhere"
     )
 
 
@@ -414,8 +428,9 @@ def why(entry: Entry) -> str | None:
 
 
 _TITLES = {
-    HARD: "Hard breaks inside the declared range",
-    SILENT: "Silent breaks inside the declared range (the patch silently does nothing)",
+    HARD: "Breaks inside the declared range (an import, call or read that raises)",
+    SILENT: "Silently stops applying inside the declared range (the patch or anchor no longer "
+    "takes effect)",
     POSSIBLE: (
         "Possible findings (missing inside the declared range, but whether the site runs "
         "there depends on a test canary cannot evaluate: not counted unless --strict)"
@@ -449,7 +464,7 @@ def _range(labels: Sequence[str]) -> str:
 
 def terminal(report: SurfaceReport) -> str:
     out = [summary(report), ""]
-    for name in SECTIONS:
+    for name in report.sections:
         entries = report.section(name)
         if not entries:
             continue
@@ -477,7 +492,7 @@ def terminal(report: SurfaceReport) -> str:
 
 def markdown(report: SurfaceReport) -> str:
     out = [f"## {summary(report)}", ""]
-    for name in SECTIONS:
+    for name in report.sections:
         entries = report.section(name)
         if not entries:
             continue
