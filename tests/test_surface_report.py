@@ -253,3 +253,20 @@ def test_a_miss_where_no_site_runs_is_no_break_and_one_that_came_later_is_its_ow
     assert "needs toy>=1.1.0" in markdown
     (error,) = [line for line in report.github(built).splitlines() if line.startswith("::error")]
     assert "toy 1.0.0 breaks (needs toy>=1.1.0)" in error
+
+
+def test_an_assignment_silently_stops_applying_unless_what_it_assigns_on_is_gone():
+    unguarded = ref("toy.core.Engine.step", Kind.PATCH)
+    stops = result(
+        resolved(unguarded, OK, OK, MISSING, MISSING, MISSING),
+        resolved(ref("toy.core.Engine"), OK, OK, OK, OK, OK),
+    )
+    (entry,) = [e for e in report.build(stops).entries if e.reference == unguarded]
+    assert entry.section == report.SILENT  # Engine.step = mine: no error, no effect
+    # Engine itself gone from 1.1.0: the assignment raises there
+    breaks = result(
+        resolved(unguarded, OK, OK, MISSING, MISSING, MISSING),
+        resolved(ref("toy.core.Engine"), OK, OK, MISSING, MISSING, MISSING),
+    )
+    (entry,) = [e for e in report.build(breaks).entries if e.reference == unguarded]
+    assert entry.section == report.HARD

@@ -195,8 +195,12 @@ def own_pins(result: SurfaceResult) -> dict[str, frozenset[str]]:
     return pins
 
 
-def silent(reference: Reference) -> bool:
-    """A miss of this reference does not crash: the patch silently does nothing."""
+def silent(reference: Reference, owner_missing: bool = False) -> bool:
+    """A miss of this reference does not crash: the patch silently stops applying. An
+    anchor that no longer matches, a guarded use, and an assignment (``X.f = mine`` never
+    raises while ``X`` is there; ``owner_missing``: it is not, and that raises)."""
+    if reference.kind is Kind.PATCH and not owner_missing:
+        return True
     return reference.kind is Kind.ANCHOR or reference.guarded
 
 
@@ -216,6 +220,11 @@ def build(
     excused = {(f.reference.key, v): why for f in found for v, why in f.excused.items()}
     possible = {f.reference.key: f.possible for f in found if f.possible and f.new}
     pins = own_pins(result)
+    gone: dict[str, set[str]] = {}  # target -> releases where it is missing
+    for item in result.references:
+        if item.reference.kind is not Kind.ANCHOR:
+            misses = {v for v, o in item.outcomes.items() if o is Outcome.MISSING}
+            gone.setdefault(item.reference.target, set()).update(misses)
     entries, fine = [], 0
     for resolved in result.references:
         reference = resolved.reference
@@ -232,7 +241,8 @@ def build(
         if reference.key in possible:
             section = POSSIBLE
         elif removed:
-            section = SILENT if silent(reference) else HARD
+            owner = gone.get(reference.target.rpartition(".")[0], ())
+            section = SILENT if silent(reference, removed[0] in owner) else HARD
         else:
             section = LATER if came_later else REST
         spans = tuple(Span(o, vs) for o, vs in runs(order, resolved.outcomes.__getitem__))
