@@ -124,3 +124,27 @@ def test_the_command_the_plugin_and_the_listing_read_the_configuration_alike(
         *("--canary-surface", "proj", "-k", "proj-"),
     )
     result.assert_outcomes(passed=2)
+
+
+def test_a_wheel_whose_code_lies_in_its_data_folder_is_read_as_installed(tmp_path):
+    from canary.surface.config import SurfaceConfig
+    from canary.surface.model import Target
+    from canary.surface.pipeline import open_surface
+    from canary.surface.targets import LoadedTarget
+
+    data = tmp_path / "proj-1.0.data" / "purelib" / "proj"
+    data.mkdir(parents=True)
+    (data / "__init__.py").write_text("")
+    (data / "patch.py").write_text("from proj import helpers\nimport toy.trainer\n")
+    (data / "helpers.py").write_text("")
+    files = ("proj-1.0.data/purelib/proj/__init__.py", "proj-1.0.data/purelib/proj/helpers.py",
+             "proj-1.0.data/purelib/proj/patch.py")  # fmt: skip
+
+    def open_target(spec, **options):
+        return LoadedTarget(Target("proj", "1.0"), tmp_path, files, SurfaceConfig())
+
+    opened = open_surface("proj==1.0", upstream=("toy",), download_dir=tmp_path,
+                          open_target=open_target)  # fmt: skip
+    assert opened.files == ("proj/__init__.py", "proj/helpers.py", "proj/patch.py")
+    (reference,) = opened.surface.references
+    assert [site.path for site in reference.sites] == ["proj/patch.py"]

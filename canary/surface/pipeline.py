@@ -60,16 +60,31 @@ def open_surface(
         spec, download_dir=download_dir, offline=offline, config=config, packages=tuple(upstream)
     )
     settings = loaded.config if loaded.config is not None else SurfaceConfig()
+    root, files = _installed_layout(loaded.root, tuple(loaded.files))
     references = extract(
-        loaded.root,
-        loaded.files,
+        root,
+        files,
         upstream=tuple(upstream),
         own_attributes=settings.own_attributes,
         registries=settings.source_registries,
         version_parsers=settings.version_parsers,
     )
     surface = Surface(loaded.target, tuple(references), expected_absent(settings))
-    return OpenedSurface(surface, loaded.root, tuple(loaded.files))
+    return OpenedSurface(surface, root, files)
+
+
+def _installed_layout(root: Path, files: tuple[str, ...]) -> tuple[Path, tuple[str, ...]]:
+    """A wheel whose code all lies under ``NAME.data/purelib/`` (or ``platlib``) is read
+    from there, as it is installed: modules and paths as the project knows them
+    (``openrlhf/utils/x.py``, not ``openrlhf-0.11.2.data/purelib/openrlhf/utils/x.py``)."""
+    prefixes = {"/".join(f.split("/")[:2]) for f in files}
+    if len(prefixes) != 1:
+        return root, files
+    (prefix,) = prefixes
+    data, _, scheme = prefix.partition("/")
+    if not data.endswith(".data") or scheme not in ("purelib", "platlib"):
+        return root, files
+    return root / prefix, tuple(f[len(prefix) + 1 :] for f in files)
 
 
 def expected_absent(config: SurfaceConfig) -> Accepts | None:
