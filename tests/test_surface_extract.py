@@ -774,7 +774,10 @@ def test_a_presence_test_makes_what_follows_require_what_it_found(tmp_path):
     qwen = "transformers.models.qwen2_5_vl.modeling_qwen2_5_vl"
     assert required(f"{qwen}.Qwen2RMSNorm.forward", Kind.PATCH) == [(f"{qwen}.Qwen2RMSNorm",)]
     assert required(f"{qwen}.Qwen2_5_VLRMSNorm.forward", Kind.PATCH) == [()]
-    assert required("peft.BoneModel", Kind.IMPORT) == [("peft.BoneModel",)]  # the test itself
+    # The guarded import itself still counts where it fails: what the project does with
+    # the None it leaves is not followed (liger defines its own classes only where it is
+    # there, and imports them unguarded elsewhere).
+    assert required("peft.BoneModel", Kind.IMPORT) == [()]
     assert required("peft.BoneModel._create_and_replace", Kind.PATCH) == [("peft.BoneModel",)]
     layer = "peft.tuners.lora.layer.ParamWrapper"
     assert required(f"{layer}.get_param", Kind.PATCH) == [(layer,)]

@@ -186,7 +186,7 @@ def test_a_site_that_requires_what_a_test_found_present_runs_only_where_it_is():
 
     requiring = Site("proj/tuners.py", 15, True, requires=(BONE,))
     test = bone(BONE, "oomm", Site("proj/tuners.py", 2, True, requires=(BONE,)))
-    # BoneModel gone from 5.1.0: the import is the test, the patch under it does not run
+    # BoneModel gone from 5.1.0: the patch under `BoneModel is not None` does not run
     gone = bone(f"{BONE}._create_and_replace", "oomm", requiring)
     # BoneModel still there, its method gone from 5.1.0: the patch runs and stops applying
     stopped = bone(f"{BONE}._create_and_replace", "oomm", requiring)

@@ -818,15 +818,6 @@ def _may_mention(function: ProjectFunction, *words: str) -> bool:
     return any(word in text for word in words)
 
 
-def _tests_presence(handlers: list[ast.ExceptHandler]) -> bool:
-    """A ``try`` of imports only whose ImportError handler does not raise: the imports
-    ask whether upstream has them, and the project goes on either way."""
-    catching = [h for h in handlers if _catches_import_error(h)]
-    return bool(catching) and not any(
-        isinstance(n, ast.Raise) for h in catching for n in ast.walk(h)
-    )
-
-
 def _positional(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
     return [a.arg for a in (*node.args.posonlyargs, *node.args.args)]
 
@@ -1469,14 +1460,9 @@ class _Walker:
     def s_try(self, node: ast.Try, nested: bool) -> None:
         caught = bool(node.handlers)
         imports = self._imports_only(node.body)
-        present = self.present
-        if imports and _tests_presence(node.handlers):
-            # the imports are themselves the test: each requires itself
-            self.present |= {f"+{target}" for target in imports}
         self.guarded += caught
         self.body(node.body, nested)
         self.guarded -= caught
-        self.present = present
         self.conditional += 1
         outer = self.fallback_of
         for handler in node.handlers:
