@@ -177,6 +177,17 @@ def _add_surface(commands: argparse._SubParsersAction) -> None:
         help="[tool.canary.surface] settings from FILE instead of each target's pyproject",
     )
     surface.add_argument(
+        "--all",
+        action="store_true",
+        help="the report shows what is not counted too (misses outside the declared range, "
+        "excused or undecided) and whole histories",
+    )
+    surface.add_argument(
+        "--strict",
+        action="store_true",
+        help="possible findings (a site canary cannot prove runs there) fail the run too",
+    )
+    surface.add_argument(
         "--tags-file",
         type=Path,
         help="check exactly the releases this tags.toml lists (default: canary's own list, "
@@ -253,6 +264,8 @@ def _surface(args: argparse.Namespace) -> int:
         also=tuple(
             (fmt, path) for fmt, path in (("json", args.json), ("markdown", args.markdown)) if path
         ),
+        strict=args.strict,
+        everything=args.all,
     )
     surface_run = command.run_surface(options, fmt=args.format)
     if args.output is not None:
@@ -270,21 +283,24 @@ def _surface_listing(args: argparse.Namespace) -> int:
     (nothing is resolved, no release is read)."""
     from canary.cache import Cache, default_cache_dir
     from canary.surface import coverage
-    from canary.surface.command import TARGETS_FOLDER
-    from canary.surface.extract import extract
-    from canary.surface.targets import open_target
+    from canary.surface.pipeline import TARGETS_FOLDER, open_surface
 
     packages = tuple(load_tags(args.tags_file or SHIPPED_TAGS, option=TAGS_FILE).packages)
     download_dir = Cache(default_cache_dir()).root / TARGETS_FOLDER
     for spec in args.targets:
-        loaded = open_target(spec, download_dir=download_dir, offline=args.offline)
-        references = extract(loaded.root, loaded.files, upstream=packages)
-        name = loaded.target.name
+        opened = open_surface(
+            spec,
+            upstream=packages,
+            download_dir=download_dir,
+            offline=args.offline,
+            config=args.config,
+        )
+        references, name = opened.surface.references, opened.surface.target.name
         if args.uncovered:
             sys.stdout.write(f"{name}: {coverage.uncovered_report(references)}")
         else:
             texts = {
-                f: (loaded.root / f).read_text("utf-8", errors="replace") for f in loaded.files
+                f: (opened.root / f).read_text("utf-8", errors="replace") for f in opened.files
             }
             sys.stdout.write(coverage.stale_report(references, name, texts))
     return 0

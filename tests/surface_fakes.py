@@ -29,12 +29,13 @@ class FakeTree:
     package through a name the module imports (unknown)."""
 
     lookups: list[str]  # shared by every tree of a test: how many lookups really ran
+    follows = False  # whether a name re-exported from inside the package is followed
 
     def __init__(self, import_name: str, load) -> None:
         self.import_name = import_name
         self.load = load
 
-    def lookup(self, dotted: str, *, bound_only: bool = False) -> FakeLookup:
+    def lookup(self, dotted: str, *, bound_only: bool = False) -> FakeLookup:  # noqa: PLR0911
         # bound_only: the real tree may skip parsing; a fake has nothing to skip.
         FakeTree.lookups.append(dotted)
         parts = dotted.split(".")
@@ -47,8 +48,17 @@ class FakeTree:
                 rest = parts[cut:]
                 if not rest:
                     return FakeLookup(True, path, None, "module")
-                if rest[0] in module.imports and module.imports[rest[0]].module == "torch":
+                imported = module.imports.get(rest[0])
+                if imported is not None and imported.module == "torch":
                     return FakeLookup(None, path, rest[0], why=f"{rest[0]} leaves {stem}")
+                if (
+                    self.follows
+                    and imported is not None
+                    and (imported.module or "").startswith(".")
+                ):
+                    # a re-export inside the package: followed (absolute, one level up)
+                    source = imported.module.lstrip(".").split(".")
+                    return self.lookup(".".join([parts[0], *source, imported.imported, *rest[1:]]))
                 try:
                     found = module.find(".".join(rest))
                 except Drift as exc:
@@ -57,6 +67,12 @@ class FakeTree:
                     return FakeLookup(True, path, found.qualname, "function", function=found)
                 return FakeLookup(True, path, found.qualname, "class", cls=found)
         return FakeLookup(False, why=f"no module for {dotted}")
+
+
+class ReexportingTree(FakeTree):
+    """A fake tree that follows ``from .models.x.modeling_x import X`` re-exports."""
+
+    follows = True
 
 
 class Source:

@@ -7,7 +7,7 @@ import json
 import zipfile
 
 import pytest
-from surface_fakes import FakeTree, workspace
+from surface_fakes import FakeTree, ReexportingTree, workspace
 
 from canary import cli
 from canary.surface.baseline import load_baseline, write_baseline
@@ -108,7 +108,7 @@ def test_a_baseline_entry_no_finding_matches_is_named(tmp_path):
 
 def test_json_is_the_contract(tmp_path):
     data = json.loads(render(check(tmp_path, [OLD, NEW]), "json"))
-    assert set(data) == {"targets", "packages", "references"}
+    assert set(data) == {"targets", "packages", "references", "findings"}
     assert data["targets"][0] == {"name": "old", "version": "1", "requires": {"toy": "<2"}}
     assert data["packages"] == {"toy": ["1.0", "2.0"]}
     (reference,) = data["references"]
@@ -121,7 +121,33 @@ def test_json_is_the_contract(tmp_path):
         "versions": {},  # no version test around it: every release
         "at_import": False,
     }
+    (finding,) = data.pop("findings")  # each finding with its proof
+    assert finding["target"] == "new"
+    assert finding["reference"] == LOSS
+    assert finding["releases"] == ["2.0"]
+    assert finding["confidence"] == "proven"
+    assert finding["why"].endswith("new/patch.py:7 runs on 2.0")
     assert SurfaceResult.from_json(data).to_json() == data
+
+
+def test_a_finding_whose_site_a_test_canary_cannot_evaluate_decides_is_possible(tmp_path):
+    undecided = "runs only where is_new_version() allows, which canary cannot evaluate"
+    site = Site("maybe/patch.py", 4, undecided=undecided)
+    maybe = Surface(
+        Target("maybe", "1", {"toy": ">=1"}), (Reference("toy", LOSS, Kind.PATCH, (site,)),)
+    )
+    run = check(tmp_path, [maybe])
+    (finding,) = run.findings
+    assert (finding.confidence, finding.possible) == ("possible", undecided)
+    assert run.exit_status == 0  # reported, never counted
+    assert "1 possible finding(s)" in verdict(run)[-1]
+    assert json.loads(render(run, "json"))["findings"][0]["confidence"] == "possible"
+    run.strict = True
+    assert run.exit_status == 1
+    # Beside a site that certainly runs, it is proven.
+    both = Surface(maybe.target, (Reference("toy", LOSS, Kind.PATCH, (site, Site("m/p.py", 9))),))
+    (finding,) = check(tmp_path, [both]).findings
+    assert finding.confidence == "proven"
 
 
 def test_update_baseline_needs_the_file_to_write(capsys):
@@ -204,7 +230,13 @@ def test_the_command_finds_a_patch_target_upstream_renamed(project, capsys):
     patch = next(r for r in data["references"] if r["kind"] == "patch")
     assert patch["target"] == LOSS
     assert patch["sites"] == [
-        {"path": "proj/patch.py", "line": 8, "guarded": False, "versions": {}, "at_import": True}
+        {
+            "path": "proj/patch.py",
+            "line": 8,
+            "guarded": False,
+            "versions": {},
+            "at_import": True,
+        }
     ]
     assert patch["outcomes"] == {"1.0": "ok", "2.0": "missing"}
     assert "_compute_loss" in patch["why"]["2.0"]
@@ -287,11 +319,11 @@ GEMMA4_FORWARD = "transformers.models.gemma4.modeling_gemma4.Gemma4ForCausalLM.f
 LLAMA_NEW = "transformers.models.llama.modeling_llama.LlamaNew"
 
 
-def check_models(tmp_path, *references: Reference) -> SurfaceRun:
-    ws = workspace(tmp_path, MODELS)
-    cases = {"transformers": [Case("transformers", label, "index") for label in MODELS]}
+def check_models(tmp_path, *references: Reference, trees=MODELS, tree=FakeTree) -> SurfaceRun:
+    ws = workspace(tmp_path, trees)
+    cases = {"transformers": [Case("transformers", label, "index") for label in trees]}
     project = Surface(Target("proj", "1", {"transformers": ">=1.0"}), references)
-    return check_surfaces([project], ws, cases.__getitem__, make_tree=FakeTree)
+    return check_surfaces([project], ws, cases.__getitem__, make_tree=tree)
 
 
 def in_function(target: str, *, at_import: bool = False) -> Reference:
@@ -345,3 +377,31 @@ def test_an_output_on_a_full_disk_is_one_line_and_keeps_the_previous_file(
     assert "cannot write b.json: No space left on device" in capsys.readouterr().err
     assert (project.parent / "out.json").read_text() == "previous\n"
     assert (project.parent / "b.json").read_text() == "previous baseline\n"
+
+
+GEMMA4_TOP = {
+    **MODELS["2.0"],
+    "transformers/__init__.py": b"from .models.gemma4.modeling_gemma4 import Gemma4ForCausalLM\n"
+    b"from .trainer_new import NewTrainer\n",
+    "transformers/trainer_new.py": b"class NewTrainer:\n    pass\n",
+}
+
+
+@pytest.mark.parametrize(
+    ("target", "counted"),
+    [
+        # exported at the top level, defined in models/gemma4, which 1.0 lacks: excused
+        ("transformers.Gemma4ForCausalLM", False),
+        ("transformers.Gemma4ForCausalLM.forward", False),
+        # exported at the top level, defined outside any model package: a real miss
+        ("transformers.NewTrainer", True),
+    ],
+)
+def test_a_top_level_name_of_a_model_the_floor_lacks_came_later(tmp_path, target, counted):
+    trees = {"1.0": MODELS["1.0"], "2.1": GEMMA4_TOP}
+    run = check_models(tmp_path, in_function(target), trees=trees, tree=ReexportingTree)
+    (finding,) = run.findings
+    assert finding.since == "2.1"
+    assert finding.fails is counted
+    if not counted:
+        assert "transformers.models.gemma4 is not in the release" in finding.excused["1.0"]

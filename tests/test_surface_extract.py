@@ -688,3 +688,128 @@ def test_a_string_the_cuts_mistake_for_code_leaves_the_file_parsed_whole(tmp_pat
     assert {(r.target, r.sites[0].line) for r in refs if r.kind is not Kind.IMPORT} == {
         ("transformers.Trainer.real", 8),
     }
+
+
+def test_an_except_import_error_after_upstream_imports_only_is_their_fallback(tmp_path):
+    files = {
+        "proj/__init__.py": "",
+        "proj/ds.py": """\
+            def zero3():
+                try:
+                    from transformers.integrations import is_deepspeed_zero3_enabled
+                except ImportError:
+                    from transformers.deepspeed import is_deepspeed_zero3_enabled
+                return is_deepspeed_zero3_enabled()
+
+            def other():
+                try:
+                    import deepspeed
+                    from transformers.integrations import HfDeepSpeedConfig
+                except ImportError:
+                    from transformers.deepspeed import HfDeepSpeedConfig
+                return HfDeepSpeedConfig
+        """,
+    }
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    refs = {r.target: r for r in extract(tmp_path, sorted(files), upstream=("transformers",))}
+    (site,) = refs["transformers.deepspeed.is_deepspeed_zero3_enabled"].sites
+    assert site.fallback_of == ("transformers.integrations.is_deepspeed_zero3_enabled",)
+    # deepspeed (not upstream) may raise ImportError too: no fallback of upstream alone
+    (site,) = refs["transformers.deepspeed.HfDeepSpeedConfig"].sites
+    assert site.fallback_of == ()
+
+
+def test_a_presence_test_makes_what_follows_require_what_it_found(tmp_path):
+    files = {
+        "proj/__init__.py": "",
+        "proj/npu.py": """\
+            from transformers.models.qwen2_5_vl import modeling_qwen2_5_vl as m
+
+            def patch(f):
+                if hasattr(m, "Qwen2RMSNorm"):
+                    m.Qwen2RMSNorm.forward = f
+                else:
+                    m.Qwen2_5_VLRMSNorm.forward = f
+        """,
+        "proj/tuners.py": """\
+            try:
+                from peft import BoneModel
+            except ImportError:
+                BoneModel = None
+
+            try:
+                from peft import LoraModel
+            except ImportError:
+                raise ImportError("peft is too old")
+
+            def hook(self):
+                pass
+
+            def patch():
+                if BoneModel is not None:
+                    BoneModel._create_and_replace = hook
+                LoraModel._create_and_replace = hook
+
+            def wrapper():
+                try:
+                    from peft.tuners.lora.layer import ParamWrapper
+                except ImportError:
+                    return
+                ParamWrapper.get_param = hook
+        """,
+    }
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    refs = extract(tmp_path, sorted(files), upstream=("transformers", "peft"))
+
+    def required(target: str, kind: Kind) -> list[tuple[str, ...]]:
+        (found,) = [r for r in refs if r.target == target and r.kind is kind]
+        return [site.requires for site in found.sites]
+
+    qwen = "transformers.models.qwen2_5_vl.modeling_qwen2_5_vl"
+    assert required(f"{qwen}.Qwen2RMSNorm.forward", Kind.PATCH) == [(f"{qwen}.Qwen2RMSNorm",)]
+    assert required(f"{qwen}.Qwen2_5_VLRMSNorm.forward", Kind.PATCH) == [()]
+    # The guarded import itself still counts where it fails: what the project does with
+    # the None it leaves is not followed (liger defines its own classes only where it is
+    # there, and imports them unguarded elsewhere).
+    assert required("peft.BoneModel", Kind.IMPORT) == [()]
+    assert required("peft.BoneModel._create_and_replace", Kind.PATCH) == [("peft.BoneModel",)]
+    layer = "peft.tuners.lora.layer.ParamWrapper"
+    assert required(f"{layer}.get_param", Kind.PATCH) == [(layer,)]
+    # An ImportError that is raised again is no presence test: the import must be there.
+    assert required("peft.LoraModel", Kind.IMPORT) == [()]
+    assert required("peft.LoraModel._create_and_replace", Kind.PATCH) == [()]
+
+
+def test_a_name_bound_in_a_fallback_carries_it_to_its_uses(tmp_path):
+    files = {
+        "proj/__init__.py": "",
+        "proj/model.py": """\
+            from transformers import AutoModel
+
+            try:
+                from transformers import AutoModelForImageTextToText
+            except ImportError:
+                AutoModelForImageTextToText = AutoModel
+
+            def pick(config):
+                return config in AutoModelForImageTextToText._model_mapping
+
+            def plain(config):
+                return config in AutoModel._model_mapping
+        """,
+    }
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    refs = extract(tmp_path, sorted(files), upstream=("transformers",))
+    (found,) = [r for r in refs if r.target == "transformers.AutoModel._model_mapping"]
+    by_line = {site.line: site.fallback_of for site in found.sites}
+    # used through the fallback binding: only where the import it falls back from fails
+    assert by_line == {9: ("transformers.AutoModelForImageTextToText",), 12: ()}

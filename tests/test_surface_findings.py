@@ -4,6 +4,8 @@ in a model package the release does not have, used where that model runs."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from canary.surface.baseline import load_baseline, write_baseline
@@ -145,3 +147,52 @@ def test_a_came_later_miss_every_running_site_guards_is_excused_a_removed_one_is
     for other, counts in ((site(20), True), (site(20, window=">=5.1.0"), False)):
         (finding,) = findings([resolved(LOADING, "mmoo", guarded, other)], PROJECT)
         assert finding.fails is counts
+
+
+INTEGRATIONS = "transformers.integrations.is_deepspeed_zero3_enabled"
+DEEPSPEED = "transformers.deepspeed.is_deepspeed_zero3_enabled"
+
+
+def fallback(*imports: str) -> Site:
+    return Site("proj/ds.py", 83, True, fallback_of=imports)
+
+
+@pytest.mark.parametrize(
+    ("first", "counted"),
+    [
+        ("oooo", ()),  # the import it falls back from works everywhere: it never runs
+        ("oomm", ("5.1.0", "5.2.0")),  # where the first import fails too, it runs
+        ("uuuu", ("5.0.0", "5.1.0", "5.2.0")),  # unknown may fail: it may run
+    ],
+)
+def test_a_fallback_import_runs_only_where_the_import_it_falls_back_from_fails(first, counted):
+    tried = resolved(INTEGRATIONS, first, kind=Kind.IMPORT)
+    fell = resolved(DEEPSPEED, "mmmm", fallback(INTEGRATIONS), kind=Kind.IMPORT)
+    found = {f.reference.target: f for f in findings([tried, fell], PROJECT)}
+    assert found[DEEPSPEED].new == counted
+    # Not in a fallback (the try did more than import): it runs everywhere.
+    plain = resolved(DEEPSPEED, "mmmm", site(83), kind=Kind.IMPORT)
+    (finding,) = [f for f in findings([tried, plain], PROJECT) if f.reference.target == DEEPSPEED]
+    assert finding.new == ("5.0.0", "5.1.0", "5.2.0")
+
+
+BONE = "peft.BoneModel"
+
+
+def test_a_site_that_requires_what_a_test_found_present_runs_only_where_it_is():
+    def bone(target: str, outcomes: str, *sites: Site) -> Resolved:
+        item = resolved(target, outcomes, *sites)
+        return replace(item, reference=replace(item.reference, package="peft"))
+
+    requiring = Site("proj/tuners.py", 15, True, requires=(BONE,))
+    test = bone(BONE, "oomm", Site("proj/tuners.py", 2, True, requires=(BONE,)))
+    # BoneModel gone from 5.1.0: the patch under `BoneModel is not None` does not run
+    gone = bone(f"{BONE}._create_and_replace", "oomm", requiring)
+    # BoneModel still there, its method gone from 5.1.0: the patch runs and stops applying
+    stopped = bone(f"{BONE}._create_and_replace", "oomm", requiring)
+    stays = bone(BONE, "oooo")
+    project = Target("proj", "1.0", {"peft": ">=5.0.0"})
+    assert findings([test, gone], project)[0].new == ()
+    assert [f.new for f in findings([test, gone], project)] == [(), ()]
+    (finding,) = [f for f in findings([stays, stopped], project) if f.reference.target != BONE]
+    assert finding.new == ("5.1.0", "5.2.0")

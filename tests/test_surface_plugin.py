@@ -77,13 +77,13 @@ class FakeEngine:
     def engine(self) -> surface_plugin.Engine:
         return surface_plugin.Engine(self.open_target, self.extract, self.resolve_case)
 
-    def open_target(self, spec, *, download_dir, offline):
+    def open_target(self, spec, *, download_dir, offline, **options):
         target = Target("proj", "1.0", {"toy": ">=1.1.0,<2.10"})
         return type(
             "Loaded", (), {"target": target, "root": Path(spec), "files": (), "config": None}
         )
 
-    def extract(self, root, files, *, upstream):
+    def extract(self, root, files, *, upstream, **configuration):
         own = (Path(root) / "canary/fixes").is_dir()
         self.extracted.append("canary" if own else "proj")
         assert set(upstream) == {"toy", "peft"}  # tags.toml's packages
@@ -280,7 +280,7 @@ def test_a_failing_extraction_is_an_error_of_each_case_tried_once(project, monke
     tried = []
 
     class Broken(FakeEngine):
-        def open_target(self, spec, *, download_dir, offline):
+        def open_target(self, spec, *, download_dir, offline, **options):
             tried.append(spec)
             raise OfflineMiss(f"--canary-offline: {spec} is not in {download_dir.name}")
 
@@ -314,8 +314,8 @@ def test_a_targets_failed_download_is_grouped_under_the_targets_name(
     install_fake_pip(tmp_path, monkeypatch, NO_SUCH_VERSION_PIP)
 
     class Real(FakeEngine):
-        def open_target(self, spec, *, download_dir, offline):
-            return open_target(spec, download_dir=download_dir, offline=offline)
+        def open_target(self, spec, **options):
+            return open_target(spec, **options)
 
     monkeypatch.setattr(surface_plugin, "default_engine", Real().engine)
     result = project.runpytest(
@@ -388,8 +388,10 @@ def test_a_miss_the_whole_surface_counts_on_that_release_fails(project, monkeypa
 
 def test_a_miss_the_targets_configuration_accepts_does_not_fail(project, monkeypatch):
     class Accepting(FakeEngine):
-        def open_target(self, spec, *, download_dir, offline):
-            loaded = super().open_target(spec, download_dir=download_dir, offline=offline)
+        def open_target(self, spec, *, download_dir, offline, **options):
+            loaded = super().open_target(
+                spec, download_dir=download_dir, offline=offline, **options
+            )
 
             entry = ExpectedAbsent("toy.core.Engine", "renamed Motor in 2.0", versions=">=2.0")
             loaded.config = SurfaceConfig(expected_absent=(entry,))
@@ -486,7 +488,7 @@ def test_a_surface_error_is_recorded_and_reported_as_not_checked(project, capsys
     from canary.errors import OfflineMiss
 
     class Broken(FakeEngine):
-        def open_target(self, spec, *, download_dir, offline):
+        def open_target(self, spec, *, download_dir, offline, **options):
             raise OfflineMiss(f"--canary-offline: {spec} is not in {download_dir.name}")
 
     monkeypatch.setattr(surface_plugin, "default_engine", Broken().engine)

@@ -100,21 +100,32 @@ def test_hard_breaks_come_first_with_the_pinned_release_first_then_silent_then_t
 
 
 def test_outcomes_fold_into_version_ranges_in_the_order_checked():
-    built = report.build(EVERYTHING)
+    built = report.build(EVERYTHING, everything=True)
     engine = next(e for e in built.entries if e.reference == ENGINE)
     assert report.spans_text(engine) == "0.9.0\u20131.0.0: ok (2), 1.1.0\u20133.0.0: MISSING (3)"
+    # By default a finding's history inside the declared range (>=1.0,<3) only.
+    built = report.build(EVERYTHING)
+    engine = next(e for e in built.entries if e.reference == ENGINE)
+    assert report.spans_text(engine) == "1.0.0: ok, 1.1.0\u20132.0.0: MISSING (2)"
     assert report.why(engine) == "toy.core has no Engine"
-    terminal = report.render(EVERYTHING, "terminal")
+    terminal = report.render(EVERYTHING, "terminal", everything=True)
     assert "toy toy.core.Engine (import)" in terminal
     assert "  used at proj/patch.py:10" in terminal
     assert "  upstream: toy.core has no Engine" in terminal
     assert (
-        terminal.index("Hard breaks")
-        < terminal.index("Silent breaks")
+        terminal.index("Breaks inside")
+        < terminal.index("Silently stops applying")
         < terminal.index("Misses outside")
     )
-    assert "2 hard break(s), 2 silent break(s)" in terminal.splitlines()[0]
-    markdown = report.render(EVERYTHING, "markdown")
+    # the header counts what the verdict counts: the references held against the target
+    header = terminal.splitlines()[0]
+    assert "4 counted: 2 break(s), 2 silently stop(s) applying, 0 came later" in header
+    assert "2 not counted" in header
+    # by default only the findings: what is not counted is behind --all
+    default = report.render(EVERYTHING, "terminal")
+    assert "Misses outside" not in default
+    assert "(--all shows them)" in default.splitlines()[0]
+    markdown = report.render(EVERYTHING, "markdown", everything=True)
     assert (
         "| toy | `toy.core.Engine (import)` | proj/patch.py:10 | 0.9.0\u20131.0.0: ok (2), "
         "1.1.0\u20133.0.0: MISSING (3) | toy.core has no Engine |"
@@ -242,3 +253,20 @@ def test_a_miss_where_no_site_runs_is_no_break_and_one_that_came_later_is_its_ow
     assert "needs toy>=1.1.0" in markdown
     (error,) = [line for line in report.github(built).splitlines() if line.startswith("::error")]
     assert "toy 1.0.0 breaks (needs toy>=1.1.0)" in error
+
+
+def test_an_assignment_silently_stops_applying_unless_what_it_assigns_on_is_gone():
+    unguarded = ref("toy.core.Engine.step", Kind.PATCH)
+    stops = result(
+        resolved(unguarded, OK, OK, MISSING, MISSING, MISSING),
+        resolved(ref("toy.core.Engine"), OK, OK, OK, OK, OK),
+    )
+    (entry,) = [e for e in report.build(stops).entries if e.reference == unguarded]
+    assert entry.section == report.SILENT  # Engine.step = mine: no error, no effect
+    # Engine itself gone from 1.1.0: the assignment raises there
+    breaks = result(
+        resolved(unguarded, OK, OK, MISSING, MISSING, MISSING),
+        resolved(ref("toy.core.Engine"), OK, OK, MISSING, MISSING, MISSING),
+    )
+    (entry,) = [e for e in report.build(breaks).entries if e.reference == unguarded]
+    assert entry.section == report.HARD

@@ -133,15 +133,52 @@ def test_a_member_is_found_where_the_mro_first_binds_it_with_its_kind():
     assert found["generate"].qualname == "GenerationMixin.generate"
 
 
-def test_torch_nn_module_members_count_as_found_and_other_names_are_unknown_not_missing():
+def test_torch_nn_module_members_count_as_found_and_other_names_are_missing():
     tree = package("pkg", THREE_FILES)
     hook = tree.member(LLAMA, "LlamaForCausalLM", "register_forward_hook")
     assert (hook.found, hook.kind, hook.why) == (True, "inherited", "torch.nn.Module")
     assert "named_modules" in NN_MODULE_MEMBERS
+    # beyond the well-known ones, nn.Module's whole table (torch 2.13.0)
+    named = tree.member(LLAMA, "LlamaForCausalLM", "_named_members")
+    assert (named.found, named.kind) == (True, "inherited")
+    # nn.Module's members are a fixed table: a name none of the classes binds is gone
     other = tree.member(LLAMA, "LlamaForCausalLM", "not_there_at_all")
-    # nn.Module is outside the package and has more than the table lists.
-    assert other.found is None
-    assert other.why == "not in the package's classes; may come from torch.nn.Module"
+    assert other.found is False
+    assert "torch.nn.Module provide none (nn.Module: torch 2.13.0)" in other.why
+
+
+ENUMS = {
+    "pkg/__init__.py": "",
+    "pkg/utils.py": """
+        from enum import Enum
+
+        import numpy
+
+
+        class ExplicitEnum(str, Enum):
+            pass
+
+
+        class SaveStrategy(ExplicitEnum):
+            NO = "no"
+            STEPS = "steps"
+
+
+        class Array(numpy.ndarray):
+            pass
+    """,
+}
+
+
+def test_an_enum_member_neither_str_nor_enum_provides_is_missing():
+    tree = package("pkg", ENUMS)
+    assert tree.member("pkg/utils.py", "SaveStrategy", "STEPS").found is True
+    assert tree.member("pkg/utils.py", "SaveStrategy", "upper").found is True  # str's
+    assert tree.member("pkg/utils.py", "SaveStrategy", "value").found is True  # Enum's
+    gone = tree.member("pkg/utils.py", "SaveStrategy", "EPOCH")
+    assert gone.found is False
+    # a base whose members are not a known table: it may provide anything
+    assert tree.member("pkg/utils.py", "Array", "EPOCH").found is None
 
 
 def test_a_member_no_class_binds_is_missing_when_every_base_is_in_the_package():

@@ -249,3 +249,33 @@ def test_what_the_import_system_sets_on_every_module_is_there_but_all_is_not():
     assert tree.lookup("pkg.core.trainer.__path__").found is False  # a module is none
     # __all__ is the module's own: pkg/api.py never defines one.
     assert tree.lookup("pkg.api.__all__").found is False
+
+
+ALIASES = {
+    "pkg/__init__.py": "from .config import PretrainedConfig, Guarded, Called\n",
+    "pkg/config.py": """
+        import sys
+
+
+        class PreTrainedConfig:
+            def to_dict(self):
+                return {}
+
+
+        PretrainedConfig = PreTrainedConfig
+        if sys.version_info >= (3, 12):
+            Guarded = PreTrainedConfig
+        Called = type("Called", (PreTrainedConfig,), {})
+    """,
+}
+
+
+def test_a_plain_alias_of_a_class_is_that_class():
+    tree = package("pkg", ALIASES)
+    alias = tree.lookup("pkg.PretrainedConfig")
+    assert (alias.found, alias.kind, alias.qualname) == (True, "class", "PreTrainedConfig")
+    assert tree.lookup("pkg.PretrainedConfig.to_dict").found is True
+    assert tree.lookup("pkg.PretrainedConfig.from_dict").found is False
+    # under a test, or any other value: an assignment, whose members are not known
+    for name in ("Guarded", "Called"):
+        assert tree.lookup(f"pkg.{name}.to_dict").found is None, name

@@ -43,6 +43,7 @@ from canary.fixes.registry import fix_at
 from canary.report.verdict import OUTSIDE_WINDOW
 from canary.run import Run
 from canary.surface.model import Outcome, Reference, Target
+from canary.surface.pipeline import TARGETS_FOLDER, Surface, open_surface
 from canary.surface.report import declared_range, heading, inside, sites
 from canary.workspace import MAIN, Case, Workspace
 
@@ -50,7 +51,6 @@ OPTION = "--canary-surface"
 OWN = "canary"  # the target id of canary's own fixes
 FIXES_DIR = "canary/fixes"
 PLUGIN_NAME = "canary-surface"
-TARGETS_FOLDER = "surface-targets"  # under the cache, as ``python -m canary surface`` keeps them
 FIXTURE = "canary_surface"  # the fixture (and argument) of a surface check
 
 Key = tuple[str, str, str, "str | None"]  # Reference.key
@@ -62,10 +62,9 @@ class LoadedTarget(Protocol):
     target: Target
     root: Path
     files: tuple[str, ...]
-    config: Any  # its ``accepted(reference, release)``: what accepts a miss, or None
+    config: Any  # its SurfaceConfig (None: the defaults)
 
 
-Accepts = Callable[[Reference, str], object]  # the entry accepting a miss there, or None
 # (a target's surface, the workspace, a package's cases, the cases that may be read (None:
 # all)) -> key -> the releases whose miss counts
 Judge = Callable[
@@ -78,8 +77,10 @@ Judge = Callable[
 class Engine:
     """The surface pipeline's pieces (extraction, resolution) as this plugin calls them."""
 
-    open_target: Callable[..., LoadedTarget]  # (spec, *, download_dir, offline)
-    extract: Callable[..., tuple[Reference, ...]]  # (root, files, *, upstream)
+    # (spec, *, download_dir, offline, config, packages), as canary.surface.targets'
+    open_target: Callable[..., LoadedTarget]
+    # (root, files, *, upstream, own_attributes, registries, version_parsers), as extract's
+    extract: Callable[..., tuple[Reference, ...]]
     resolve_case: Callable[[Sequence[Reference], Case, Workspace], Mapping[Key, tuple[Any, str]]]
     # Where a reference lives on a case (an anchor's function): the subject the matrix
     # report diffs; None where it cannot be found there.
@@ -107,23 +108,11 @@ def default_engine() -> Engine:
         cases_of: Callable[[str], Sequence[Case]],
         selected: Collection[Case] | None,
     ) -> Mapping[Key, tuple[str, ...]]:
-        accepts = surface.accepts
-        reasons = None if accepts is None else _reasons(accepts)
-        judged = command.Surface(surface.target, surface.references, reasons)
-        run = command.check_surfaces([judged], workspace, cases_of, decide_only=selected)
-        return {finding.reference.key: finding.new for finding in run.findings}
+        run = command.check_surfaces([surface], workspace, cases_of, decide_only=selected)
+        # a possible finding (canary cannot prove its site runs) fails no case
+        return {f.reference.key: f.new for f in run.findings if not f.possible}
 
     return Engine(open_target, extract, resolve_case, locate, judge)
-
-
-def _reasons(accepts: Accepts) -> Callable[[Reference, str], str | None]:
-    """A configuration's acceptance (its entry, or None) as findings ask it: why, or None."""
-
-    def reason(reference: Reference, version: str) -> str | None:
-        entry = accepts(reference, version)
-        return None if entry is None else f"expected_absent: {getattr(entry, 'reason', entry)}"
-
-    return reason
 
 
 def add_options(group: pytest.OptionGroup) -> None:
@@ -173,15 +162,6 @@ def _project_name(spec: str) -> str:
     else:
         name = path.resolve().name or "target"
     return re.sub(r"[-_.]+", "-", name).lower()
-
-
-@dataclass(frozen=True)
-class Surface:
-    """A target's references, and what its configuration accepts (``expected_absent``)."""
-
-    target: Target
-    references: tuple[Reference, ...]
-    accepts: Accepts | None = None
 
 
 class SurfacePlugin:
@@ -339,12 +319,14 @@ class SurfacePlugin:
             return Surface(target, tuple(self.engine.extract(root, files, upstream=upstream)))
         cache = self.run.workspace.cache
         download_dir = (cache.root if cache else Path.cwd()) / TARGETS_FOLDER
-        loaded = self.engine.open_target(
-            spec, download_dir=download_dir, offline=self.run.options.offline
-        )
-        references = self.engine.extract(loaded.root, loaded.files, upstream=upstream)
-        accepts = getattr(loaded.config, "accepted", None)
-        return Surface(loaded.target, tuple(references), accepts)
+        return open_surface(
+            spec,
+            upstream=upstream,
+            download_dir=download_dir,
+            offline=self.run.options.offline,
+            open_target=self.engine.open_target,
+            extract=self.engine.extract,
+        ).surface
 
 
 # -- where a reference must exist ------------------------------------------------------

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -24,8 +24,7 @@ from canary.report.results import EXIT_CLEAR, EXIT_DRIFT, EXIT_INFRASTRUCTURE
 from canary.report.verdict import CaseError, describe, group_errors
 from canary.run import Run, RunOptions, open_run
 from canary.surface.baseline import Baseline, load_baseline, write_baseline
-from canary.surface.config import SurfaceConfig
-from canary.surface.findings import Absent, Accepts, Finding, findings, model_package
+from canary.surface.findings import Absent, Finding, findings, model_package
 from canary.surface.memo import Memo
 from canary.surface.model import (
     Kind,
@@ -33,14 +32,12 @@ from canary.surface.model import (
     Reference,
     Resolved,
     SurfaceResult,
-    Target,
     merge_references,
 )
-from canary.surface.resolve import MakeTree, WorkspaceSources, resolve, salt
+from canary.surface.pipeline import TARGETS_FOLDER, Surface, open_surface
+from canary.surface.resolve import MakeTree, WorkspaceSources, release_of, resolve, salt
 from canary.tags import SHIPPED_TAGS, Tags
 from canary.workspace import Case, Workspace
-
-TARGETS_FOLDER = "surface-targets"  # under the cache: wheels of NAME==VERSION targets
 
 
 @dataclass(frozen=True)
@@ -54,19 +51,10 @@ class SurfaceOptions:
     config: Path | None = None  # instead of each target's [tool.canary.surface]
     baseline: Path | None = None
     update_baseline: bool = False
+    strict: bool = False  # possible findings fail the run too
+    everything: bool = False  # --all: the report shows what is not counted too
     workers: int = 4
     also: tuple[tuple[str, Path], ...] = ()  # (format, file): more reports of the same run
-
-
-@dataclass(frozen=True)
-class Surface:
-    """One target's surface: the project, the references it makes, and the misses its
-    configuration accepts (``expected_absent``)."""
-
-    target: Target
-    references: tuple[Reference, ...]
-    accepts: Accepts | None = None
-    tags: tuple[str, ...] = ()  # its configuration's pins, "PKG=V1,V2" as --tags
 
 
 @dataclass
@@ -85,9 +73,17 @@ class SurfaceRun:
     releases: Releases | None = None  # where the releases came from (None: not told)
     written: tuple[Path, int] | None = None  # --update-baseline: the file, its entries
 
+    strict: bool = False  # possible findings fail the run too
+    everything: bool = False  # --all: the report shows what is not counted too
+
     @property
     def failing(self) -> tuple[Finding, ...]:
-        return tuple(f for f in self.findings if f.fails)
+        return tuple(f for f in self.findings if f.fails or (self.strict and f.new))
+
+    @property
+    def possible(self) -> tuple[Finding, ...]:
+        """Findings on releases inside the range that canary cannot prove run there."""
+        return tuple(f for f in self.findings if f.new and f.possible)
 
     @property
     def exit_status(self) -> int:
@@ -133,6 +129,7 @@ def run_surface(
         started = time.perf_counter()
         cases = {package: run.cases(package) for package in surface_run.result.packages}
         sources = WorkspaceSources(run.workspace, cases, make_tree=make_tree)
+        surface_run.everything = options.everything
         surface_run.text = render(surface_run, fmt, sources=sources)
         for other, path in options.also:  # one run, several readers (a CI job's summary)
             write_atomically(path, render(surface_run, other, sources=sources))
@@ -140,6 +137,7 @@ def run_surface(
     finally:
         run.close()
     surface_run.seconds = {"extract": extracted, **surface_run.seconds, "render": rendered}
+    surface_run.strict = options.strict
     if options.update_baseline and options.baseline is not None:
         entries = write_baseline(
             options.baseline, surface_run.result.packages, surface_run.findings
@@ -150,33 +148,20 @@ def run_surface(
 
 def _extract(options: SurfaceOptions, run: Run) -> list[Surface]:
     """Each target opened (a wheel of ``NAME==VERSION`` kept under the cache) and its
-    references to the packages in tags.toml."""
-    from canary.surface.extract import extract
-    from canary.surface.targets import open_target
-
+    references to the packages in tags.toml, extracted with its configuration."""
     cache = run.workspace.cache
     download_dir = cache.root / TARGETS_FOLDER if cache is not None else Path(TARGETS_FOLDER)
     upstream = tuple(run.tags.packages)
-    surfaces = []
-    for spec in options.targets:
-        loaded = open_target(
+    return [
+        open_surface(
             spec,
+            upstream=upstream,
             download_dir=download_dir,
             offline=options.offline,
             config=options.config,
-            packages=upstream,
-        )
-        references = extract(
-            loaded.root,
-            loaded.files,
-            upstream=upstream,
-            own_attributes=loaded.config.own_attributes,
-            registries=loaded.config.source_registries,
-            version_parsers=loaded.config.version_parsers,
-        )
-        accepts = _expected_absent(loaded.config)
-        surfaces.append(Surface(loaded.target, references, accepts, loaded.config.tags))
-    return surfaces
+        ).surface
+        for spec in options.targets
+    ]
 
 
 def _releases_to_check(options: SurfaceOptions, tags: Tags, pins: Sequence[str]) -> Releases:
@@ -185,18 +170,6 @@ def _releases_to_check(options: SurfaceOptions, tags: Tags, pins: Sequence[str])
     if options.tags_file is not None or options.offline:
         return listed_only(tags)
     return discover(tags, pinned={pin.partition("=")[0].strip() for pin in pins})
-
-
-def _expected_absent(config: SurfaceConfig) -> Accepts | None:
-    """The target's ``expected_absent`` entries as an acceptance (None: it has none)."""
-    if not config.expected_absent:
-        return None
-
-    def accepts(reference: Reference, version: str) -> str | None:
-        entry = config.accepted(reference, version)
-        return f"expected_absent in {config.origin}: {entry.reason}" if entry else None
-
-    return accepts
 
 
 def check_surfaces(
@@ -227,7 +200,6 @@ def check_surfaces(
         on_error=lambda case, exc: errors.append((case, exc)),
         decide_only=decide_only,
     )
-    seconds = {"resolve": time.perf_counter() - started}
     # the model packages are asked only to excuse came-later misses: no finding, no output
     helpers = {ref.key for ref in extra}
     resolved = tuple(item for item in everything if item.reference.key not in helpers)
@@ -238,14 +210,31 @@ def check_surfaces(
         for package, listed in cases.items()
     }
     by_key = {item.reference.key: item for item in resolved}
-    found: list[Finding] = []
-    for surface in surfaces:
-        accepts = [a for a in (surface.accepts,) if a is not None]
-        if baseline is not None:
-            accepts.append(baseline.accepts(surface.target.name))
-        # its own sites: where this target's code runs is what holds a miss against it
-        own = (replace(by_key[ref.key], reference=ref) for ref in surface.references)
-        found += findings(own, surface.target, accepts=accepts, absent=absent)
+    found = _decide(surfaces, by_key, absent, baseline)
+    # A came-later class transformers exports at its top level lives in a model package
+    # too (transformers.Gemma3ForConditionalGeneration): where, is read on the release
+    # that first has it, and the package is asked of the others like the rest.
+    sources = WorkspaceSources(workspace, cases, make_tree=make_tree)
+    homes = _model_homes(found, sources, decide_only, memo)
+    if homes:
+        known = {ref.key for ref in references + extra}
+        more = tuple(
+            ref
+            for ref in (Reference("transformers", p, Kind.IMPORT, ()) for p in set(homes.values()))
+            if ref.key not in known
+        )
+        if more:
+            everything += resolve(
+                more,
+                {"transformers": cases["transformers"]},
+                workspace,
+                memo=memo,
+                make_tree=make_tree,
+                on_error=lambda case, exc: None if case in failed else errors.append((case, exc)),
+                decide_only=decide_only,
+            )
+        found = _decide(surfaces, by_key, _absent(everything), baseline, homes)
+    seconds = {"resolve": time.perf_counter() - started}
     result = SurfaceResult(tuple(s.target for s in surfaces), checked, resolved)
     return SurfaceRun(
         result,
@@ -257,6 +246,76 @@ def check_surfaces(
         recalled=memo.hits,
         decided=memo.misses,
     )
+
+
+def _decide(
+    surfaces: Sequence[Surface],
+    by_key: Mapping[tuple, Resolved],
+    absent: Absent,
+    baseline: Baseline | None,
+    homes: Mapping[str, str] | None = None,
+) -> list[Finding]:
+    found: list[Finding] = []
+    for surface in surfaces:
+        accepts = [a for a in (surface.accepts,) if a is not None]
+        if baseline is not None:
+            accepts.append(baseline.accepts(surface.target.name))
+        # its own sites: where this target's code runs is what holds a miss against it
+        own = (replace(by_key[ref.key], reference=ref) for ref in surface.references)
+        found += findings(own, surface.target, accepts=accepts, absent=absent, homes=homes)
+    return found
+
+
+def _model_homes(
+    found: Sequence[Finding],
+    sources: WorkspaceSources,
+    readable: Collection[Case] | None,
+    memo: Memo,
+) -> dict[str, str]:
+    """Top-level transformers names of came-later findings still counted, each with the
+    model package that defines it on the first release that has it (read there once,
+    ever: remembered like an outcome)."""
+    wanted: dict[str, set[str]] = {}  # release -> top-level names
+    for finding in found:
+        reference = finding.reference
+        parts = reference.target.split(".")
+        if (
+            finding.fails
+            and finding.came_later
+            and finding.since is not None
+            and reference.package == "transformers"
+            and model_package(reference.target) is None
+            and len(parts) >= 2
+        ):
+            wanted.setdefault(finding.since, set()).add(".".join(parts[:2]))
+    homes: dict[str, str] = {}
+    for version, names in wanted.items():
+        case = sources.cases.get(("transformers", version))
+        if case is None:
+            continue
+        label = release_of(case)
+        unknown = []
+        for name in sorted(names):
+            remembered = memo.recall(("home", name), label)
+            if remembered is None:
+                unknown.append(name)
+            elif remembered[1]:
+                homes[name] = remembered[1]
+        if not unknown or (readable is not None and case not in readable):
+            continue
+        located = sources.locate_all(
+            [Reference("transformers", name, Kind.IMPORT, ()) for name in unknown], version
+        )
+        for name, subject in zip(unknown, located, strict=True):
+            package = None
+            if subject is not None:
+                module = subject.path.removesuffix(".py").removesuffix("/__init__")
+                package = model_package(module.replace("/", "."))
+            if package is not None:
+                homes[name] = package
+            memo.remember(("home", name), label, Outcome.OK, package or "")
+    memo.save()
+    return homes
 
 
 def _model_packages(references: Sequence[Reference]) -> tuple[Reference, ...]:
@@ -365,6 +424,12 @@ def verdict(surface_run: SurfaceRun) -> list[str]:
         lines.append(
             "canary: all clear" + (f" ({accepted:,} accepted finding(s))" if accepted else "")
         )
+    possible = surface_run.possible
+    if possible and not surface_run.strict:
+        lines.append(
+            f"canary: {len(possible):,} possible finding(s): missing inside the range where "
+            "canary cannot prove the site runs; not counted (--strict counts them)"
+        )
     excused = [f for f in surface_run.findings if f.excused]
     if excused:
         lines.append(
@@ -393,6 +458,7 @@ def render(surface_run: SurfaceRun, fmt: str, *, sources: WorkspaceSources | Non
         data = surface_run.result.to_json()
         if releases is not None and releases.looked_up:  # a field added, as the contract allows
             data["discovered"] = {p: list(v) for p, v in releases.discovered.items() if v}
+        data["findings"] = [f.to_json() for f in surface_run.findings if f.new]
         return json.dumps(data, indent=1) + "\n"
     try:
         from canary.surface.report import render as render_report
@@ -400,7 +466,11 @@ def render(surface_run: SurfaceRun, fmt: str, *, sources: WorkspaceSources | Non
         text = summary(surface_run)
     else:
         text = render_report(
-            surface_run.result, fmt, findings=surface_run.findings, sources=sources
+            surface_run.result,
+            fmt,
+            findings=surface_run.findings,
+            sources=sources,
+            everything=surface_run.everything,
         )
     if releases is not None and fmt in ("terminal", "markdown"):
         line = releases.describe()

@@ -89,7 +89,7 @@ from typing import Any
 
 from canary.errors import ParseError
 from canary.gcpause import no_collections
-from canary.surface import guards
+from canary.surface import guards, versiontests
 from canary.surface.config import SourceRegistry
 from canary.surface.model import Kind, Match, Reference, Site, merge_references
 from canary.surface.segments import Definition, Statement, split_module
@@ -211,6 +211,8 @@ class ProjectFunction:
 
 
 Binding = Upstream | Stdlib | ProjectModule | ProjectFunction
+# A project function whose name says it tests versions or requirements.
+_VERSION_HELPER = re.compile(r"version|require|_v\d", re.IGNORECASE)
 _UNBOUND = object()  # a name no scope binds (None: bound, to something extraction ignores)
 
 
@@ -232,6 +234,9 @@ class Use:
     stash: str | None = None  # X._orig_f = X.f: the original it keeps beside it (X.f)
     constant: bool = False  # set to a literal (True, a name): a marker
     versions: tuple[tuple[str, str], ...] = ()  # the window of the version tests around it
+    undecided: str = ""  # a test around it canary cannot evaluate decides whether it runs
+    fallback_of: tuple[str, ...] = ()  # runs only where one of these upstream imports fails
+    requires: tuple[str, ...] = ()  # runs only where these upstream things exist
 
 
 @dataclass(frozen=True)
@@ -345,6 +350,7 @@ class _Exports:
     names: dict[str, Binding | None]
     values: dict[str, Value]
     upstream_stars: list[str]
+    conditions: dict[str, _Bound] = field(default_factory=dict)
 
 
 class _Project:
@@ -375,6 +381,9 @@ class _Project:
         self._trees: dict[str, ast.Module] = {}
         self._exports: dict[str, _Exports] = {}
         self._summaries: dict[int, tuple[Value | None, tuple[str, ...]]] = {}
+        self._helper_calls: dict[tuple, versiontests.Outcome | None] = {}
+        self._checks: dict[int, bool] = {}
+        self._versions_returned: dict[tuple, guards.InstalledVersion | None] = {}
         self._takes_source: dict[int, bool] = {}
         self._acts_on_objects: dict[int, bool] = {}
         self._lines: dict[str, list[bytes]] = {}
@@ -491,7 +500,9 @@ class _Project:
                 finally:
                     self._reading.pop()
                 scope = walker.module_scope
-                self._exports[module] = _Exports(scope.names, scope.values, walker.upstream_stars)
+                self._exports[module] = _Exports(
+                    scope.names, scope.values, walker.upstream_stars, scope.conditions
+                )
         elif module in self._reading:
             # a cycle: the modules read since saw this one partly initialised
             self._cut_short.update(self._reading[self._reading.index(module) + 1 :])
@@ -522,6 +533,42 @@ class _Project:
             walker = _Walker(self, self.path_of[function.module], emit=False)
             self._summaries[key] = walker.summarise(function)
         return self._summaries[key]
+
+    def helper_call(
+        self, function: ProjectFunction, params: Mapping[str, object], depth: int
+    ) -> versiontests.Outcome | None:
+        """A project function called with ``params`` (its parameters' literal values),
+        evaluated as a version test (:mod:`canary.surface.versiontests`); None: too deep."""
+        frozen = tuple(sorted((k, repr(v)) for k, v in params.items()))
+        key = (id(function.definition), frozen)
+        if key not in self._helper_calls:
+            if depth > versiontests.DEPTH:
+                return None
+            self._helper_calls[key] = None  # recursion: nothing known yet
+            walker = _Walker(self, self.path_of[function.module], emit=False)
+            self._helper_calls[key] = walker.evaluate(function, params, depth)
+        return self._helper_calls[key]
+
+    def installed_version(
+        self, function: ProjectFunction, params: Mapping[str, object], depth: int
+    ) -> guards.InstalledVersion | None:
+        """The installed version ``function`` returns when called with ``params``."""
+        frozen = tuple(sorted((k, repr(v)) for k, v in params.items()))
+        key = (id(function.definition), frozen)
+        if key not in self._versions_returned:
+            self._versions_returned[key] = None  # recursion: nothing known yet
+            walker = _Walker(self, self.path_of[function.module], emit=False)
+            self._versions_returned[key] = walker.version_returned(function, params, depth)
+        return self._versions_returned[key]
+
+    def may_check(self, function: ProjectFunction) -> bool:
+        """Whether calling ``function`` may stop the caller: it raises, or its name says it
+        checks versions or requirements."""
+        key = id(function.definition)
+        if key not in self._checks:
+            named = _VERSION_HELPER.search(function.name) is not None
+            self._checks[key] = named or _may_mention(function, "raise")
+        return self._checks[key]
 
     def acts_on_objects(self, function: ProjectFunction) -> bool:
         """The function reads a source or sets an attribute (``patch_function(cls,
@@ -752,6 +799,27 @@ def _registered(nodes: list[ast.AST], aliases: set[str]) -> Iterator[tuple[str, 
                 yield key, item
 
 
+_IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+
+
+def _catches_import_error(handler: ast.ExceptHandler) -> bool:
+    """The handler catches the ImportError a failed import raises."""
+    if handler.type is None:
+        return True
+    types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any(isinstance(t, ast.Name) and t.id in _IMPORT_ERRORS for t in types)
+
+
+def _may_mention(function: ProjectFunction, *words: str) -> bool:
+    """Whether the function's text may contain one of ``words`` (a function parsed
+    already, nested in another, may: its text is not kept)."""
+    definition = function.definition
+    if not isinstance(definition, Definition):
+        return True
+    text = definition.text.lower()
+    return any(word in text for word in words)
+
+
 def _positional(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
     return [a.arg for a in (*node.args.posonlyargs, *node.args.args)]
 
@@ -804,12 +872,36 @@ def _own_tokens(modules: Iterable[tuple[str, str]]) -> frozenset[str]:
 # --- scopes ------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class _Bound:
+    """Where a binding is made: a version window, and the upstream imports it falls back
+    from (it is made only where one of them fails)."""
+
+    window: guards.Window = guards.EVERY_RELEASE
+    fallback_of: tuple[str, ...] = ()
+
+
 @dataclass
 class _Scope:
     names: dict[str, Binding | None] = field(default_factory=dict)
     values: dict[str, Value] = field(default_factory=dict)
     parent: _Scope | None = None
     is_class: bool = False
+    # names bound to upstream under a version test or in an except ImportError: where
+    # that binding is made, which every later use of the name carries (elsewhere, the
+    # name is something else)
+    conditions: dict[str, _Bound] = field(default_factory=dict)
+
+    def condition_of(self, name: str) -> _Bound | None:
+        """Where the binding ``name`` has here is made (None: on every release)."""
+        scope: _Scope | None = self
+        first = True
+        while scope is not None:
+            if (first or not scope.is_class) and name in scope.names:
+                return scope.conditions.get(name)
+            first = False
+            scope = scope.parent
+        return None
 
     def lookup(self, name: str) -> object:
         scope: _Scope | None = self
@@ -867,6 +959,9 @@ class _Walker:
         self.selector: str | None = None
         self.selected: frozenset[str] | None = None
         self.done_test = False  # evaluating the test of an if whose body returns
+        self.helper_depth = 0  # evaluating a version helper called from helpers this deep
+        self.undecided = ""  # why the current branch may not run: a test not evaluated
+        self.fallback_of: tuple[str, ...] = ()  # in an except ImportError of these imports
 
     # entry points
 
@@ -875,7 +970,9 @@ class _Walker:
         if exports is None:
             self.bind_module_level()
         else:  # the same binding pass, done already
-            self.module_scope = _Scope(dict(exports.names), dict(exports.values))
+            self.module_scope = _Scope(
+                dict(exports.names), dict(exports.values), conditions=dict(exports.conditions)
+            )
             self.scope = self.module_scope
             self.upstream_stars = list(exports.upstream_stars)
         self.interesting = self._interesting()
@@ -993,7 +1090,7 @@ class _Walker:
         depth: int,
     ) -> None:
         exports = self.project.exports(self.module)
-        self.module_scope = _Scope(exports.names, exports.values)
+        self.module_scope = _Scope(exports.names, exports.values, conditions=exports.conditions)
         self.upstream_stars = exports.upstream_stars
         node = function.node
         names = _positional(node)
@@ -1013,9 +1110,171 @@ class _Walker:
         self.applying, self.depth, self.function = True, depth, id(node)
         self.block(node.body)
 
+    def evaluate(
+        self, function: ProjectFunction, params: Mapping[str, object], depth: int
+    ) -> versiontests.Outcome:
+        """``function``'s body run as a version test with ``params`` bound."""
+        exports = self.project.exports(self.module)
+        self.module_scope = _Scope(exports.names, exports.values, conditions=exports.conditions)
+        self.upstream_stars = exports.upstream_stars
+        self.scope = _Scope(parent=self.module_scope)
+        for arg in _arguments(function.node.args):
+            self.scope.names[arg] = None
+        for name, value in params.items():
+            if isinstance(value, str):
+                self.scope.values[name] = Literals((value,))
+        self.helper_depth = depth
+        evaluator = versiontests.Evaluator(self, params, self.project.upstream, self.helper_outcome)
+        return evaluator.block(function.node.body)
+
+    def helper_outcome(self, node: ast.Call) -> versiontests.Outcome | None:
+        """A call of a project function, as a version test; None: no project function, or
+        one whose text never speaks of versions (it cannot compare them)."""
+        function = self._callee(node)
+        if not isinstance(function, ProjectFunction):
+            return None
+        if _VERSION_HELPER.search(function.name) is None and not _may_mention(
+            function, "version", "require"
+        ):
+            return None
+        helper = _Walker(self.project, self.project.path_of[function.module], emit=False)
+        exports = self.project.exports(function.module)
+        helper.module_scope = helper.scope = _Scope(
+            exports.names, exports.values, conditions=exports.conditions
+        )
+        params = versiontests.bind_arguments(
+            function.node, node, self.constant_of, helper.constant_of
+        )
+        if params is None:
+            return None
+        return self.project.helper_call(function, params, self.helper_depth + 1)
+
+    def returned_version(self, node: ast.Call) -> guards.InstalledVersion | None:
+        """A project function that returns an upstream package's installed version
+        (``_get_package_version("transformers")``), as called; None: it does not."""
+        function = self._callee(node)
+        if not isinstance(function, ProjectFunction) or self.helper_depth >= versiontests.DEPTH:
+            return None
+        if not _may_mention(function, "version"):
+            return None  # no installed version is read without naming one
+        helper = _Walker(self.project, self.project.path_of[function.module], emit=False)
+        exports = self.project.exports(function.module)
+        helper.module_scope = helper.scope = _Scope(
+            exports.names, exports.values, conditions=exports.conditions
+        )
+        params = versiontests.bind_arguments(
+            function.node, node, self.constant_of, helper.constant_of
+        )
+        if params is None:
+            return None
+        return self.project.installed_version(function, params, self.helper_depth + 1)
+
+    def version_returned(
+        self, function: ProjectFunction, params: Mapping[str, object], depth: int
+    ) -> guards.InstalledVersion | None:
+        """What every ``return`` of ``function`` outside its exception handlers gives,
+        when that is one package's installed version."""
+        exports = self.project.exports(self.module)
+        self.module_scope = _Scope(exports.names, exports.values, conditions=exports.conditions)
+        self.scope = _Scope(parent=self.module_scope)
+        for arg in _arguments(function.node.args):
+            self.scope.names[arg] = None
+        for name, value in params.items():
+            if isinstance(value, str):
+                self.scope.values[name] = Literals((value,))
+        self.helper_depth = depth
+        handled = {
+            id(n)
+            for handler in ast.walk(function.node)
+            if isinstance(handler, ast.ExceptHandler)
+            for n in ast.walk(handler)
+        }
+        found: set[guards.InstalledVersion] = set()
+        for node in ast.walk(function.node):
+            if isinstance(node, ast.Return) and id(node) not in handled:
+                fact = None if node.value is None else guards.version_fact(node.value, self)
+                if not isinstance(fact, guards.InstalledVersion):
+                    return None
+                found.add(fact)
+            elif (
+                isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+                and node is not function.node
+            ):
+                return None  # a nested function's returns are not its own
+        return found.pop() if len(found) == 1 else None
+
+    def call_gate(self, node: ast.Call) -> guards.VersionGate | None:
+        outcome = self.helper_outcome(node)
+        return None if outcome is None else outcome.value.gate
+
+    def returns_where(self, node: ast.Call) -> guards.Window | None:
+        """Where a called check returns instead of raising (None: everywhere, or unread).
+        A project function is read as a check only where it can raise by itself or is
+        named for versions: most calls made as statements are no checks."""
+        function = self._callee(node)
+        if isinstance(function, ProjectFunction) and not self.project.may_check(function):
+            return None
+        evaluator = versiontests.Evaluator(self, {}, self.project.upstream, self.helper_outcome)
+        returns = evaluator.check(node)
+        return None if returns is None else returns.true
+
+    def _bound_at(self, node: ast.AST) -> _Bound:
+        """Where a use runs: the branch's window and fallback, and those of the binding
+        the name it goes through had (``H`` bound to ``trl.CPOTrainer`` under ``trl<0.29``
+        is that object only there)."""
+        here = _Bound(self.window, self.fallback_of)
+        root = node
+        while isinstance(root, (ast.Attribute, ast.Subscript, ast.Call)):
+            root = root.func if isinstance(root, ast.Call) else root.value
+        if not isinstance(root, ast.Name):
+            return here
+        bound = self.scope.condition_of(root.id)
+        if bound is None:
+            return here
+        return _Bound(self.window & bound.window, self.fallback_of or bound.fallback_of)
+
+    def _undecided(self, node: ast.expr, *, check: bool = False) -> str:
+        """Why a test or check decides where what follows runs and canary cannot say
+        where: a call of a project function named for versions or requirements that was
+        not read as a window (""): none); ``check``: a call made as a statement, where
+        what matters is whether it returns, not its value."""
+        for part in ast.walk(node):
+            if not isinstance(part, ast.Call):
+                continue
+            function = self._callee(part)
+            if not isinstance(function, ProjectFunction):
+                continue
+            if _VERSION_HELPER.search(function.name) is None:
+                continue
+            outcome = self.helper_outcome(part)
+            cond = None if outcome is None else outcome.returns if check else outcome.value
+            readable = cond is not None and (cond.constant is not None or cond.gate is not None)
+            if not readable:
+                call = ast.unparse(part)
+                call = call if len(call) <= 80 else f"{call[:77]}..."
+                return f"runs only where {call} allows, which canary cannot evaluate"
+        return ""
+
+    def constant_of(self, node: ast.expr) -> object:
+        value = self.literal(node)
+        if value is _NOT_LITERAL or isinstance(value, (tuple, list, dict)):
+            return versiontests.NOT_CONSTANT
+        return value
+
+    def callee_of(self, node: ast.Call) -> tuple[str, object] | None:
+        binding = self._callee(node)
+        if isinstance(binding, ProjectFunction):
+            return ("helper", binding)
+        if isinstance(binding, Upstream):
+            return ("upstream", binding.path)
+        return None
+
+    def run_assignment(self, node: ast.stmt) -> None:
+        self.statement(node)
+
     def summarise(self, function: ProjectFunction) -> tuple[Value | None, tuple[str, ...]]:
         exports = self.project.exports(self.module)
-        self.module_scope = _Scope(exports.names, exports.values)
+        self.module_scope = _Scope(exports.names, exports.values, conditions=exports.conditions)
         self.upstream_stars = exports.upstream_stars
         node = function.node
         names = tuple(a.arg for a in (*node.args.posonlyargs, *node.args.args))
@@ -1037,17 +1296,30 @@ class _Walker:
     # statements
 
     def block(self, statements: list[ast.stmt]) -> None:
-        saved = (self.guarded, self.present, self.selected, self.window)
+        saved = (self.guarded, self.present, self.selected, self.window, self.undecided)
         for node in statements:
             self.statement(node)
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+                # check_version("trl>=0.9"): what follows runs only where it returned
+                returns = self.returns_where(node.value)
+                if returns is not None:
+                    self.window &= returns
+                else:
+                    self.undecided = self.undecided or self._undecided(node.value, check=True)
+            if isinstance(node, ast.Try) and (imports := self._imports_only(node.body)):
+                leaving = [h for h in node.handlers if _catches_import_error(h)]
+                if leaving and all(guards.exits(h.body, silently=True) for h in leaving):
+                    # except ImportError: return: what follows runs where they imported
+                    self.present |= {f"+{target}" for target in imports}
             if isinstance(node, ast.If) and guards.exits(node.body):
+                self.undecided = self.undecided or self._undecided(node.test)
                 # what follows runs only where the test failed
                 if guards.exits(node.body, silently=True) and guards.is_guard_test(node.test):
                     self.guarded += 1
                 self.present |= self._present(node.test, positive=False)
                 self.selected = self._narrowed(node.test, positive=False)
                 self.window &= self._window(node.test, positive=False)
-        self.guarded, self.present, self.selected, self.window = saved
+        self.guarded, self.present, self.selected, self.window, self.undecided = saved
 
     def statement(self, node: ast.stmt, *, nested: bool = True) -> None:
         """One statement; ``nested`` False: the module-level binding pass, which enters
@@ -1169,6 +1441,8 @@ class _Walker:
             self.done_test = False
         guard = guards.is_guard_test(node.test)
         saved = (self.present, self.selected, self.window)
+        undecided = self.undecided
+        self.undecided = undecided or self._undecided(node.test)
         self.guarded += guard
         self.conditional += 1
         self.present = saved[0] | self._present(node.test, positive=True)
@@ -1181,24 +1455,49 @@ class _Walker:
         self.window = saved[2] & self._window(node.test, positive=False)
         self.body(node.orelse, nested)
         self.present, self.selected, self.window = saved
+        self.undecided = undecided
         self.conditional -= 1
         self.guarded -= guard
 
     def s_try(self, node: ast.Try, nested: bool) -> None:
         caught = bool(node.handlers)
+        imports = self._imports_only(node.body)
         self.guarded += caught
         self.body(node.body, nested)
         self.guarded -= caught
         self.conditional += 1
+        outer = self.fallback_of
         for handler in node.handlers:
             if nested and handler.type is not None:
                 self.expr(handler.type)
             if handler.name:
                 self.scope.names[handler.name] = None
+            if imports and not outer and _catches_import_error(handler):
+                self.fallback_of = imports
             self.body(handler.body, nested)
+            self.fallback_of = outer
         self.body(node.orelse, nested)
         self.conditional -= 1
         self.body(node.finalbody, nested)
+
+    def _imports_only(self, body: list[ast.stmt]) -> tuple[str, ...]:
+        """The upstream targets a ``try`` body imports, when it does nothing else (only
+        their failure can raise ImportError there); () otherwise."""
+        targets: list[str] = []
+        for node in body:
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = self._absolute(node)
+                if base is None or any(alias.name == "*" for alias in node.names):
+                    return ()
+                names = [f"{base}.{alias.name}" for alias in node.names]
+            else:
+                return ()
+            if not all(self.project.is_upstream(name) for name in names):
+                return ()
+            targets += names
+        return tuple(targets)
 
     def s_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, nested: bool) -> None:
         self.scope.names[node.name] = ProjectFunction(self.module, node.name, node)
@@ -1270,6 +1569,11 @@ class _Walker:
         if alias.name != "*":
             name = alias.asname or alias.name
             self.bind(name, self.project.member(base, alias.name))
+            bound = self.project.exports(base).conditions.get(alias.name)
+            if bound is not None:  # bound there under a condition: so is it here
+                self.scope.conditions[name] = _Bound(
+                    self.window & bound.window, self.fallback_of or bound.fallback_of
+                )
             value = self.project.exports(base).values.get(alias.name)
             if value is not None:
                 self.scope.values[name] = value
@@ -1294,6 +1598,10 @@ class _Walker:
             return
         self.scope.names[name] = binding
         self.scope.values.pop(name, None)
+        if isinstance(binding, Upstream) and (self.window.bounds or self.fallback_of):
+            self.scope.conditions[name] = _Bound(self.window, self.fallback_of)
+        else:
+            self.scope.conditions.pop(name, None)
 
     def assign(
         self, target: ast.expr, value: ast.expr | None, *, augmented: ast.AugAssign | None = None
@@ -1545,7 +1853,7 @@ class _Walker:
                 package = self._literal_string(node.args[0])
                 if package is not None and package in self.project.upstream:
                     return guards.InstalledVersion(package)
-            return None
+            return self.returned_version(node)
         if isinstance(node, (ast.Name, ast.Attribute)):
             binding, _, complete = self.chain(node)
             if isinstance(binding, Upstream) and complete:
@@ -1562,6 +1870,10 @@ class _Walker:
             binding, _, complete = self.chain(obj)
             if isinstance(binding, Upstream) and complete:
                 found.add(f"{'+' if present else '-'}{binding.path}.{name}")
+        for name in guards.names_not_none(test, positive=positive):
+            binding = self.binding(name)
+            if isinstance(binding, Upstream):  # None where its import failed
+                found.add(f"+{binding.path}")
         return frozenset(found)
 
     # expressions
@@ -2030,6 +2342,7 @@ class _Walker:
             )
             if not through:
                 return
+        bound = self._bound_at(node)
         self.uses.append(
             Use(
                 kind=kind,
@@ -2045,9 +2358,24 @@ class _Walker:
                 replaces=replaces,
                 stash=stash,
                 constant=constant,
-                versions=self.window.specifiers(),
+                versions=bound.window.specifiers(),
+                undecided=self.undecided,
+                fallback_of=bound.fallback_of,
+                requires=self._required(target, presence=presence),
             )
         )
+
+    def _required(self, target: str, *, presence: bool) -> tuple[str, ...]:
+        """The upstream things found present before this use that it lies in (``x.y``
+        for ``x.y.f``); a presence test requires what it tests."""
+        found = {
+            p[1:]
+            for p in self.present
+            if p.startswith("+") and (target == p[1:] or target.startswith(f"{p[1:]}."))
+        }
+        if presence:
+            found.add(target)
+        return tuple(sorted(found))
 
 
 _NOT_LITERAL = object()
@@ -2215,7 +2543,18 @@ def _merge(uses: Iterable[Use]) -> tuple[Reference, ...]:
             use.target.split(".", 1)[0],
             use.target,
             use.kind,
-            (Site(use.path, use.line, use.guarded, use.versions, at_import=use.scope == 0),),
+            (
+                Site(
+                    use.path,
+                    use.line,
+                    use.guarded,
+                    use.versions,
+                    at_import=use.scope == 0,
+                    undecided=use.undecided,
+                    fallback_of=use.fallback_of,
+                    requires=use.requires,
+                ),
+            ),
             use.anchor,
             use.match,
         )

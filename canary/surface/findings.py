@@ -33,13 +33,13 @@ Two narrowings, each exactly as wide as its reason:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from canary import versions
 from canary.errors import ConfigError
-from canary.surface.model import Outcome, Reference, Resolved, SurfaceResult, Target
+from canary.surface.model import Kind, Outcome, Reference, Resolved, Site, SurfaceResult, Target
 
 # Operators that exclude every newer release, so ``main`` too.
 _UPPER_BOUNDS = ("<", "<=", "==", "===", "~=")
@@ -64,6 +64,15 @@ class Finding:
     since: str | None = None  # the first release checked where it is ok (None: none is)
     excused: Mapping[str, str] = field(default_factory=dict)  # came later, not counted -> why
     gated: tuple[str, ...] = ()  # missing inside the range where no site runs: never held
+    # why it is only *possible*: every site that runs there may not (a test canary cannot
+    # evaluate decides); "": proven, the site runs there
+    possible: str = ""
+    proof: str = ""  # what makes it true: upstream lacks it there, and where a site runs
+
+    @property
+    def confidence(self) -> str:
+        """``proven`` (counted) or ``possible`` (reported, counted only with --strict)."""
+        return "possible" if self.possible else "proven"
 
     @property
     def new(self) -> tuple[str, ...]:
@@ -76,7 +85,23 @@ class Finding:
 
     @property
     def fails(self) -> bool:
-        return bool(self.new)
+        """Proven and not accepted on some release: it fails the run."""
+        return bool(self.new) and not self.possible
+
+    def to_json(self) -> dict[str, object]:
+        ref = self.reference
+        return {
+            "target": self.target,
+            "package": ref.package,
+            "reference": ref.target,
+            "kind": ref.kind.value,
+            "anchor": ref.anchor,
+            "releases": list(self.new),
+            "accepted": dict(self.accepted),
+            "excused": dict(self.excused),
+            "confidence": self.confidence,
+            "why": self.possible or self.proof,
+        }
 
     @property
     def came_later(self) -> tuple[str, ...]:
@@ -98,6 +123,7 @@ def findings(
     *,
     accepts: Sequence[Accepts] = (),
     absent: Absent | None = None,
+    homes: Mapping[str, str] | None = None,
 ) -> tuple[Finding, ...]:
     """The findings of ``target`` among ``resolved`` (its own references, with its own
     sites): one per reference missing somewhere inside its range; ``accepts`` are asked in
@@ -105,6 +131,8 @@ def findings(
     absent, so only guarded came-later misses are excused)."""
     ranges: dict[str, SpecifierSet | None] = {}
     found = []
+    resolved = list(resolved)
+    runs = _runs(resolved)
     for item in resolved:
         reference = item.reference
         package = reference.package
@@ -117,7 +145,11 @@ def findings(
         ]
         if not inside:
             continue
-        missing = {v: item.why.get(v, "") for v in inside if reference.runs_on(v)}
+        missing = {
+            v: item.why.get(v, "")
+            for v in inside
+            if not reference.sites or any(runs(reference, site, v) for site in reference.sites)
+        }
         gated = tuple(v for v in inside if v not in missing)
         accepted = {}
         for version in missing:
@@ -126,9 +158,13 @@ def findings(
                 accepted[version] = reason
         since = next((v for v, o in item.outcomes.items() if o is Outcome.OK), None)
         finding = Finding(target.name, reference, missing, accepted, since, gated=gated)
-        excused = {v: why for v in finding.came_later if (why := _excused(finding, v, absent))}
+        home = _home(reference.target, homes)
+        excused = {
+            v: why for v in finding.came_later if (why := _excused(finding, v, absent, home, runs))
+        }
         if excused:
             finding = Finding(target.name, reference, missing, accepted, since, excused, gated)
+        finding = replace(finding, possible=_undecided(finding, runs), proof=_proof(finding, runs))
         found.append(finding)
     return tuple(found)
 
@@ -148,21 +184,88 @@ def model_package(target: str) -> str | None:
     return ".".join(parts[:3])
 
 
-def _excused(finding: Finding, version: str, absent: Absent | None) -> str | None:
+def _home(target: str, homes: Mapping[str, str] | None) -> str | None:
+    """The model package ``target`` lies in: by its path, or where the top-level name it
+    starts with is defined (``homes``: ``transformers.Gemma3Model`` -> its package)."""
+    package = model_package(target)
+    if package is not None or not homes:
+        return package
+    return homes.get(".".join(target.split(".")[:2]))
+
+
+def _excused(
+    finding: Finding, version: str, absent: Absent | None, package: str | None, runs: Runs
+) -> str | None:
     """Why a came-later miss on ``version`` does not count (None: it does)."""
     reference = finding.reference
-    running = [site for site in reference.sites if site.runs_on(reference.package, version)]
+    running = [site for site in reference.sites if runs(reference, site, version)]
     if running and all(site.guarded for site in running):
         return (
             "every site that runs there is guarded: the project expects it absent before "
             f"{finding.since}"
         )
-    package = model_package(reference.target)
     if package is None or absent is None or not absent(package, version):
         return None
     if any(site.at_import and not site.guarded for site in running):
         return None  # imported with its module: fails for every user of the release
     return f"{package} is not in the release: none of its users runs that model"
+
+
+Runs = Callable[[Reference, Site, str], bool]
+"""Whether a site of the reference runs on that release of its package."""
+
+
+def _runs(resolved: Sequence[Resolved]) -> Runs:
+    """A site runs where its version window holds; where what a test before it found
+    present (:attr:`Site.requires`) is missing, it does not; in the ``except ImportError``
+    of upstream imports (:attr:`Site.fallback_of`), only where one of them is not ok (an
+    unknown may fail: it may run)."""
+    ok = {
+        item.reference.target: {v for v, o in item.outcomes.items() if o is Outcome.OK}
+        for item in resolved
+        if item.reference.kind is Kind.IMPORT
+    }
+    missing: dict[str, set[str]] = {}  # what an object's absence is read from
+    for item in resolved:
+        if item.reference.kind in (Kind.IMPORT, Kind.ATTRIBUTE, Kind.PATCH):
+            gone = {v for v, o in item.outcomes.items() if o is Outcome.MISSING}
+            missing.setdefault(item.reference.target, set()).update(gone)
+
+    def runs(reference: Reference, site: Site, version: str) -> bool:
+        if not site.runs_on(reference.package, version):
+            return False
+        same = reference.package
+        if any(r.split(".", 1)[0] == same and version in missing.get(r, ()) for r in site.requires):
+            return False  # a test before it found that absent: it does not run there
+        fallback = site.fallback_of
+        inside = all(t.split(".", 1)[0] == same for t in fallback)
+        return not (fallback and inside and all(version in ok.get(t, ()) for t in fallback))
+
+    return runs
+
+
+def _undecided(finding: Finding, runs: Runs) -> str:
+    """Why a miss is only possible: every site that runs on its releases sits where a
+    test canary cannot evaluate decides whether it runs ("": some site certainly runs)."""
+    reference = finding.reference
+    running = [
+        site for site in reference.sites if any(runs(reference, site, v) for v in finding.new)
+    ]
+    if running and all(site.undecided for site in running):
+        return running[0].undecided
+    return ""
+
+
+def _proof(finding: Finding, runs: Runs) -> str:
+    """What makes a counted finding true: upstream lacks it there, and a site runs there."""
+    if not finding.new:
+        return ""
+    first = finding.new[0]
+    reference = finding.reference
+    site = next((s for s in reference.sites if runs(reference, s, first)), None)
+    lacks = finding.missing.get(first) or f"{reference.package} {first} lacks it"
+    where = f"{site.path}:{site.line} runs on {first}" if site else f"it is used on {first}"
+    return f"{lacks}; {where}"
 
 
 def _older(label: str, than: str) -> bool:

@@ -134,6 +134,28 @@ def presence_tested(
             yield obj, name.value, positive
 
 
+def names_not_none(test: ast.expr, *, positive: bool = True) -> Iterator[ast.Name]:
+    """The names ``test`` being ``positive`` says are not None: ``X is not None``, ``X``
+    (truthy), joined by ``and`` (or, negated, by ``or``)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        yield from names_not_none(test.operand, positive=not positive)
+    elif isinstance(test, ast.BoolOp):
+        if isinstance(test.op, ast.And) == positive:
+            for value in test.values:
+                yield from names_not_none(value, positive=positive)
+    elif isinstance(test, ast.Name) and positive:
+        yield test
+    elif isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Name):
+        right, op = test.comparators[0], test.ops[0]
+        is_none = isinstance(right, ast.Constant) and right.value is None
+        if (
+            is_none
+            and isinstance(op, (ast.Is, ast.IsNot))
+            and isinstance(op, ast.IsNot) == positive
+        ):
+            yield test.left
+
+
 # --- version windows ----------------------------------------------------------------------
 
 # What makes a comparable version of a string: packaging's, by where it was imported from
@@ -229,7 +251,9 @@ def version_fact(node: ast.expr, names: Names) -> InstalledVersion | VersionGate
     return VersionGate(true, false) if true is not None or false is not None else None
 
 
-def version_window(test: ast.expr, names: Names, *, positive: bool = True) -> Window | None:
+def version_window(  # noqa: PLR0911 - one return per form of test
+    test: ast.expr, names: Names, *, positive: bool = True
+) -> Window | None:
     """The releases where ``test`` is ``positive``, or None where that cannot be read as one
     window. A conjunction keeps the parts it can read: the branch runs on a subset of
     each part's window, so the window it gets is never too narrow."""
@@ -246,6 +270,10 @@ def version_window(test: ast.expr, names: Names, *, positive: bool = True) -> Wi
         fact = names.version_of(test)
         if isinstance(fact, VersionGate):
             return fact.true if positive else fact.false
+    if isinstance(test, ast.Call):
+        gate = names.call_gate(test)
+        if gate is not None:
+            return gate.true if positive else gate.false
     return None
 
 
@@ -291,7 +319,9 @@ def _version_operand(node: ast.expr, names: Names) -> InstalledVersion | Version
     if isinstance(node, ast.Call):
         parser = names.version_parser(node.func) if len(node.args) == 1 else None
         if parser is None or node.keywords:
-            return None
+            # a function of the project's returning a parsed installed version
+            fact = names.version_of(node)
+            return fact if isinstance(fact, InstalledVersion) and fact.parsed else None
         inner = names.version_of(node.args[0])
         if isinstance(inner, InstalledVersion):
             return InstalledVersion(inner.package, parsed=True)

@@ -7,7 +7,8 @@ a :class:`SurfaceResult` holds both and reads/writes the JSON other tools rely o
     {"targets": [{"name", "version", "requires": {pkg: specifier}}],
      "packages": {pkg: [versions checked]},
      "references": [{"package", "target", "kind", "anchor", "sites": [{"path", "line",
-                     "guarded", "versions", "at_import"}],
+                     "guarded", "versions", "at_import", "undecided",
+                     "fallback_of", "requires"}],
                      "outcomes": {version: "ok" | "missing" | "unknown"}}]}
 """
 
@@ -79,6 +80,16 @@ class Site:
     guarded: bool = False
     versions: tuple[tuple[str, str], ...] = ()  # (package, "op version[,op version...]")
     at_import: bool = False
+    # why canary cannot tell where it runs: a test it cannot evaluate decides (a project
+    # helper named for versions it cannot read); "": decided
+    undecided: str = ""
+    # the upstream imports of the ``try`` whose ``except ImportError`` it sits in: it runs
+    # only where one of them fails (empty: not in such a fallback)
+    fallback_of: tuple[str, ...] = ()
+    # upstream things a test before it found present (hasattr, ``X is not None`` of an
+    # upstream binding, an import whose ImportError leaves): where one is missing, it does
+    # not run; a presence test requires what it tests
+    requires: tuple[str, ...] = ()
 
     def runs_on(self, package: str, label: str) -> bool:
         """Whether the site can run on release ``label`` of ``package``: every bound of its
@@ -92,13 +103,21 @@ class Site:
         )
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "path": self.path,
             "line": self.line,
             "guarded": self.guarded,
             "versions": dict(self.versions),
             "at_import": self.at_import,
         }
+        # only where they say something: most sites are decided and in no fallback
+        if self.undecided:
+            data["undecided"] = self.undecided
+        if self.fallback_of:
+            data["fallback_of"] = list(self.fallback_of)
+        if self.requires:
+            data["requires"] = list(self.requires)
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Site:
@@ -109,6 +128,9 @@ class Site:
             bool(data["guarded"]),
             window,
             bool(data.get("at_import", False)),
+            str(data.get("undecided") or ""),
+            tuple(str(t) for t in data.get("fallback_of") or ()),
+            tuple(str(t) for t in data.get("requires") or ()),
         )
 
 

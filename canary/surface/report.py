@@ -56,7 +56,8 @@ HARD = "hard"
 SILENT = "silent"
 LATER = "later"
 REST = "rest"
-SECTIONS = (HARD, SILENT, LATER, REST)
+POSSIBLE = "possible"
+SECTIONS = (HARD, SILENT, LATER, POSSIBLE, REST)
 
 ReferenceKey = tuple[str, str, str, str | None]  # Reference.key
 
@@ -112,6 +113,7 @@ class Entry:
     diffs: tuple[AnchorDiff, ...] = ()
     since: str | None = None  # came later: the first release that has it
     excused: dict[str, str] | None = None  # came later, not counted: release -> why
+    possible: str = ""  # why a miss inside the range is only possible (POSSIBLE)
 
     @property
     def reference(self) -> Reference:
@@ -133,6 +135,12 @@ class SurfaceReport:
     result: SurfaceResult
     entries: tuple[Entry, ...]  # every reference with something to say, in reading order
     fine: int  # references ok on every version checked
+    everything: bool = False  # --all: the misses outside the range too, whole histories
+
+    @property
+    def sections(self) -> tuple[str, ...]:
+        """The sections shown: by default the findings inside the declared range."""
+        return SECTIONS if self.everything else (HARD, SILENT, LATER, POSSIBLE)
 
     def section(self, name: str) -> list[Entry]:
         return [entry for entry in self.entries if entry.section == name]
@@ -187,8 +195,12 @@ def own_pins(result: SurfaceResult) -> dict[str, frozenset[str]]:
     return pins
 
 
-def silent(reference: Reference) -> bool:
-    """A miss of this reference does not crash: the patch silently does nothing."""
+def silent(reference: Reference, owner_missing: bool = False) -> bool:
+    """A miss of this reference does not crash: the patch silently stops applying. An
+    anchor that no longer matches, a guarded use, and an assignment (``X.f = mine`` never
+    raises while ``X`` is there; ``owner_missing``: it is not, and that raises)."""
+    if reference.kind is Kind.PATCH and not owner_missing:
+        return True
     return reference.kind is Kind.ANCHOR or reference.guarded
 
 
@@ -197,6 +209,7 @@ def build(
     *,
     findings: Sequence[Finding] | None = None,
     sources: AnchorSource | None = None,
+    everything: bool = False,
 ) -> SurfaceReport:
     """The report's entries, in reading order; ``findings`` default to
     :func:`default_findings`; without ``sources`` anchors get no diff."""
@@ -205,19 +218,31 @@ def build(
     later = {(f.reference.key, v) for f in found for v in f.came_later}
     since = {f.reference.key: f.since for f in found if f.came_later}
     excused = {(f.reference.key, v): why for f in found for v, why in f.excused.items()}
+    possible = {f.reference.key: f.possible for f in found if f.possible and f.new}
     pins = own_pins(result)
+    gone: dict[str, set[str]] = {}  # target -> releases where it is missing
+    for item in result.references:
+        if item.reference.kind is not Kind.ANCHOR:
+            misses = {v for v, o in item.outcomes.items() if o is Outcome.MISSING}
+            gone.setdefault(item.reference.target, set()).update(misses)
     entries, fine = [], 0
     for resolved in result.references:
         reference = resolved.reference
         order = _order(result, resolved)
         held = tuple(v for v in order if (reference.key, v) in held_against)
+        if held and not everything:  # a finding's history inside the declared range only
+            ranges = declared_range(result.targets, reference.package)
+            order = [v for v in order if inside(ranges, v)]
         came_later = [v for v in order if (reference.key, v) in later]
         if not held and not came_later and all(resolved.outcomes[v] is Outcome.OK for v in order):
             fine += 1
             continue
         removed = [v for v in held if (reference.key, v) not in later]
-        if removed:
-            section = SILENT if silent(reference) else HARD
+        if reference.key in possible:
+            section = POSSIBLE
+        elif removed:
+            owner = gone.get(reference.target.rpartition(".")[0], ())
+            section = SILENT if silent(reference, removed[0] in owner) else HARD
         else:
             section = LATER if came_later else REST
         spans = tuple(Span(o, vs) for o, vs in runs(order, resolved.outcomes.__getitem__))
@@ -227,10 +252,20 @@ def build(
         pinned = tuple(v for v in held if v in pins.get(reference.package, ()))
         waived = {v: excused[reference.key, v] for v in came_later if (reference.key, v) in excused}
         entries.append(
-            Entry(resolved, section, spans, held, pinned, diffs, since.get(reference.key), waived)
+            Entry(
+                resolved,
+                section,
+                spans,
+                held,
+                pinned,
+                diffs,
+                since.get(reference.key),
+                waived,
+                possible.get(reference.key, ""),
+            )
         )
     entries.sort(key=lambda entry: _reading_order(result, entry))
-    return SurfaceReport(result, tuple(entries), fine)
+    return SurfaceReport(result, tuple(entries), fine, everything)
 
 
 def _order(result: SurfaceResult, resolved: Resolved) -> list[str]:
@@ -325,11 +360,13 @@ def render(
     *,
     findings: Sequence[Finding] | None = None,
     sources: AnchorSource | None = None,
+    everything: bool = False,
 ) -> str:
-    """The result in ``fmt`` (one of :data:`FORMATS`; ``json`` is the JSON contract)."""
+    """The result in ``fmt`` (one of :data:`FORMATS`; ``json`` is the JSON contract);
+    ``everything`` (--all): the misses outside the declared range too."""
     if fmt == "json":
         return json.dumps(result.to_json(), indent=1, ensure_ascii=False) + "\n"
-    report = build(result, findings=findings, sources=sources)
+    report = build(result, findings=findings, sources=sources, everything=everything)
     return {"terminal": terminal, "markdown": markdown, "github": github}[fmt](report)
 
 
@@ -340,19 +377,22 @@ def summary(report: SurfaceReport) -> str:
     checked = "; ".join(
         f"{package} {len(vs)} version(s)" for package, vs in result.packages.items() if vs
     )
-    counts = ", ".join(
-        f"{len(report.section(name))} {words}"
-        for name, words in (
-            (HARD, "hard break(s)"),
-            (SILENT, "silent break(s)"),
-            (LATER, "came later than the declared floor"),
-        )
+    # the verdict's count: references held against the target (counted), by label
+    counted = {name: sum(1 for e in report.section(name) if e.held) for name in SECTIONS}
+    total = counted[HARD] + counted[SILENT] + counted[LATER]
+    counts = (
+        f"{total} counted: {counted[HARD]} break(s), {counted[SILENT]} silently stop(s) "
+        f"applying, {counted[LATER]} came later than the declared floor; "
+        f"{len(report.section(POSSIBLE))} possible"
     )
-    others = len(report.section(REST))
+    others = len(report.section(REST)) + sum(
+        1 for name in (HARD, SILENT, LATER) for e in report.section(name) if not e.held
+    )
+    hidden = "" if report.everything else " (--all shows them)"
     return (
         f"canary surface of {names}: {len(result.references)} references over "
-        f"{checked or 'no release'}: {counts}; {others} with misses outside the declared "
-        f"range or undecided; {report.fine} fine everywhere"
+        f"{checked or 'no release'}: {counts}; {others} not counted (outside the declared "
+        f"range, excused or undecided){hidden}; {report.fine} fine everywhere"
     )
 
 
@@ -398,8 +438,13 @@ def why(entry: Entry) -> str | None:
 
 
 _TITLES = {
-    HARD: "Hard breaks inside the declared range",
-    SILENT: "Silent breaks inside the declared range (the patch silently does nothing)",
+    HARD: "Breaks inside the declared range (an import, call or read that raises)",
+    SILENT: "Silently stops applying inside the declared range (the patch or anchor no longer "
+    "takes effect)",
+    POSSIBLE: (
+        "Possible findings (missing inside the declared range, but whether the site runs "
+        "there depends on a test canary cannot evaluate: not counted unless --strict)"
+    ),
     LATER: (
         "Came later than the declared floor (the project needs a newer upstream for "
         "these: raise the floor, or guard the use)"
@@ -429,7 +474,7 @@ def _range(labels: Sequence[str]) -> str:
 
 def terminal(report: SurfaceReport) -> str:
     out = [summary(report), ""]
-    for name in SECTIONS:
+    for name in report.sections:
         entries = report.section(name)
         if not entries:
             continue
@@ -441,6 +486,8 @@ def terminal(report: SurfaceReport) -> str:
             out.append(f"  used at {sites(reference)}")
             if (text := later_text(entry)) is not None:
                 out.append(f"  {text}")
+            if entry.possible:
+                out.append(f"  possible: {entry.possible}")
             out.append(f"  {spans_text(entry)}")
             if (text := why(entry)) is not None:
                 out.append(f"  upstream: {text}")
@@ -455,7 +502,7 @@ def terminal(report: SurfaceReport) -> str:
 
 def markdown(report: SurfaceReport) -> str:
     out = [f"## {summary(report)}", ""]
-    for name in SECTIONS:
+    for name in report.sections:
         entries = report.section(name)
         if not entries:
             continue

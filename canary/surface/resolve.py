@@ -282,18 +282,30 @@ class WorkspaceSources:
         self.make_tree = make_tree
 
     def locate(self, reference: Reference, version: str) -> Subject | None:
-        case = self.cases.get((reference.package, version))
+        return self.locate_all([reference], version)[0]
+
+    def locate_all(self, references: Sequence[Reference], version: str) -> list[Subject | None]:
+        """Where each reference (of one package) lives on ``version``, one tree read for
+        all of them; None where it is not there or cannot be read."""
+        if not references:
+            return []
+        case = self.cases.get((references[0].package, version))
         if case is None:
-            return None
+            return [None] * len(references)
         try:
-            files = _CaseFiles(self.workspace, case)
-            tree = _tree(files, self.make_tree)
-            lookup = tree.lookup(reference.target)
+            tree = _tree(_CaseFiles(self.workspace, case), self.make_tree)
         except InfrastructureError:
-            return None
-        if not lookup.found or lookup.path is None:
-            return None
-        return Subject(lookup.path, lookup.qualname)
+            return [None] * len(references)
+        found: list[Subject | None] = []
+        for reference in references:
+            try:
+                lookup = tree.lookup(reference.target)
+            except InfrastructureError:
+                found.append(None)
+                continue
+            ok = lookup.found and lookup.path is not None
+            found.append(Subject(lookup.path, lookup.qualname) if ok else None)  # type: ignore[arg-type]
+        return found
 
     def module(self, package: str, version: str, path: str) -> codeindex.Module | None:
         case = self.cases.get((package, version))

@@ -40,6 +40,7 @@ from canary.symbols.lookup import (
     unknown,
 )
 from canary.symbols.modules import dotted_of
+from canary.symbols.outside import TORCH_VERSION, provided
 
 # The bases outside the package whose members are well known, and those members.
 NN_MODULE = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
@@ -239,17 +240,26 @@ def _not_declared(path: str, cls: Class, name: str, mro: tuple[_Entry, ...]) -> 
         return unknown(MEMBER, path, qualname, why)
     forwarding = next((c for c in inside if "__getattr__" in c.methods), None)
     annotated = next((c for c in inside if name in c.attributes), None)
-    unresolved = outside  # nn.Module too: its table lists the well-known members only
+    unresolved = outside
+    known = provided(outside, name) if outside else None
+    bound = {n for c in inside for n in (*c.methods, *c.attributes, *c.classes)}
+    if known is True and forwarding is None:
+        return Lookup(True, INHERITED, path, qualname, ", ".join(outside))
     if forwarding is not None:
         why = f"{forwarding.qualname}.__getattr__ may serve {name!r}"
     elif annotated is not None:
         why = f"{annotated.qualname} only annotates {name!r}; an instance may set it"
-    elif unresolved:
+    elif unresolved and (known is not False or name in bound):
+        # (bound by a class after an outside base the search stopped at: not read here)
         why = f"not in the package's classes; may come from {', '.join(unresolved)}"
     else:
-        names = {n for c in inside for n in (*c.methods, *c.attributes, *c.classes)}
+        names = bound
         chain = " -> ".join(e.name.rpartition(".")[2] for e in mro)
-        return missing(MEMBER, path, qualname, f"no {name!r} along {chain}{closest(name, names)}")
+        none = ""
+        if outside:  # each of them known: what they provide is listed in full
+            none = f", and {', '.join(outside)} provide none (nn.Module: torch {TORCH_VERSION})"
+        why = f"no {name!r} along {chain}{none}{closest(name, names)}"
+        return missing(MEMBER, path, qualname, why)
     return unknown(MEMBER, path, qualname, why)
 
 

@@ -221,6 +221,8 @@ class Resolver:
     def _explicit(
         self, module: Module, dotted: str, name: str, *, bound_only: bool = False
     ) -> Lookup | None:
+        if name in module.assignments:  # PretrainedConfig = PreTrainedConfig: that class
+            name = _plain_alias(module, name) or name
         if name in module.classes:
             c = module.classes[name]
             return Lookup(True, CLASS, module.path, name, cls=c)
@@ -509,6 +511,22 @@ def _has_all(module: Module | None) -> bool:
     return module is not None and (
         "__all__" in module.assignments or any(e.root == "__all__" for e in module.effects)
     )
+
+
+def _plain_alias(module: Module, name: str) -> str | None:
+    """The other name ``name`` is a plain alias of (``PretrainedConfig = PreTrainedConfig``,
+    unconditional, at module level, of a class or function the module defines): None where
+    it is anything else."""
+    assignment = module.assignments[name]
+    value = assignment.value
+    if assignment.op is not None or assignment.guards or value == name:
+        return None
+    shadowed = name in module.classes or name in module.functions or name in module.imports
+    if shadowed:  # bound otherwise too: which binding wins is not read here
+        return None
+    if not value.isidentifier() or (value not in module.classes and value not in module.functions):
+        return None
+    return value
 
 
 def _typing_only(imported: Import) -> bool:

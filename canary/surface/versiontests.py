@@ -1,0 +1,365 @@
+"""A project's own version helpers, evaluated: where ``is_transformers_version_in_range(
+min_version="4.54.0")`` is true, and where a ``check_version("trl>=0.9", mandatory=True)``
+returns instead of raising, as windows of releases.
+
+A helper is one of the project's functions; it is evaluated as called: each parameter bound
+to the call's literal argument or its own literal default, its body run symbolically over
+booleans whose value is a window (``and``/``or``/``not``, ``x is None`` of a bound
+parameter, locals assigned under ``if``, early ``return``/``raise``, nested helpers). An
+upstream ``require_version("pkg<spec>")`` raises outside its requirement. Whatever it cannot
+read is *unknown* and gives no window, so a window is never narrower than the truth: a site
+is only ever left out on releases where it certainly does not run.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+from packaging.requirements import InvalidRequirement, Requirement
+
+from canary.surface.guards import EVERY_RELEASE, Names, VersionGate, Window, version_window
+
+# Upstream callables that raise (ImportError) where the installed release does not satisfy
+# their literal requirement: transformers.utils.versions'.
+REQUIRING = frozenset(
+    {
+        "transformers.utils.versions.require_version",
+        "transformers.utils.versions.require_version_core",
+        "transformers.utils.require_version",
+    }
+)
+DEPTH = 4  # helpers calling helpers
+BUDGET = 400  # statements evaluated per helper call: beyond, its outcome is unknown
+
+
+@dataclass(frozen=True)
+class Cond:
+    """A boolean over releases: where it is true and where it is false (None: not read as
+    one window); ``constant``: the same on every release."""
+
+    true: Window | None
+    false: Window | None
+    constant: bool | None = None
+
+    @property
+    def gate(self) -> VersionGate | None:
+        """As the walker's version test (a constant is no window: never narrows a site)."""
+        if self.constant is not None or (self.true is None and self.false is None):
+            return None
+        return VersionGate(self.true, self.false)
+
+    def negated(self) -> Cond:
+        constant = None if self.constant is None else not self.constant
+        return Cond(self.false, self.true, constant)
+
+
+TRUE = Cond(EVERY_RELEASE, None, True)
+FALSE = Cond(None, EVERY_RELEASE, False)
+UNKNOWN = Cond(None, None)
+
+
+def constant(value: object) -> Cond:
+    return TRUE if value else FALSE
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a helper call gives: its value as a boolean, and where it returns at all
+    (instead of raising)."""
+
+    value: Cond
+    returns: Cond
+
+
+_NOT_CONSTANT = object()
+
+
+class Helper(Names, Protocol):
+    """What the evaluator asks of the helper's module (the walker there, its parameters
+    bound to the call's literals)."""
+
+    def constant_of(self, node: ast.expr) -> object:
+        """The literal value (str, number, bool, None) of ``node``, or ``_NOT_CONSTANT``."""
+
+    def callee_of(self, node: ast.Call) -> tuple[str, object] | None:
+        """``("helper", function)`` for a project function, ``("upstream", dotted)`` for an
+        upstream callable; None: neither."""
+
+    def run_assignment(self, node: ast.stmt) -> None:
+        """Run an assignment for its bindings (installed versions, parsed versions)."""
+
+
+def requirement_window(text: str, upstream: frozenset[str]) -> Window | None:
+    """``"transformers>=4.41,<5"`` as a window (None: not an upstream requirement)."""
+    try:
+        requirement = Requirement(text)
+    except InvalidRequirement:
+        return None
+    name = requirement.name.lower().replace("_", "-")
+    if name not in upstream or requirement.marker is not None or not requirement.specifier:
+        return None
+    bounds = frozenset(
+        (name, spec.operator, spec.version)
+        for spec in requirement.specifier
+        if spec.operator in ("<", "<=", ">", ">=", "==", "!=") and "*" not in spec.version
+    )
+    return Window(bounds) if bounds else None
+
+
+class Evaluator:
+    """One helper call evaluated; ``call`` evaluates a nested helper call (its own walker)."""
+
+    def __init__(
+        self,
+        names: Helper,
+        params: Mapping[str, object],
+        upstream: frozenset[str],
+        call: Callable[[ast.Call], Outcome | None],
+    ) -> None:
+        self.names = names
+        self.params = dict(params)  # parameter -> constant, or _NOT_CONSTANT
+        self.upstream = upstream
+        self.call = call
+        self.locals: dict[str, Cond] = {}
+        self.steps = 0
+
+    # expressions
+
+    def cond(self, node: ast.expr) -> Cond:  # noqa: PLR0911 - one return per form
+        if isinstance(node, ast.Constant):
+            return constant(node.value)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            return self.cond(node.operand).negated()
+        if isinstance(node, ast.BoolOp):
+            parts = [self.cond(value) for value in node.values]
+            return (
+                _all(parts)
+                if isinstance(node.op, ast.And)
+                else _all([p.negated() for p in parts]).negated()
+            )
+        if isinstance(node, ast.Name):
+            if node.id in self.locals:
+                return self.locals[node.id]
+            if node.id in self.params:
+                value = self.params[node.id]
+                return UNKNOWN if value is _NOT_CONSTANT else constant(value)
+        if isinstance(node, ast.Compare) and len(node.ops) == 1:
+            folded = self._folded(node)
+            if folded is not None:
+                return folded
+        if isinstance(node, ast.Call):
+            outcome = self.call(node)
+            if outcome is not None:
+                return outcome.value  # where it raises, no value: the window stays wide
+        true = version_window(node, self.names, positive=True)
+        false = version_window(node, self.names, positive=False)
+        return Cond(true, false)
+
+    def _folded(self, node: ast.Compare) -> Cond | None:
+        """``x is None``, ``x == "y"`` of values known here: a constant."""
+        left, right = self._constant(node.left), self._constant(node.comparators[0])
+        if left is _NOT_CONSTANT or right is _NOT_CONSTANT:
+            return None
+        op = node.ops[0]
+        if isinstance(op, (ast.Is, ast.Eq)):
+            return constant(left == right)
+        if isinstance(op, (ast.IsNot, ast.NotEq)):
+            return constant(left != right)
+        return None
+
+    def _constant(self, node: ast.expr) -> object:
+        if isinstance(node, ast.Name) and node.id in self.params:
+            return self.params[node.id]  # None and booleans too, which are no text values
+        return self.names.constant_of(node)
+
+    # statements
+
+    def block(self, statements: list[ast.stmt]) -> Outcome:  # noqa: PLR0911 - per statement
+        """The outcome of running ``statements`` to their end (falling off: None)."""
+        for index, node in enumerate(statements):
+            rest = statements[index + 1 :]
+            self.steps += 1
+            if self.steps > BUDGET:
+                return Outcome(UNKNOWN, UNKNOWN)
+            if isinstance(node, ast.If) and not _exits_within(node):
+                self._merge(node)  # both branches fall through: one path on
+                continue
+            if isinstance(node, ast.Return):
+                value = FALSE if node.value is None else self.cond(node.value)
+                return Outcome(value, TRUE)
+            if isinstance(node, ast.Raise):
+                return Outcome(FALSE, FALSE)
+            if isinstance(node, ast.If):
+                return self._branch(node, rest)
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+                returns = self.check(node.value)
+                if returns is not None and returns.constant is not True:
+                    after = self.block(rest)
+                    return Outcome(after.value, _all([returns, after.returns]))
+                continue
+            if isinstance(node, ast.Try):
+                taken = [h for h in node.handlers if not _not_installed(h)]
+                if not all(_raises(handler.body) for handler in taken):
+                    return Outcome(UNKNOWN, UNKNOWN)
+                return self.block([*node.body, *node.orelse, *node.finalbody, *rest])
+            if isinstance(node, (ast.Assign, ast.AnnAssign)):
+                self._assign(node)
+                continue
+            if any(isinstance(n, (ast.Return, ast.Raise)) for n in ast.walk(node)):
+                return Outcome(UNKNOWN, UNKNOWN)  # a loop, a with: not followed
+        return Outcome(FALSE, TRUE)
+
+    def _assign(self, node: ast.Assign | ast.AnnAssign) -> None:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        names = [t.id for t in targets if isinstance(t, ast.Name)]
+        value = node.value
+        if value is None:
+            return
+        cond = self.cond(value)
+        if cond.constant is not None or cond.true is not None or cond.false is not None:
+            for name in names:
+                self.locals[name] = cond
+                self.params.pop(name, None)
+            return
+        for name in names:
+            self.locals.pop(name, None)
+            self.params.pop(name, None)
+        self.names.run_assignment(node)
+
+    def _merge(self, node: ast.If) -> None:
+        """An ``if`` neither branch of which leaves: the locals it assigns, as chosen by
+        its test."""
+        test = self.cond(node.test)
+        if test.constant is not None:
+            self.block(node.body if test.constant else node.orelse)
+            return
+        saved = dict(self.locals)
+        self.block(node.body)
+        taken, self.locals = self.locals, dict(saved)
+        self.block(node.orelse)
+        other = self.locals
+        merged = {}
+        for name in taken.keys() | other.keys():
+            first, second = taken.get(name), other.get(name)
+            if first is None or second is None:
+                continue  # bound on one path only: not known after it
+            merged[name] = first if first == second else _choice(test, first, second)
+        self.locals = merged
+
+    def _branch(self, node: ast.If, rest: list[ast.stmt]) -> Outcome:
+        test = self.cond(node.test)
+        if test.constant is not None:
+            return self.block([*(node.body if test.constant else node.orelse), *rest])
+        saved = dict(self.locals)
+        taken = self.block([*node.body, *rest])
+        self.locals = saved
+        other = self.block([*node.orelse, *rest])
+        return Outcome(
+            _choice(test, taken.value, other.value), _choice(test, taken.returns, other.returns)
+        )
+
+    def check(self, node: ast.Call) -> Cond | None:
+        """Where a called check returns (None: it is no check)."""
+        callee = self.names.callee_of(node)
+        if callee is None:
+            return None
+        kind, what = callee
+        if kind == "upstream" and what in REQUIRING and node.args:
+            text = self.names.constant_of(node.args[0])
+            window = requirement_window(text, self.upstream) if isinstance(text, str) else None
+            return UNKNOWN if window is None else Cond(window, _negation(window))
+        if kind == "helper":
+            outcome = self.call(node)
+            return None if outcome is None else outcome.returns
+        return None
+
+
+def _exits_within(node: ast.If) -> bool:
+    return any(isinstance(n, (ast.Return, ast.Raise)) for n in ast.walk(node))
+
+
+def _not_installed(handler: ast.ExceptHandler) -> bool:
+    """``except PackageNotFoundError``: the package is not installed, which it is on every
+    release a window is read for; the handler is never taken there."""
+    kind = handler.type
+    name = kind.attr if isinstance(kind, ast.Attribute) else getattr(kind, "id", None)
+    return name == "PackageNotFoundError"
+
+
+def _raises(body: list[ast.stmt]) -> bool:
+    return bool(body) and isinstance(body[-1], ast.Raise)
+
+
+def _negation(window: Window) -> Window | None:
+    return window.negated()
+
+
+def _all(parts: list[Cond]) -> Cond:
+    """``a and b and ...``: true where every part is (its window no narrower than the
+    known parts' together); false is one window only where one part is not constant."""
+    if any(p.constant is False for p in parts):
+        return FALSE
+    live = [p for p in parts if p.constant is not True]
+    if not live:
+        return TRUE
+    known = [p.true for p in live if p.true is not None]
+    true = None
+    if known:
+        true = known[0]
+        for window in known[1:]:
+            true &= window
+    false = live[0].false if len(live) == 1 else None
+    return Cond(true, false)
+
+
+def _choice(test: Cond, taken: Cond, other: Cond) -> Cond:
+    """``taken if test else other`` where ``test`` is no constant."""
+    if taken.constant is not None and taken.constant == other.constant:
+        return taken
+    if taken.constant is False:  # true only where the test fails and ``other`` holds
+        return _all([test.negated(), other])
+    if other.constant is False:
+        return _all([test, taken])
+    if taken.constant is True:  # false only where the test fails and ``other`` fails
+        return _all([test.negated(), other.negated()]).negated()
+    if other.constant is True:
+        return _all([test, taken.negated()]).negated()
+    return UNKNOWN
+
+
+def bind_arguments(
+    node: ast.FunctionDef | ast.AsyncFunctionDef,
+    call: ast.Call,
+    literal: Callable[[ast.expr], object],
+    default: Callable[[ast.expr], object],
+) -> dict[str, object] | None:
+    """Each parameter of ``node`` bound to the call's literal argument (``literal``) or its
+    literal default (``default``, read in the helper's module); ``_NOT_CONSTANT`` where
+    neither is literal. None: the call passes ``*args``/``**kwargs``."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(
+        k.arg is None for k in call.keywords
+    ):
+        return None
+    args = node.args
+    positional = [a.arg for a in (*args.posonlyargs, *args.args)]
+    bound: dict[str, object] = {}
+    defaults = dict(
+        zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True)
+    )
+    for kw, value in zip(args.kwonlyargs, args.kw_defaults, strict=True):
+        if value is not None:
+            defaults[kw.arg] = value
+    for name in (*positional, *(a.arg for a in args.kwonlyargs)):
+        bound[name] = default(defaults[name]) if name in defaults else _NOT_CONSTANT
+    for name, value in zip(positional, call.args, strict=False):
+        bound[name] = literal(value)
+    for keyword in call.keywords:
+        if keyword.arg in bound:
+            bound[keyword.arg] = literal(keyword.value)
+    return bound
+
+
+NOT_CONSTANT = _NOT_CONSTANT

@@ -1,0 +1,326 @@
+"""The project's own version helpers, evaluated as called: a site under a helper's test, or
+after a check that raises, runs only on the releases the helper admits (shapes from verl,
+oumi and llamafactory); a look-alike the evaluator cannot read keeps every release."""
+
+from __future__ import annotations
+
+from test_surface_guards import surface, windows
+
+from canary.surface.model import Kind
+
+QWEN = "transformers.models.qwen2_5_vl.modeling_qwen2_5_vl"
+
+COMPAT = """\
+import importlib.metadata
+from typing import Optional
+
+from packaging import version
+
+
+def is_transformers_version_in_range(
+    min_version: Optional[str] = None, max_version: Optional[str] = None
+) -> bool:
+    try:
+        transformers_version_str = importlib.metadata.version("transformers")
+    except importlib.metadata.PackageNotFoundError as e:
+        raise ModuleNotFoundError("The `transformers` package is not installed.") from e
+
+    transformers_version = version.parse(transformers_version_str)
+
+    lower_bound_check = True
+    if min_version is not None:
+        lower_bound_check = version.parse(min_version) <= transformers_version
+
+    upper_bound_check = True
+    if max_version is not None:
+        upper_bound_check = transformers_version <= version.parse(max_version)
+
+    return lower_bound_check and upper_bound_check
+
+
+def is_new(text):
+    return text.startswith("5")
+"""
+
+
+def test_a_range_helper_followed_across_modules_gates_both_branches_verl_style(tmp_path):
+    refs = surface(
+        tmp_path,
+        {
+            "vp/__init__.py": "",
+            "vp/compat.py": COMPAT,
+            "vp/patch.py": f"""\
+                from vp.compat import is_transformers_version_in_range
+
+                def apply():
+                    if is_transformers_version_in_range(min_version="4.54.0"):
+                        from {QWEN} import Qwen2_5_VLAttention
+                    else:
+                        from {QWEN} import Qwen2_5_VLFlashAttention2
+                    if not is_transformers_version_in_range(max_version="4.47.1"):
+                        return
+                    from {QWEN} import OldThing
+            """,
+        },
+    )
+    assert windows(refs, Kind.IMPORT, f"{QWEN}.Qwen2_5_VLAttention") == [
+        {"transformers": ">=4.54.0"}
+    ]
+    assert windows(refs, Kind.IMPORT, f"{QWEN}.Qwen2_5_VLFlashAttention2") == [
+        {"transformers": "<4.54.0"}
+    ]
+    assert windows(refs, Kind.IMPORT, f"{QWEN}.OldThing") == [{"transformers": "<=4.47.1"}]
+
+
+def test_a_helper_it_cannot_read_keeps_every_release(tmp_path):
+    refs = surface(
+        tmp_path,
+        {
+            "vp/__init__.py": "",
+            "vp/compat.py": COMPAT,
+            "vp/patch.py": f"""\
+                import transformers
+                from vp.compat import is_new, is_transformers_version_in_range
+
+                def apply(low):
+                    if is_new(transformers.__version__):
+                        from {QWEN} import A
+                    if is_transformers_version_in_range(min_version=low):
+                        from {QWEN} import B
+                    if is_transformers_version_in_range("4.50", max_version="5.0"):
+                        pass
+                    else:
+                        from {QWEN} import C
+            """,
+        },
+    )
+    assert windows(refs, Kind.IMPORT, f"{QWEN}.A") == [{}]  # no version comparison
+    assert windows(refs, Kind.IMPORT, f"{QWEN}.B") == [{}]  # the bound is not literal
+    # outside >=4.50,<=5.0 is two windows, not one: every release
+    assert windows(refs, Kind.IMPORT, f"{QWEN}.C") == [{}]
+
+
+def test_a_one_line_helper_oumi_style(tmp_path):
+    refs = surface(
+        tmp_path,
+        {
+            "ou/__init__.py": "",
+            "ou/utils.py": """\
+                import functools
+                import trl
+                from packaging import version
+
+                @functools.cache
+                def is_trl_v0_28_or_later() -> bool:
+                    return version.parse(trl.__version__) >= version.parse("0.28.0")
+            """,
+            "ou/train.py": """\
+                from ou.utils import is_trl_v0_28_or_later
+
+                def build():
+                    if is_trl_v0_28_or_later():
+                        from trl import NewConfig
+                    else:
+                        from trl.trainer import OldConfig
+            """,
+        },
+    )
+    assert windows(refs, Kind.IMPORT, "trl.NewConfig") == [{"trl": ">=0.28.0"}]
+    assert windows(refs, Kind.IMPORT, "trl.trainer.OldConfig") == [{"trl": "<0.28.0"}]
+
+
+CHECK = """\
+import os
+
+from transformers.utils.versions import require_version
+
+
+def check_version(requirement: str, mandatory: bool = False) -> None:
+    if os.getenv("DISABLE_VERSION_CHECK", "0") == "1" and not mandatory:
+        return
+    hint = "pip install " + requirement
+    require_version(requirement, hint)
+"""
+
+
+def test_a_mandatory_check_that_raises_gates_what_follows_llamafactory_style(tmp_path):
+    refs = surface(
+        tmp_path,
+        {
+            "lf/__init__.py": "",
+            "lf/misc.py": CHECK,
+            "lf/longlora.py": """\
+                from lf.misc import check_version
+
+                def apply():
+                    check_version("transformers>=4.41.2,<4.48.0", mandatory=True)
+                    from transformers.models.llama.modeling_llama import LlamaFlashAttention2
+
+                def optional():
+                    check_version("transformers>=4.41.2,<4.48.0")
+                    from transformers.models.llama.modeling_llama import LlamaSdpaAttention
+            """,
+        },
+    )
+    llama = "transformers.models.llama.modeling_llama"
+    assert windows(refs, Kind.IMPORT, f"{llama}.LlamaFlashAttention2") == [
+        {"transformers": "<4.48.0,>=4.41.2"}
+    ]
+    # Not mandatory: DISABLE_VERSION_CHECK=1 skips the check, so it runs everywhere.
+    assert windows(refs, Kind.IMPORT, f"{llama}.LlamaSdpaAttention") == [{}]
+
+
+def test_a_version_helper_it_cannot_read_makes_its_sites_undecided(tmp_path):
+    refs = surface(
+        tmp_path,
+        {
+            "vp/__init__.py": "",
+            "vp/compat.py": COMPAT,
+            "vp/patch.py": f"""\
+                import transformers
+                from vp.compat import is_new, is_transformers_version_in_range
+
+                def apply(low):
+                    if is_transformers_version_in_range(min_version=low):
+                        from {QWEN} import B
+                    if is_transformers_version_in_range(min_version="4.54.0"):
+                        from {QWEN} import D
+                    if is_new(transformers.__version__):
+                        from {QWEN} import A
+            """,
+        },
+    )
+
+    def undecided(name: str) -> str:
+        (found,) = [r for r in refs if r.target == f"{QWEN}.{name}"]
+        return found.sites[0].undecided
+
+    assert "is_transformers_version_in_range(min_version=low)" in undecided("B")
+    assert undecided("D") == ""  # read: a window, decided
+    assert undecided("A") == ""  # no version helper by name: the site runs, as before
+
+
+def test_a_name_bound_under_a_version_test_carries_its_window_to_later_uses(tmp_path):
+    refs = surface(
+        tmp_path,
+        {
+            "sw/__init__.py": "",
+            "sw/cpo.py": """\
+                import trl
+                from packaging import version
+
+                if version.parse(trl.__version__) >= version.parse("0.29"):
+                    from trl.experimental.cpo import CPOTrainer as HFCPOTrainer
+                else:
+                    from trl import CPOTrainer as HFCPOTrainer
+
+                HFCPOTrainer.__init__ = None
+            """,
+            "sw/orpo.py": """\
+                from trl import ORPOTrainer as HFORPOTrainer
+
+                HFORPOTrainer.__init__ = None
+            """,
+            "sw/use.py": """\
+                from sw.cpo import HFCPOTrainer
+
+                def make():
+                    return HFCPOTrainer.compute_loss
+            """,
+        },
+    )
+    assert windows(refs, Kind.PATCH, "trl.CPOTrainer.__init__") == [{"trl": "<0.29"}]
+    assert windows(refs, Kind.ATTRIBUTE, "trl.CPOTrainer.compute_loss") == [{"trl": "<0.29"}]
+    # bound on every release: its use runs on every release
+    assert windows(refs, Kind.PATCH, "trl.ORPOTrainer.__init__") == [{}]
+
+
+def test_a_helper_returning_the_installed_version_compares_as_it_llamafactory_style(tmp_path):
+    refs = surface(
+        tmp_path,
+        {
+            "lf/__init__.py": "",
+            "lf/packages.py": """\
+                import importlib.metadata
+                from functools import lru_cache
+
+                from packaging import version
+
+                def _get_package_version(name):
+                    try:
+                        return version.parse(importlib.metadata.version(name))
+                    except Exception:
+                        return version.parse("0.0.0")
+
+                def _first_line(name):
+                    return name.splitlines()[0]
+
+                @lru_cache
+                def is_transformers_version_greater_than(content):
+                    return _get_package_version("transformers") >= version.parse(content)
+
+                def is_new(content):
+                    return version.parse(_first_line("transformers")) >= version.parse(content)
+            """,
+            "lf/longlora.py": f"""\
+                from lf.packages import is_new, is_transformers_version_greater_than
+
+                if not is_transformers_version_greater_than("4.48.0"):
+                    from {QWEN} import A
+                if is_new("4.48.0"):
+                    from {QWEN} import B
+            """,
+        },
+    )
+    assert windows(refs, Kind.IMPORT, f"{QWEN}.A") == [{"transformers": "<4.48.0"}]
+    # a function of a text, not an installed version: every release
+    assert windows(refs, Kind.IMPORT, f"{QWEN}.B") == [{}]
+
+
+def test_a_check_whose_only_handler_is_for_a_missing_package_oumi_style(tmp_path):
+    refs = surface(
+        tmp_path,
+        {
+            "ou/__init__.py": "",
+            "ou/packaging.py": """\
+                import importlib.metadata
+                from packaging import version
+
+                _MIN = "0.24.0"
+
+                def is_gold_available():
+                    try:
+                        trl_version = importlib.metadata.version("trl")
+                        return version.parse(trl_version) >= version.parse(_MIN)
+                    except importlib.metadata.PackageNotFoundError:
+                        return False
+
+                def is_other_available():
+                    try:
+                        trl_version = importlib.metadata.version("trl")
+                        return version.parse(trl_version) >= version.parse(_MIN)
+                    except Exception:
+                        return False
+
+                def require_gold(feature="GOLD"):
+                    if not is_gold_available():
+                        raise ImportError(feature + " needs a newer trl")
+            """,
+            "ou/train.py": """\
+                from ou.packaging import is_other_available, require_gold
+
+                def build():
+                    require_gold()
+                    from trl.experimental.gold import GOLDTrainer
+                    return GOLDTrainer
+
+                def other():
+                    if is_other_available():
+                        from trl.experimental.gold import GOLDConfig
+                        return GOLDConfig
+            """,
+        },
+    )
+    assert windows(refs, Kind.IMPORT, "trl.experimental.gold.GOLDTrainer") == [{"trl": ">=0.24.0"}]
+    # a handler for any Exception may be taken on an installed release: not read
+    assert windows(refs, Kind.IMPORT, "trl.experimental.gold.GOLDConfig") == [{}]
