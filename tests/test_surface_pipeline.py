@@ -96,7 +96,7 @@ def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def command(*args: str) -> int:
-    return cli.main(["surface", "proj", "--offline", *args])
+    return cli.main(["surface", "proj", "--offline", "--tags-file", "tags.toml", *args])
 
 
 def test_the_command_the_plugin_and_the_listing_read_the_configuration_alike(
