@@ -81,6 +81,7 @@ import multiprocessing as mp
 import os
 import re
 import sys
+import threading
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -305,7 +306,8 @@ def _walk_all(
     ``workers`` forked processes that inherit the project's bindings already read (parsing
     is most of the time, and files are independent given those)."""
     global _FORKED  # noqa: PLW0603 - handed to forked workers, which inherit it
-    if workers <= 1 or len(paths) < _PARALLEL_FROM or "fork" not in mp.get_all_start_methods():
+    forkable = "fork" in mp.get_all_start_methods() and _single_threaded()
+    if workers <= 1 or len(paths) < _PARALLEL_FROM or not forkable:
         results = [_walk_file(project, path) for path in paths]
     else:
         _FORKED = project
@@ -320,6 +322,15 @@ def _walk_all(
         uses.extend(walked)
         skipped |= found
     return uses, skipped
+
+
+def _single_threaded() -> bool:
+    """Whether this process has one thread: a fork copies the locks other threads hold, held
+    for good in the child (3.12+ warns), so with threads the walk stays in this process."""
+    try:
+        return len(os.listdir("/proc/self/task")) == 1  # every thread, C libraries' too
+    except OSError:
+        return threading.active_count() == 1
 
 
 def _walk_forked(path: str) -> tuple[list[Use], set[tuple[str, str, int]]]:
