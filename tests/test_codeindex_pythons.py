@@ -19,6 +19,7 @@ from canary.codeindex.statements import STATEMENTS, Binds
 from canary.errors import ParseError, Subject
 from canary.expectations import expect_decorated
 from canary.report.diff import diff_subject
+from canary.surface.extract import survey
 from canary.symbols.lazy import lazy_module
 
 # One printer's text, then how another Python prints the same tree: 3.10 writes a
@@ -151,3 +152,23 @@ def test_the_lazy_structure_steps_canary_knows_are_known_in_either_printer_form(
     assert lazy is not None
     assert lazy.unevaluated == ()
     assert lazy.names == {"Trainer": "trainer"}
+
+
+NEWER_SYNTAX = [
+    ((3, 11), "try:\n    pass\nexcept* ValueError:\n    pass\n"),
+    ((3, 12), "type Labels = list[int]\n"),
+]
+
+
+@pytest.mark.parametrize(("since", "text"), NEWER_SYNTAX)
+def test_a_target_file_in_newer_syntax_names_the_python_that_parses_it(tmp_path, since, text):
+    if sys.version_info >= since:
+        pytest.skip(f"Python {sys.version_info[0]}.{sys.version_info[1]} parses this syntax")
+    (tmp_path / "new.py").write_text("import transformers\n" + text)
+    running = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    newer = f"{sys.version_info[0]}.{sys.version_info[1] + 1}"
+    with pytest.raises(ParseError) as raised:
+        survey(tmp_path, ["new.py"], upstream=("transformers",))
+    assert f"the running Python {running} cannot parse it" in str(raised.value)
+    assert f"run canary under Python {newer} or later" in str(raised.value)
+    assert "exclude = [...]" in str(raised.value)

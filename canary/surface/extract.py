@@ -409,11 +409,13 @@ class _Project:
             except (SyntaxError, ValueError) as exc:
                 line = getattr(exc, "lineno", None)
                 where = f"{path}, line {line}" if line else path
+                major, minor = sys.version_info[:2]
                 raise ParseError(
-                    f"{self.root / path}: cannot parse ({where}: {exc.__class__.__name__}: "
-                    f"{getattr(exc, 'msg', exc)}); canary reads every Python file of a target "
-                    f"with this Python: if the file is not meant to be Python, leave it out "
-                    f"with exclude = [...] in [tool.canary.surface]",
+                    f"{self.root / path}: the running Python {major}.{minor} cannot parse it "
+                    f"({where}: {exc.__class__.__name__}: {getattr(exc, 'msg', exc)}): if the "
+                    f"target adopted newer syntax, run canary under Python {major}.{minor + 1} "
+                    f"or later; if the file is not meant to be Python, leave it out with "
+                    f"exclude = [...] in [tool.canary.surface]",
                     cause="a file of the target does not parse",
                 ) from None
         return self._trees[path]
