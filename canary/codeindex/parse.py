@@ -201,8 +201,8 @@ class _Builder(BodyWalker):
             elif kind is None:
                 raise ParseError(
                     f"{located(self.path, self.origin)}, line {stmt.lineno}: canary does not "
-                    f"know what a {type(stmt).__name__} statement binds (new in Python "
-                    f"{PYTHON}); run canary under an older Python, or a canary that knows it"
+                    f"know what a {type(stmt).__name__} statement of Python {PYTHON} binds; "
+                    "run canary under an older Python, or a newer canary"
                 )
 
     def _collect_compound(
