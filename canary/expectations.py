@@ -27,6 +27,7 @@ from canary.codeindex import (
     Param,
     Scope,
     equivalent,
+    normalised_text,
     renaming,
 )
 from canary.codeindex.flow import PARAMETER, Binding, mentions_of, reads_of, requires
@@ -215,7 +216,7 @@ def expect_decorated(found: Function | Class, *decorators: str) -> str:
     """``found`` is decorated with one of ``decorators`` (normalised text, compared whole:
     ``"property"``, ``"contextlib.contextmanager"``); returns the one found."""
     for decorator in decorators:
-        if decorator in found.decorators:
+        if normalised_text(decorator) in found.decorators:
             return decorator
     has = ", ".join(f"@{d}" for d in found.decorators) or "no decorator"
     raise drift(

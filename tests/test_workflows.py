@@ -64,8 +64,19 @@ def actionlint() -> str:
     return found
 
 
-def test_there_are_the_three_workflows():
-    assert WORKFLOW_IDS == ["daily.yml", "runtime.yml", "static.yml"]
+def test_there_are_the_four_workflows():
+    assert WORKFLOW_IDS == ["daily.yml", "runtime.yml", "static.yml", "unit.yml"]
+
+
+def test_the_unit_tests_run_under_every_python_canary_supports():
+    """3.10 (requires-python's floor) to 3.13, the newest the project is tested on."""
+    floor = re.search(r'requires-python = ">=3\.(\d+)"', (ROOT / "pyproject.toml").read_text())
+    assert floor is not None
+    unit = jobs("unit.yml")["unit"]
+    versions = unit["strategy"]["matrix"]["python"]
+    assert versions == [f"3.{minor}" for minor in range(int(floor.group(1)), 14)]
+    assert unit["strategy"]["fail-fast"] is False  # one Python's failure hides no other's
+    assert any(step.get("run", "").startswith("pytest") for step in unit["steps"])
 
 
 @pytest.mark.parametrize("path", WORKFLOWS, ids=WORKFLOW_IDS)

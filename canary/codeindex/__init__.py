@@ -43,7 +43,7 @@ from canary.codeindex.equivalence import (
     holds_under,
     renaming,
 )
-from canary.codeindex.expressions import NOT_LITERAL, PYTHON
+from canary.codeindex.expressions import NOT_LITERAL, PYTHON, normalised_text
 from canary.codeindex.flow import Binding, Flow, Return
 from canary.codeindex.model import (
     KEYWORD_ONLY,
@@ -89,6 +89,7 @@ __all__ = [
     "Signature",
     "equivalent",
     "holds_under",
+    "normalised_text",
     "parse_module",
     "renaming",
 ]
@@ -97,7 +98,8 @@ __all__ = [
 #: 3: the summary types moved into the canary.codeindex package (pickles name the classes).
 #: 4: star imports, module-level effects and import guards (canary.symbols reads them).
 #: 5: imports in a class body (Class.imports).
-INDEX_FORMAT = 5
+#: 6: type aliases (3.12+) and module-level for/with targets are bindings.
+INDEX_FORMAT = 6
 
 #: The non-content part of a cache key: summary format and the Python that built it.
 INDEX_KEY = f"codeindex-v{INDEX_FORMAT}-py{PYTHON}"

@@ -78,7 +78,9 @@ class Assignment:
     """``=``, augmented (``op`` "/" for "/=") or annotated assignment with a value; ``:=`` too."""
 
     targets: tuple[str, ...]  # normalised, one per ``=``: ``a = b = 0`` -> ("a", "b")
-    op: str | None  # None for "=", ":=" for a walrus, "/" for "/=", ...
+    # None for "=", ":=" for a walrus, "/" for "/=", ...; at module level also "type" for
+    # ``type X = v``, "for" for a loop's target and "with" for ``with v as X`` (no literal).
+    op: str | None
     value: str
     literal: object  # ast.literal_eval(value), else NOT_LITERAL
     line: int

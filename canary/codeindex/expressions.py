@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import enum
+import functools
 import re
 import sys
 from collections.abc import Iterator
@@ -149,6 +150,24 @@ class Normaliser:
             return sys.intern(ast.unparse(node))
         except RecursionError:  # absurdly deep expression: original text beats failing
             return self.text.segment(self.span(node))
+
+
+@functools.lru_cache(maxsize=1024)
+def normalised_text(code: str) -> str:
+    """``code`` (an expression or statements) as the running Python's :func:`ast.unparse`
+    prints it, or unchanged where it does not parse.
+
+    How code written in canary's own source is made comparable, as text, with the normalised
+    text of an index: the printer differs between Pythons (3.10 writes ``for (k, v) in``
+    where 3.11 writes ``for k, v in``), so a literal copied from one Python's output would
+    match there only.
+    """
+    for mode in ("eval", "exec"):
+        try:
+            return ast.unparse(ast.parse(code, mode=mode))
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+    return code
 
 
 AUG_OPS = {

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from canary.codeindex.body import Assignment, Body, Call, walk_function
 from canary.codeindex.equivalence import Scope, function_scope
-from canary.codeindex.expressions import SourceText, Span
+from canary.codeindex.expressions import SourceText, Span, normalised_text
 from canary.codeindex.flow import Flow, flow_of_function
 from canary.codeindex.pickling import by_fields
 from canary.errors import Drift, Subject
@@ -204,6 +204,7 @@ class Function:
 
     def calls_to(self, func: str) -> tuple[Call, ...]:
         """Calls whose normalised callee is exactly ``func`` ("self.accelerator.backward")."""
+        func = normalised_text(func)
         return tuple(c for c in self.calls if c.func == func)
 
     def calls_named(self, name: str) -> tuple[Call, ...]:
@@ -214,6 +215,7 @@ class Function:
     def assignments_to(self, target: str) -> tuple[Assignment, ...]:
         """Assignments to exactly ``target`` (normalised), including as an element of an
         unpacking target (``loss, outputs = ...`` assigns "loss")."""
+        target = normalised_text(target)
         return tuple(a for a in self.assignments if a.assigns(target))
 
     def mentions(self, name: str) -> bool:
@@ -227,7 +229,7 @@ _FUNCTION_FIELDS = tuple(f.name for f in dataclasses.fields(Function))
 @dataclass(frozen=True, slots=True)
 class ClassAttribute:
     name: str
-    value: str | None  # normalised; None for a bare annotation (``field: int``)
+    value: str | None  # normalised; None for a bare annotation (``field: int``), for/with targets
     literal: object
     line: int
     annotation: str | None = None

@@ -50,6 +50,7 @@ from canary.codeindex.model import (
     Signature,
     located,
 )
+from canary.codeindex.statements import Binds, binds
 from canary.errors import ParseError
 
 
@@ -110,9 +111,10 @@ def _parse_error(path: str, origin: str, line: int | None, why: str) -> ParseErr
     )
 
 
-_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _TRY = (ast.Try, *((ast.TryStar,) if hasattr(ast, "TryStar") else ()))
 _BLOCKS = (ast.With, ast.AsyncWith, ast.For, ast.AsyncFor, ast.While)
+_LOOPS = (ast.For, ast.AsyncFor)
+_TYPE_ALIAS = getattr(ast, "TypeAlias", None)  # ``type X = ...``, 3.12+
 
 
 class _Scope:
@@ -175,25 +177,33 @@ class _Builder(BodyWalker):
         in_class: bool,
     ) -> None:
         for stmt in body:
-            if isinstance(stmt, _DEFS):
-                if not (in_class and self._is_accessor(stmt, scope)):
+            kind = binds(stmt)
+            if kind is Binds.DEFINITION:
+                if isinstance(stmt, ast.ClassDef):
+                    scope.classes[stmt.name] = self._class(stmt, prefix)
+                elif not (in_class and self._is_accessor(stmt, scope)):
                     scope.functions[stmt.name] = self._function(stmt, prefix)
-            elif isinstance(stmt, ast.ClassDef):
-                scope.classes[stmt.name] = self._class(stmt, prefix)
-            elif isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
-                self._binding(stmt, scope, guards, in_class=in_class)
-                if not in_class and stmt.value is not None:
-                    self._effect(stmt, scope, guards)
-            elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            elif kind is Binds.ASSIGNMENT:
+                self._assignment(stmt, scope, guards, in_class=in_class)
+            elif kind is Binds.IMPORT:
                 self._import(stmt, scope, guards)
-            elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
-                if not in_class:
+            elif kind is Binds.CALL:
+                if not in_class and isinstance(stmt.value, ast.Call):
                     call = stmt.value
                     scope.effects.append(
                         self._effect_of(self.unparse(call.func), "call", call, stmt, guards)
                     )
-            else:
+            elif kind is Binds.TARGETS:
+                self._targets(stmt, scope, guards, in_class=in_class)
                 self._collect_compound(stmt, scope, guards, prefix, in_class=in_class)
+            elif kind is Binds.BLOCK:
+                self._collect_compound(stmt, scope, guards, prefix, in_class=in_class)
+            elif kind is None:
+                raise ParseError(
+                    f"{located(self.path, self.origin)}, line {stmt.lineno}: canary does not "
+                    f"know what a {type(stmt).__name__} statement of Python {PYTHON} binds; "
+                    "run canary under an older Python, or a newer canary"
+                )
 
     def _collect_compound(
         self,
@@ -282,6 +292,61 @@ class _Builder(BodyWalker):
             return
         assignment = self.assignment(stmt, guards)
         if assignment is not None:
+            for name in names:
+                scope.assignments[name] = assignment
+
+    def _assignment(
+        self, stmt: ast.stmt, scope: _Scope, guards: tuple[str, ...], *, in_class: bool
+    ) -> None:
+        if _TYPE_ALIAS is not None and isinstance(stmt, _TYPE_ALIAS):
+            self._type_alias(stmt, scope, guards, in_class=in_class)
+            return
+        self._binding(stmt, scope, guards, in_class=in_class)  # type: ignore[arg-type]
+        if not in_class and stmt.value is not None:  # type: ignore[attr-defined]
+            self._effect(stmt, scope, guards)  # type: ignore[arg-type]
+
+    def _type_alias(
+        self, stmt: ast.stmt, scope: _Scope, guards: tuple[str, ...], *, in_class: bool
+    ) -> None:
+        """``type X = ...`` binds X to a TypeAliasType: never the literal its value reads."""
+        name, value = stmt.name.id, self.unparse(stmt.value)  # type: ignore[attr-defined]
+        if in_class:
+            scope.attributes[name] = ClassAttribute(name, value, NOT_LITERAL, stmt.lineno)
+        else:
+            scope.assignments[name] = Assignment(
+                (name,), "type", value, NOT_LITERAL, stmt.lineno, guards
+            )
+
+    def _targets(
+        self,
+        stmt: ast.For | ast.AsyncFor | ast.With | ast.AsyncWith,
+        scope: _Scope,
+        guards: tuple[str, ...],
+        *,
+        in_class: bool,
+    ) -> None:
+        """The names a ``for`` or ``with ... as`` binds, each to a value no index can know."""
+        if isinstance(stmt, _LOOPS):
+            pairs, op = [(stmt.target, stmt.iter)], "for"
+        else:
+            pairs, op = [(i.optional_vars, i.context_expr) for i in stmt.items], "with"
+        for target, value in pairs:
+            if target is None:
+                continue
+            names = [leaf.id for leaf in bound_names(target) if isinstance(leaf, ast.Name)]
+            if in_class:
+                for name in names:
+                    scope.attributes[name] = ClassAttribute(name, None, NOT_LITERAL, stmt.lineno)
+                continue
+            assignment = Assignment(
+                (self.unparse(target),),
+                op,
+                self.unparse(value),
+                NOT_LITERAL,
+                stmt.lineno,
+                guards,
+                tuple(names) if isinstance(target, (ast.Tuple, ast.List)) else (),
+            )
             for name in names:
                 scope.assignments[name] = assignment
 

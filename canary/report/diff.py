@@ -141,8 +141,7 @@ def _text(module: codeindex.Module, qualname: str) -> tuple[int, str] | None:
     else:
         return found.line, found.source
     if (assignment := module.assignments.get(qualname)) is not None:
-        op = assignment.op or ""
-        return assignment.line, f"{qualname} {op}= {assignment.value}\n"
+        return assignment.line, _statement(qualname, assignment.op, assignment.value)
     if (imported := module.imports.get(qualname)) is not None:
         name = imported.imported or ""
         # ``from m import x`` binds x; ``import os.path`` binds os: no alias in either.
@@ -150,6 +149,17 @@ def _text(module: codeindex.Module, qualname: str) -> tuple[int, str] | None:
         alias = f" as {qualname}" if bound != qualname else ""
         return imported.line, f"{imported.statement}{alias}\n"
     return None
+
+
+def _statement(name: str, op: str | None, value: str) -> str:
+    """The statement that binds ``name`` as the summary keeps it (op as Assignment's)."""
+    if op == "type":
+        return f"type {name} = {value}\n"
+    if op == "for":
+        return f"for {name} in {value}: ...\n"
+    if op == "with":
+        return f"with {value} as {name}: ...\n"
+    return f"{name} {op or ''}= {value}\n"
 
 
 def _unified(old: str, new: str, old_name: str, new_name: str) -> str:

@@ -81,6 +81,7 @@ import multiprocessing as mp
 import os
 import re
 import sys
+import threading
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -312,7 +313,8 @@ def _walk_all(
     ``workers`` forked processes that inherit the project's bindings already read (parsing
     is most of the time, and files are independent given those)."""
     global _FORKED  # noqa: PLW0603 - handed to forked workers, which inherit it
-    if workers <= 1 or len(paths) < _PARALLEL_FROM or "fork" not in mp.get_all_start_methods():
+    forkable = "fork" in mp.get_all_start_methods() and _single_threaded()
+    if workers <= 1 or len(paths) < _PARALLEL_FROM or not forkable:
         results = [_walk_file(project, path) for path in paths]
     else:
         _FORKED = project
@@ -327,6 +329,15 @@ def _walk_all(
         uses.extend(walked)
         skipped |= found
     return uses, skipped
+
+
+def _single_threaded() -> bool:
+    """Whether this process has one thread: a fork copies the locks other threads hold, held
+    for good in the child (3.12+ warns), so with threads the walk stays in this process."""
+    try:
+        return len(os.listdir("/proc/self/task")) == 1  # every thread, C libraries' too
+    except OSError:
+        return threading.active_count() == 1
 
 
 def _walk_forked(path: str) -> tuple[list[Use], set[tuple[str, str, int]]]:
@@ -409,11 +420,13 @@ class _Project:
             except (SyntaxError, ValueError) as exc:
                 line = getattr(exc, "lineno", None)
                 where = f"{path}, line {line}" if line else path
+                major, minor = sys.version_info[:2]
                 raise ParseError(
-                    f"{self.root / path}: cannot parse ({where}: {exc.__class__.__name__}: "
-                    f"{getattr(exc, 'msg', exc)}); canary reads every Python file of a target "
-                    f"with this Python: if the file is not meant to be Python, leave it out "
-                    f"with exclude = [...] in [tool.canary.surface]",
+                    f"{self.root / path}: the running Python {major}.{minor} cannot parse it "
+                    f"({where}: {exc.__class__.__name__}: {getattr(exc, 'msg', exc)}): if the "
+                    f"target adopted newer syntax, run canary under Python {major}.{minor + 1} "
+                    f"or later; if the file is not meant to be Python, leave it out with "
+                    f"exclude = [...] in [tool.canary.surface]",
                     cause="a file of the target does not parse",
                 ) from None
         return self._trees[path]

@@ -37,25 +37,32 @@ import ast
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from canary.codeindex import Effect, Module
+from canary.codeindex import Effect, Module, normalised_text
 from canary.symbols.effects import build, effect_text
+
+# Every piece of code below is compared with index text, which the running Python printed:
+# each passes through normalised_text, so it reads as that Python prints it.
 
 # Steps of the structure that are not literal but known not to change which names it
 # holds (so they do not make it incomplete).
 _NO_OPS = frozenset(
-    {
-        # 4.52+: the literal dict turned into sets, to merge with define_import_structure's.
-        "_import_structure = {k: set(v) for k, v in _import_structure.items()}",
-        # 5.21+: the legacy module names join the structure; they are served as aliases.
-        "_import_structure.setdefault(_alias, set())",
-    }
+    map(
+        normalised_text,
+        (
+            # 4.52+: the literal dict turned into sets, to merge with define_import_structure's.
+            "_import_structure = {k: set(v) for k, v in _import_structure.items()}",
+            # 5.21+: the legacy module names join the structure; they are served as aliases.
+            "_import_structure.setdefault(_alias, set())",
+        ),
+    )
 )
 # Callees that register one legacy submodule alias: (f"{__name__}.<alias>", ".<target>").
 _ALIAS_FUNCTIONS = frozenset({"_create_tokenization_alias", "_create_module_alias"})  # 5.0-5.20
 _ALIAS_TABLE = "_LEGACY_MODULE_ALIASES"  # 5.21+: {alias: target}
 # The fast image-processor modules: a loop calling _create_module_alias on
 # f"{__name__}.models.{_model}.{_module}_fast" (5.4-5.20), then this compiled pattern (5.21+).
-_FAST_IMAGE_LOOP = "f'{__name__}.models.{_model}.{_module}_fast'"
+_FAST_IMAGE_LOOP = normalised_text("f'{__name__}.models.{_model}.{_module}_fast'")
+_INSTALLED_AS = normalised_text("sys.modules[__name__]")
 _FAST_IMAGE_PATTERN = "_LEGACY_FAST_IMAGE_PROCESSOR_MODULE"
 # ``name.endswith(suffix)`` tests in _LazyModule.__getattr__ and the name served instead.
 _SUFFIX_FALLBACKS = (("ImageProcessorFast", "ImageProcessor"), ("TokenizerFast", "Tokenizer"))
@@ -135,7 +142,7 @@ def suffix_fallbacks(getattr_source: str) -> tuple[tuple[str, str], ...]:
 
 def _installed(module: Module) -> ast.Call | None:
     for effect in module.effects:
-        if effect.target == "sys.modules[__name__]" and effect.op == "=":
+        if effect.target == _INSTALLED_AS and effect.op == "=":
             node = ast.parse(effect.value, mode="eval").body
             if isinstance(node, ast.Call) and ast.unparse(node.func).endswith("_LazyModule"):
                 return node
@@ -195,7 +202,7 @@ class _Structure:
         # the folder's structure, with no backend required.
         if (
             effect.op == "call"
-            and effect.target == f"{variable}[frozenset({{}})].update"
+            and effect.target == normalised_text(f"{variable}[frozenset({{}})].update")
             and isinstance(value, ast.Call)
             and len(value.args) == 1
         ):
