@@ -31,6 +31,7 @@ from canary.codeindex import (
 )
 from canary.codeindex.flow import PARAMETER, Binding, mentions_of, reads_of, requires
 from canary.errors import Drift, Subject
+from canary.renaming import modulo_renaming
 
 T = TypeVar("T")
 
@@ -749,6 +750,7 @@ def _listing(bindings: Iterable[Binding]) -> str:
     return "; ".join(b.describe() for b in bindings) or "none"
 
 
+@modulo_renaming("name", "origins")
 def expect_reaches(
     function: Function,
     name: str,
@@ -793,6 +795,7 @@ def expect_reaches(
     return calls
 
 
+@modulo_renaming("target", "args", "guard", "values", "carrying")
 def expect_flows_into(
     function: Function,
     target: str,
@@ -899,6 +902,7 @@ def _call_reads(call: Call) -> frozenset[str]:
     )
 
 
+@modulo_renaming("name", "values", "guard")
 def expect_updated_once(
     function: Function,
     name: str,
@@ -940,6 +944,7 @@ def expect_updated_once(
     return found
 
 
+@modulo_renaming("condition")
 def expect_guarded(function: Function, found: Call | Assignment | Binding, condition: str) -> None:
     """``found`` (a call or assignment of ``function``) runs only under ``condition``
     (normalised): one of its ``if`` guards is it, or has it as a part of an ``and``. A
@@ -953,6 +958,7 @@ def expect_guarded(function: Function, found: Call | Assignment | Binding, condi
         )
 
 
+@modulo_renaming("allowed")
 def expect_guards(
     function: Function, found: Call | Assignment | Binding, *allowed: tuple[str, ...]
 ) -> tuple[str, ...]:
@@ -980,6 +986,7 @@ def _targets(found: Assignment | Binding) -> tuple[str, ...]:
     return found.targets if isinstance(found, Assignment) else (found.target,)
 
 
+@modulo_renaming("branches")
 def expect_returns_by_branch(function: Function, branches: Mapping[str, str]) -> None:
     """For each ``condition: value`` of ``branches`` (normalised text), ``function`` returns
     ``value`` on a path that requires ``condition`` (its ``if`` tests and the negations of

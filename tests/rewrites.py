@@ -457,35 +457,52 @@ def _arguments_in(tree: ast.Module, _path: str) -> ast.Module:
     # Methods: one signature per name across the module's classes, or the name is left
     # alone (``self.m`` may dispatch to another class's override).
     methods: dict[str, _Callee | None] = {}
-    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+    own: dict[tuple[str, str], _Callee | None] = {}  # (class, method): for super().method
+    classes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
+    for cls in classes:
         for f in cls.body:
             if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 callee = _callee(f, True)
                 methods[f.name] = callee if methods.get(f.name, callee) == callee else None
+                own[cls.name, f.name] = callee
     rebound = {
         n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
     }
     for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
-        callee = None
-        if isinstance(node.func, ast.Name) and node.func.id not in rebound:
-            callee = functions.get(node.func.id)
-        elif isinstance(node.func, ast.Attribute) and _is_self_or_super(node.func.value):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            callee = functions.get(node.func.id) if node.func.id not in rebound else None
+        elif isinstance(node, ast.Call) and _is_self(node.func):
             callee = methods.get(node.func.attr)
+        else:
+            continue
         if callee is not None:
             _rebind(node, callee)
+    # super().m(...) binds to m of the class's first base, when this module defines it.
+    for cls in classes:
+        first = _chain(cls.bases[0]) if cls.bases else None
+        for node in ast.walk(cls):
+            if not (isinstance(node, ast.Call) and _is_super(node.func) and first):
+                continue
+            if (callee := own.get((first[-1], node.func.attr))) is not None:
+                _rebind(node, callee)
     return tree
 
 
-def _is_self_or_super(node: ast.expr) -> bool:
-    if isinstance(node, ast.Name):
-        return node.id == "self"
+def _is_self(func: ast.expr) -> bool:
     return (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id == "super"
-        and not node.args
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Name)
+        and func.value.id == "self"
+    )
+
+
+def _is_super(func: ast.expr) -> bool:
+    return (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Call)
+        and isinstance(func.value.func, ast.Name)
+        and func.value.func.id == "super"
+        and not func.value.args
     )
 
 
