@@ -4,6 +4,9 @@ that looks like it must still fail its check.
 
 * locals compared modulo renaming -- a renamed *parameter* is not a renamed local: callers
   pass it by name, so the check that follows it must fail.
+* a class's methods looked up through its static MRO -- a mixin earlier in the bases that
+  overrides the method with other behaviour is what the class runs, and a method no class
+  of the package binds any more (inherited from transformers' Trainer) is gone.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import re
 
 import pytest
 import test_planted_flow as flow
+import test_planted_mro as mro
 
 COMPUTE_LOSS_CHECK = "test_compute_loss_passes_num_items_in_kwargs"
 
@@ -23,7 +27,7 @@ def checks(request):
     for marker in ("upstream(package): the upstream package a check module covers",
                    "canary_check(spec): a catalog check"):  # fmt: skip
         request.config.addinivalue_line("markers", marker)
-    return [importlib.import_module(f"canary.checks.test_{p}") for p in ("transformers", "trl")]
+    return {p: importlib.import_module(f"canary.checks.test_{p}") for p in ("transformers", "trl")}
 
 
 def _compute_loss_plant() -> flow.Plant:
@@ -34,7 +38,7 @@ def test_a_renamed_local_keeps_the_compute_loss_check_green(checks):
     plant = _compute_loss_plant()
     renamed = re.sub(r"\bkwargs\b", "forward_kwargs", plant.source)
     assert "forward_kwargs['num_items_in_batch']" not in plant.source
-    assert flow._run(checks, plant, renamed) is None
+    assert flow._run(list(checks.values()), plant, renamed) is None
 
 
 def test_a_renamed_parameter_fails_the_compute_loss_check(checks):
@@ -44,6 +48,43 @@ def test_a_renamed_parameter_fails_the_compute_loss_check(checks):
     head, body = plant.source[:start], plant.source[start:]
     renamed = head + re.sub(r"(?<!['\"])\bnum_items_in_batch\b(?!['\"])", "num_items", body)
     assert "def compute_loss(self, model, inputs, return_outputs=False, num_items=None)" in renamed
-    drift = flow._run(checks, plant, renamed)
+    drift = flow._run(list(checks.values()), plant, renamed)
     assert drift is not None, "a renamed parameter passed the check"
     assert "breaks the fix 'chunked NLL loss'" in drift
+
+
+EXISTS = "test_sft_trainer_exists"
+HANDS_ON = "test_sft_compute_loss_hands_num_items_in_batch_to_trainer"
+MOVED = mro._mixin_sft("from .mixins import _SFTLossMixin", "_SFTLossMixin, _BaseTrainer")
+# compute_loss overridden by a mixin first in the bases: the count is dropped on the way.
+DROPPING_MIXIN = """
+class _FastLossMixin:
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        return super().compute_loss(model, inputs, return_outputs=return_outputs)
+"""
+
+
+MRO_PLANTS = (
+    mro.Plant("compute_loss moved to a mixin", EXISTS, MOVED, {mro.MIXINS: mro.LOSS_MIXIN}),
+    mro.Plant("compute_loss left to Trainer", EXISTS, mro.SFT_HEAD, breaks="SFTTrainer"),
+    mro.Plant(
+        "a mixin first in the bases overrides compute_loss, dropping the count",
+        HANDS_ON,
+        mro._mixin_sft(
+            "from .mixins import _SFTLossMixin\nfrom .fast import _FastLossMixin",
+            "_FastLossMixin, _SFTLossMixin, _BaseTrainer",
+        ),
+        {mro.MIXINS: mro.LOSS_MIXIN, "trl/trainer/fast.py": DROPPING_MIXIN},
+        breaks="_FastLossMixin",
+    ),
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("plant", MRO_PLANTS, ids=[p.name for p in MRO_PLANTS])
+def test_a_method_is_what_the_static_mro_resolves(checks, tmp_path, plant):
+    drift = mro._run(checks["trl"], tmp_path, plant, plant.sft)
+    if plant.breaks is None:
+        assert drift is None, f"harmless {plant.name!r} raised drift:\n{drift}"
+    else:
+        assert drift is not None, f"breaking {plant.name!r} stayed green"
+        assert plant.breaks in drift, drift
