@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (the snippets keep upstream's own long lines)
 """Planted drifts on the other side of each generalisation the metamorphic test asked of the
 engine (tests/test_metamorphic.py): what a harmless rewrite may change, a breaking change
 that looks like it must still fail its check.
@@ -7,6 +8,8 @@ that looks like it must still fail its check.
 * a class's methods looked up through its static MRO -- a mixin earlier in the bases that
   overrides the method with other behaviour is what the class runs, and a method no class
   of the package binds any more (inherited from transformers' Trainer) is gone.
+* conditions normalised for negation -- ``a if c else b`` written ``b if not c else a`` is
+  the same, but the branches swapped without negating the test is drift.
 """
 
 from __future__ import annotations
@@ -88,3 +91,43 @@ def test_a_method_is_what_the_static_mro_resolves(checks, tmp_path, plant):
     else:
         assert drift is not None, f"breaking {plant.name!r} stayed green"
         assert plant.breaks in drift, drift
+
+
+# transformers 5.25.0, loss/loss_utils.py:35.
+FIXED_CROSS_ENTROPY = """
+def fixed_cross_entropy(
+    source: torch.Tensor,
+    target: torch.Tensor,
+    num_items_in_batch: torch.Tensor | None = None,
+    ignore_index: int = -100,
+    **kwargs,
+) -> torch.Tensor:
+    reduction = "sum" if num_items_in_batch is not None else "mean"
+    loss = nn.functional.cross_entropy(source, target, ignore_index=ignore_index, reduction=reduction)
+    if reduction == "sum":
+        if torch.is_tensor(num_items_in_batch):
+            num_items_in_batch = num_items_in_batch.to(loss.device)
+        loss = loss / num_items_in_batch
+    return loss
+"""
+REDUCTION = 'reduction = "sum" if num_items_in_batch is not None else "mean"'
+
+
+@pytest.mark.parametrize(
+    ("written", "drifts"),
+    [
+        (REDUCTION, False),
+        ('reduction = "mean" if num_items_in_batch is None else "sum"', False),
+        ('reduction = "mean" if not num_items_in_batch is not None else "sum"', False),
+        ('reduction = "mean" if not (num_items_in_batch is not None) else "sum"', False),
+        ('reduction = "mean" if num_items_in_batch is not None else "sum"', True),
+        ('reduction = "sum" if not num_items_in_batch is not None else "mean"', True),
+    ],
+)
+def test_a_conditional_is_read_modulo_negation(checks, written, drifts):
+    plant = flow.Plant(
+        "fixed_cross_entropy's reduction", "test_fixed_cross_entropy_sums_then_divides_by_num_items",
+        "transformers", "5.25.0", "transformers/loss/loss_utils.py", FIXED_CROSS_ENTROPY, (), None,
+    )  # fmt: skip
+    drift = flow._run(list(checks.values()), plant, FIXED_CROSS_ENTROPY.replace(REDUCTION, written))
+    assert (drift is not None) is drifts, drift

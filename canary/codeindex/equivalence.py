@@ -181,7 +181,8 @@ def renaming(
             for chosen in itertools.permutations(open_right)
         ]
     for mapping in candidates:
-        if _dump(_normalised(_renamed(left, mapping), boolean)) == right_key:
+        renamed = negations_pushed(_renamed(left, mapping), boolean=boolean)
+        if _dump(_normalised(renamed, boolean)) == right_key:
             return mapping
     return None
 
@@ -199,7 +200,7 @@ def holds_under(condition: str, guards: Iterable[str]) -> bool:
 @functools.lru_cache(maxsize=1024)
 def _conjuncts(guard: str) -> tuple[str, ...]:
     try:
-        tree = ast.parse(guard, mode="eval").body
+        tree = negations_pushed(ast.parse(guard, mode="eval").body, boolean=True)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return (guard,)
     parts: list[ast.expr] = []
@@ -216,7 +217,9 @@ def _conjuncts(guard: str) -> tuple[str, ...]:
 @functools.lru_cache(maxsize=4096)
 def _key(text: str, boolean: bool) -> str | None:
     tree = _alpha(text)
-    return None if tree is None else _dump(_normalised(_copy(tree), boolean))
+    if tree is None:
+        return None
+    return _dump(_normalised(negations_pushed(_copy(tree), boolean=boolean), boolean))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -292,6 +295,81 @@ def _renamed(tree: ast.expr, mapping: Mapping[str, str]) -> ast.expr:
 def _copy(tree: ast.expr) -> ast.expr:
     # Not a re-parse of the unparsed text: the placeholders are not identifiers.
     return copy.deepcopy(tree)
+
+
+_INVERSE = {
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+}
+
+
+def negations_pushed(node: ast.expr, *, boolean: bool) -> ast.expr:
+    """``node`` with every ``not`` pushed inward as far as it goes (changed in place, the
+    result returned): ``not (a and b)`` is ``not a or not b`` (De Morgan: the same bool),
+    ``not a == b`` is ``a != b`` (``is``/``in`` likewise), and where only the truth of the
+    value is used (``boolean``: an ``if`` test, an operand of ``not``) ``not not x`` is
+    ``x``; of ``a if c else b`` and ``b if not c else a`` one canonical form is kept. So
+    an ``if``/``else`` written either way round, with its test negated as a person writes
+    it, compares equal."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        negated = _negated(node.operand, boolean)
+        if negated is not None:
+            return negated
+        node.operand = negations_pushed(node.operand, boolean=True)
+        return node
+    if isinstance(node, ast.BoolOp):
+        node.values = [negations_pushed(v, boolean=boolean) for v in node.values]
+        return node
+    if isinstance(node, ast.IfExp):
+        node.test = negations_pushed(node.test, boolean=True)
+        node.body = negations_pushed(node.body, boolean=boolean)
+        node.orelse = negations_pushed(node.orelse, boolean=boolean)
+        # ``a if c else b`` is ``b if not c else a``: the one with the lesser test, always.
+        negated = _negated(_copy(node.test), True) or ast.UnaryOp(ast.Not(), _copy(node.test))
+        if _dump(negated) < _dump(node.test):
+            node.test, node.body, node.orelse = negated, node.orelse, node.body
+        return node
+    _push_into_children(node)
+    return node
+
+
+def _push_into_children(node: ast.AST) -> None:
+    for name, value in ast.iter_fields(node):
+        if isinstance(value, ast.expr):
+            truth = isinstance(node, ast.comprehension) and name == "ifs"
+            setattr(node, name, negations_pushed(value, boolean=truth))
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                if isinstance(item, ast.expr):
+                    truth = isinstance(node, ast.comprehension) and name == "ifs"
+                    value[i] = negations_pushed(item, boolean=truth)
+                elif isinstance(item, ast.AST):
+                    _push_into_children(item)
+        elif isinstance(value, ast.AST):
+            _push_into_children(value)
+
+
+def _negated(operand: ast.expr, boolean: bool) -> ast.expr | None:
+    """An expression whose truth is ``not operand`` with no ``not`` on top, else None."""
+    if isinstance(operand, ast.UnaryOp) and isinstance(operand.op, ast.Not):
+        return negations_pushed(operand.operand, boolean=True) if boolean else None
+    if isinstance(operand, ast.Compare) and len(operand.ops) == 1:
+        inverse = _INVERSE.get(type(operand.ops[0]))
+        if inverse is not None:
+            operand.ops = [inverse()]
+            _push_into_children(operand)
+            return operand
+    if isinstance(operand, ast.BoolOp):
+        other = ast.Or() if isinstance(operand.op, ast.And) else ast.And()
+        values = [
+            negations_pushed(ast.UnaryOp(ast.Not(), v), boolean=boolean) for v in operand.values
+        ]
+        return ast.BoolOp(other, values)
+    return None
 
 
 def _dump(tree: ast.AST) -> str:

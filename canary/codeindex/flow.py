@@ -31,7 +31,7 @@ import ast
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from canary.codeindex.equivalence import holds_under
+from canary.codeindex.equivalence import holds_under, negations_pushed
 from canary.codeindex.expressions import Normaliser, SourceText, Span, bound_names, parse_block
 
 # Binding kinds.
@@ -599,9 +599,10 @@ def _negation(test: ast.expr) -> str:
 
 def conjuncts(condition: str) -> tuple[str, ...]:
     """The parts of a condition that must all hold: ``a and (b and c)`` -> a, b, c
-    (normalised); anything else is its own only part. ``not (a or b)`` is not split."""
+    (normalised, negations pushed inward: ``not (a or b)`` -> not a, not b); anything else
+    is its own only part."""
     try:
-        node = ast.parse(condition, mode="eval").body
+        node = negations_pushed(ast.parse(condition, mode="eval").body, boolean=True)
     except SyntaxError:
         return (condition,)
     parts: list[str] = []
