@@ -290,6 +290,13 @@ def _call_matches(
         if mapping is None:
             return False
     for key, expected in wanted:
+        given = _argument(call, key, scope) if key is not None else None
+        if given is not None and call.keyword(key) is None:
+            # passed by position where the callee's signature binds it to ``key``
+            mapping = _same(expected, given, scope, mapping)
+            if mapping is None:
+                return False
+            continue
         for name, actual in call.keywords:
             found = _same(expected, actual, scope, mapping) if name == key else None
             if found is not None:
@@ -298,6 +305,30 @@ def _call_matches(
         else:
             return False
     return True
+
+
+def _argument(call: Call, keyword: str, scope: Callable[[], Scope]) -> str | None:
+    """What ``call`` passes its callee's parameter ``keyword``: as ``keyword=``, or by
+    position where the callee's known signature binds that position to it."""
+    index = _positions(call, scope).get(keyword)
+    if index is not None and index < len(call.args) and not call.args[index].startswith("*"):
+        return call.args[index]
+    return call.keyword(keyword)
+
+
+def _positions(call: Call, scope: Callable[[], Scope]) -> dict[str, int]:
+    """Where each parameter of ``call``'s callee is bound by position, when the callee is a
+    function (or ``self.`` method) of the module whose signature is known; else nothing.
+    Positional-only and keyword-only parameters are not among them."""
+    context = scope().context
+    callee = context.callees.get(call.func) if context is not None else None
+    if callee is None or any(arg.startswith("*") for arg in call.args):
+        return {}
+    return {
+        name: index
+        for index, name in enumerate(callee.positional)
+        if index >= callee.positional_only
+    }
 
 
 def expect_defined(module: Module, name: str) -> None:
@@ -450,7 +481,7 @@ def expect_returns(function: Function, *values: str, when: str | None = None) ->
     the value found."""
     scope = _scope(function)
     if when is not None:
-        under = [r for r in function.flow.returns if r.requires(when)]
+        under = [r for r in function.flow.returns if r.requires(when, _scope(function))]
         matched = [
             next(
                 (v for v in values if r.value and _same(v, r.value, scope, {}) is not None),
@@ -598,7 +629,7 @@ def expect_assignment_where(
         assignment
         for assignment, mapping in candidates
         if not (unguarded and assignment.guards)
-        and (when is None or requires(assignment.guards, when))
+        and (when is None or requires(assignment.guards, when, _scope(function)))
         and (augmented is None or assignment.op == augmented)
         and assignment.line > first_line
         and _guard_and_value_match(assignment, guard, wanted, scope, mapping)
@@ -769,7 +800,7 @@ def expect_reaches(
     flow = function.flow
     for call in calls:
         given = (
-            [call.keyword(keyword)]
+            [_argument(call, keyword, _scope(function))]
             if keyword is not None
             else [*call.args, *(value for _, value in call.keywords)]
         )
@@ -949,7 +980,7 @@ def expect_guarded(function: Function, found: Call | Assignment | Binding, condi
     """``found`` (a call or assignment of ``function``) runs only under ``condition``
     (normalised): one of its ``if`` guards is it, or has it as a part of an ``and``. A
     negated or ``or``-ed condition does not count."""
-    if not requires(found.guards, condition):
+    if not requires(found.guards, condition, _scope(function)):
         what = found.source if isinstance(found, Call) else f"{'/'.join(_targets(found))}"
         raise drift(
             function,
@@ -967,7 +998,10 @@ def expect_guards(
     it, a dropped one, or a changed test is drift. Returns its guards."""
     if any(
         len(found.guards) == len(guards)
-        and all(equivalent(g, h, boolean=True) for g, h in zip(guards, found.guards, strict=True))
+        and all(
+            equivalent(g, h, _scope(function), boolean=True)
+            for g, h in zip(guards, found.guards, strict=True)
+        )
         for guards in allowed
     ):
         return found.guards
@@ -993,9 +1027,9 @@ def expect_returns_by_branch(function: Function, branches: Mapping[str, str]) ->
     earlier exits, see :attr:`canary.codeindex.flow.Return.conditions`), and returns
     nothing else on any path that requires it: swapped branches are drift."""
     returns = function.flow.returns
+    scope = _scope(function)
     for condition, value in branches.items():
-        under = [r for r in returns if r.requires(condition)]
-        scope = _scope(function)
+        under = [r for r in returns if r.requires(condition, scope)]
         if not under or any(
             r.value is None or _same(value, r.value, scope, {}) is None for r in under
         ):

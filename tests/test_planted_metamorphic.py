@@ -10,6 +10,10 @@ that looks like it must still fail its check.
   of the package binds any more (inherited from transformers' Trainer) is gone.
 * conditions normalised for negation -- ``a if c else b`` written ``b if not c else a`` is
   the same, but the branches swapped without negating the test is drift.
+* arguments judged by binding to the callee's signature (a function or method of the same
+  module) -- ``f(a, n)`` is ``f(a, num_items_in_batch=n)`` when that is ``f``'s next
+  positional parameter, never when it is keyword-only; a module imported under an alias is
+  that module, never another one under its name.
 """
 
 from __future__ import annotations
@@ -20,6 +24,10 @@ import re
 import pytest
 import test_planted_flow as flow
 import test_planted_mro as mro
+
+from canary.codeindex import parse_module
+from canary.errors import Drift
+from canary.expectations import expect_assignment_where, expect_call, expect_reaches
 
 COMPUTE_LOSS_CHECK = "test_compute_loss_passes_num_items_in_kwargs"
 
@@ -131,3 +139,71 @@ def test_a_conditional_is_read_modulo_negation(checks, written, drifts):
     )  # fmt: skip
     drift = flow._run(list(checks.values()), plant, FIXED_CROSS_ENTROPY.replace(REDUCTION, written))
     assert (drift is not None) is drifts, drift
+
+
+# trl-like: compute_loss hands the count to a loss helper of its own module.
+HANDS_TO_HELPER = """
+import inspect
+
+def chunked_loss(outputs, labels, SIGNATURE):
+    return outputs
+
+class SFTTrainer:
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        outputs = model(**inputs)
+        loss = chunked_loss(outputs, inputs["labels"], CALL)
+        self.forwards_kwargs = any(p.kind == inspect.Parameter.VAR_KEYWORD for p in [])
+        return loss
+"""
+
+
+@pytest.mark.parametrize(
+    ("signature", "call", "drifts"),
+    [
+        ("num_items_in_batch=None", "num_items_in_batch=num_items_in_batch", False),
+        ("num_items_in_batch=None", "num_items_in_batch", False),
+        ("*, num_items_in_batch=None", "num_items_in_batch=num_items_in_batch", False),
+        # keyword-only, passed by position: not the count (a TypeError upstream)
+        ("*, num_items_in_batch=None", "num_items_in_batch", True),
+        # positional-only: the name binds nothing
+        ("num_items_in_batch=None, /", "num_items_in_batch", True),
+        # the next positional parameter is another one
+        ("ignore_index=-100, num_items_in_batch=None", "num_items_in_batch", True),
+    ],
+)
+def test_an_argument_is_judged_by_what_the_callee_binds_it_to(signature, call, drifts):
+    source = HANDS_TO_HELPER.replace("SIGNATURE", signature).replace("CALL", call)
+    compute_loss = parse_module(source, path="trl/trainer/sft_trainer.py").cls("SFTTrainer")
+    compute_loss = compute_loss.method("compute_loss")
+    for expectation in (
+        lambda: expect_call(
+            compute_loss, "chunked_loss", keywords={"num_items_in_batch": "num_items_in_batch"}
+        ),
+        lambda: expect_reaches(
+            compute_loss, "num_items_in_batch", "chunked_loss", keyword="num_items_in_batch"
+        ),
+    ):
+        if drifts:
+            with pytest.raises(Drift):
+                expectation()
+        else:
+            expectation()
+
+
+@pytest.mark.parametrize(
+    ("imported", "drifts"),
+    [("import inspect", False), ("import inspect as inspect_mm", False),
+     ("import typing as inspect_mm", True)],
+)  # fmt: skip
+def test_a_module_under_an_alias_is_that_module(imported, drifts):
+    source = HANDS_TO_HELPER.replace("SIGNATURE", "n=None").replace("CALL", "n=None")
+    if imported.endswith("as inspect_mm"):
+        source = source.replace("inspect.Parameter", "inspect_mm.Parameter")
+    source = source.replace("import inspect\n", imported + "\n")
+    method = parse_module(source, path="m.py").cls("SFTTrainer").method("compute_loss")
+    value = "any((p.kind == inspect.Parameter.VAR_KEYWORD for p in []))"
+    if drifts:
+        with pytest.raises(Drift):
+            expect_assignment_where(method, "self.forwards_kwargs", values=[value])
+    else:
+        expect_assignment_where(method, "self.forwards_kwargs", values=[value])

@@ -64,6 +64,27 @@ class Scope:
 
     locals: frozenset[str] = frozenset()
     known: frozenset[str] = frozenset()
+    context: Context | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Callee:
+    """What a call to a function of the module binds by position: its positional parameter
+    names (after ``self`` for a method) and how many of them are positional-only."""
+
+    positional: tuple[str, ...]
+    positional_only: int
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What the function's module says about names an expression uses: ``import x as y``
+    makes ``y`` the module ``x`` (``aliases``: ``y`` -> ``"x"``), and a call to a function
+    the module defines binds its arguments by that function's signature (``callees``;
+    ``self.name`` for a method one signature across the module's classes has)."""
+
+    aliases: Mapping[str, str]
+    callees: Mapping[str, Callee]
 
 
 #: Module level: nothing is local, so nothing is renamed.
@@ -119,7 +140,108 @@ def function_scope(text: SourceText, span: Span) -> Scope:
     return Scope(
         locals=frozenset(bound - params - declared),
         known=frozenset(bound | params | read | declared),
+        context=module_context(text),
     )
+
+
+@functools.lru_cache(maxsize=16)
+def module_context(text: SourceText) -> Context | None:
+    """The :class:`Context` of a module's text; None when it does not parse."""
+    try:
+        tree = ast.parse(text.text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    aliases: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            aliases.update((a.asname, a.name) for a in node.names if a.asname)
+    callees: dict[str, Callee] = {}
+    for node in tree.body:
+        callee = _callee(node, method=False) if isinstance(node, _FUNCTIONS) else None
+        if callee is not None:
+            callees[node.name] = callee
+    methods: dict[str, Callee | None] = {}
+    for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
+        for node in cls.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                callee = _callee(node, method=True)
+                methods[node.name] = callee if methods.get(node.name, callee) == callee else None
+    callees.update((f"self.{name}", c) for name, c in methods.items() if c is not None)
+    # A name bound twice at module level (or rebound by an assignment) is not one function.
+    bound_again = [
+        t.id
+        for node in tree.body
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign))
+        for t in ast.walk(node)
+        if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)
+    ]
+    for name in bound_again:
+        callees.pop(name, None)
+        aliases.pop(name, None)
+    return Context(aliases, callees)
+
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _callee(function: ast.FunctionDef | ast.AsyncFunctionDef, *, method: bool) -> Callee | None:
+    """A decorator may change the signature: a decorated function binds nothing known
+    (``staticmethod``/``classmethod`` included: their first parameter is not ``self``)."""
+    if function.decorator_list:
+        return None
+    args = function.args
+    names = [a.arg for a in (*args.posonlyargs, *args.args)]
+    skip = 1 if method else 0
+    if len(names) < skip:
+        return None
+    return Callee(tuple(names[skip:]), max(len(args.posonlyargs) - skip, 0))
+
+
+def _in_context(
+    tree: ast.expr, context: Context, local: frozenset[str], *, aliases: bool
+) -> ast.expr:
+    """``tree`` (a copy) with module aliases spelled as the module (``np_mm.x`` ->
+    ``numpy.x``) and each call to a known function passing by position what its signature
+    binds by position (``f(a, b=1)`` -> ``f(a, 1)`` when ``b`` is the next positional
+    parameter): the same call, whichever way it is written. Names ``local`` to the function
+    shadow the module's."""
+
+    class Canonical(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.expr:
+            target = context.aliases.get(node.id) if aliases else None
+            if target is None or node.id in local or not isinstance(node.ctx, ast.Load):
+                return node
+            return ast.parse(target, mode="eval").body
+
+        def visit_Call(self, node: ast.Call) -> ast.Call:
+            self.generic_visit(node)
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) and func.id not in local else None
+            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+                name = f"self.{func.attr}" if func.value.id == "self" else None
+            callee = context.callees.get(name) if name else None
+            if callee is not None and not any(isinstance(a, ast.Starred) for a in node.args):
+                _bind_by_position(node, callee)
+            return node
+
+    return Canonical().visit(tree)
+
+
+def _bind_by_position(call: ast.Call, callee: Callee) -> None:
+    while call.keywords:
+        index, first = len(call.args), call.keywords[0]
+        if first.arg is None or index >= len(callee.positional):
+            return
+        if callee.positional[index] != first.arg:
+            # a later keyword may name the next positional parameter: keywords are
+            # evaluated in order, so only pure ones may move past each other
+            match = next((k for k in call.keywords if k.arg == callee.positional[index]), None)
+            if match is None or not all(_pure(k.value) for k in call.keywords):
+                return
+            call.keywords.remove(match)
+            call.args.append(match.value)
+            continue
+        call.args.append(call.keywords.pop(0).value)
 
 
 def _evaluated_outside(node: ast.AST) -> list[ast.AST]:
@@ -160,15 +282,22 @@ def renaming(
     if expected == actual and not given:
         return {}
     left, right = _alpha(expected), _alpha(actual)
-    if left is None or right is None:
+    if left is None or right is None:  # not expressions: compared as text
         return given if expected == actual else None
     right_key = _key(actual, boolean)
     if not given and _key(expected, boolean) == right_key:
         return {}
+    if scope is not None and (found := scope()).context is not None:
+        # The module's aliases and call bindings, on both sides alike.
+        # Only the function's own text spells a module by an alias of its imports: the
+        # expectation names modules as they are (``inspect.Parameter``).
+        left = _in_context(_copy(left), found.context, found.locals, aliases=False)
+        right = _in_context(_copy(right), found.context, found.locals, aliases=True)
+        right_key = _tree_key(right, boolean)
     left_free, right_free = _free_names(left), _free_names(right)
     if not set(left_free) - given.keys() - set(right_free):
         # Every name the expectation uses is there: only ``given`` can make a difference.
-        candidates: list[dict[str, str]] = [given] if given else []
+        candidates: list[dict[str, str]] = [given]
     else:
         found = (scope or (lambda: MODULE_SCOPE))()
         open_left = [n for n in left_free if n not in given and n not in found.known]
@@ -187,13 +316,17 @@ def renaming(
     return None
 
 
-def holds_under(condition: str, guards: Iterable[str]) -> bool:
+def holds_under(
+    condition: str, guards: Iterable[str], scope: Callable[[], Scope] | None = None
+) -> bool:
     """Whether ``condition`` is true wherever code under ``guards`` (the enclosing ``if``
     tests, as :class:`~canary.codeindex.Call` and ``Assignment`` keep them) runs: it is one
     of the guards, or one operand of a guard's top-level ``and``, modulo equivalence. The
     ``else`` side of ``if condition`` (guard ``not (condition)``) does not count."""
     return any(
-        equivalent(condition, part, boolean=True) for guard in guards for part in _conjuncts(guard)
+        equivalent(condition, part, scope, boolean=True)
+        for guard in guards
+        for part in _conjuncts(guard)
     )
 
 
@@ -217,8 +350,10 @@ def _conjuncts(guard: str) -> tuple[str, ...]:
 @functools.lru_cache(maxsize=4096)
 def _key(text: str, boolean: bool) -> str | None:
     tree = _alpha(text)
-    if tree is None:
-        return None
+    return None if tree is None else _tree_key(tree, boolean)
+
+
+def _tree_key(tree: ast.expr, boolean: bool) -> str:
     return _dump(_normalised(negations_pushed(_copy(tree), boolean=boolean), boolean))
 
 
