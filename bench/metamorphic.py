@@ -60,13 +60,14 @@ def catalog() -> dict[str, dict]:
         return json.loads(out.read_text())
 
 
-def followed_attributes() -> frozenset[str]:
-    """The attributes whose assignments a check follows into module-level helpers: the
-    target of every ``expect_*(..., TARGET, ..., helpers=...)`` in the catalog's source."""
+def followed_attributes() -> dict[str, frozenset[str]]:
+    """Per package, the attributes whose assignments its checks follow into module-level
+    helpers: the target of every ``expect_*(..., TARGET, ..., helpers=...)`` in its check
+    module (the rewrite moves exactly those assignments into helpers)."""
     import ast
 
-    found = set()
-    for path in CHECKS:
+    found: dict[str, frozenset[str]] = {}
+    for package, path in zip(PACKAGES, CHECKS, strict=True):
         tree = ast.parse((REPO / path).read_text("utf-8"))
         constants = {
             t.id: s.value.value
@@ -75,6 +76,7 @@ def followed_attributes() -> frozenset[str]:
             for t in s.targets
             if isinstance(t, ast.Name)
         }
+        names = set()
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and any(k.arg == "helpers" for k in node.keywords):
                 target = node.args[1] if len(node.args) > 1 else None
@@ -82,8 +84,9 @@ def followed_attributes() -> frozenset[str]:
                 if isinstance(target, ast.Constant):
                     text = target.value
                 if isinstance(text, str) and text.startswith("self."):
-                    found.add(text.removeprefix("self."))
-    return frozenset(found)
+                    names.add(text.removeprefix("self."))
+        found[package] = frozenset(names)
+    return found
 
 
 def spread(versions: list[str], bounds: set[str], per_package: int) -> list[str]:
@@ -192,7 +195,7 @@ class Plan:
     releases: dict[str, list[str]]
     kinds: list[str]
     reads: dict[str, list[str]]
-    followed: frozenset[str]
+    followed: dict[str, frozenset[str]]
     work: Path
 
 
@@ -215,7 +218,7 @@ def run_slot(plan: Plan, slot: int) -> dict[str, dict[str, list]]:
             else:
                 order = KINDS if kind == ALL else (Rewrite(kind),)
                 files = {p: sources[package][p] for p in chosen[package]}
-                files = rewrite_tree(files, order, followed=plan.followed)
+                files = rewrite_tree(files, order, followed=plan.followed[package])
                 write_tree(folder / name, files, folder / "original")
             trees[package] = (version, folder / name)
         got = outcomes(run_catalog(trees, plan.work / f"{label}-{name}.json", plan.work / "cache"))
@@ -276,7 +279,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None, help="an empty or new folder")
     started = time.perf_counter()
     plan = plan_of(parser.parse_args())
-    print(f"helpers= reach follows: {sorted(plan.followed)}", flush=True)
+    reach = {p: sorted(v) for p, v in plan.followed.items()}
+    print(f"helpers= reach follows: {reach}", flush=True)
     print(f"releases: {json.dumps(plan.releases)}", flush=True)
     table: dict[str, dict[str, list]] = defaultdict(dict)
     slots = max(len(v) for v in plan.releases.values())
