@@ -29,6 +29,7 @@ from canary.codeindex import (
     equivalent,
     renaming,
 )
+from canary.codeindex.equivalence import module_context
 from canary.codeindex.flow import PARAMETER, Binding, mentions_of, reads_of, requires
 from canary.errors import Drift, Subject
 from canary.renaming import modulo_renaming
@@ -393,15 +394,25 @@ def expect_not_declared(cls: Class, name: str) -> None:
 
 
 def expect_base(cls: Class, *bases: str) -> str:
-    """``cls`` derives directly from one of ``bases``; returns the one found."""
+    """``cls`` derives directly from one of ``bases`` (a module imported under an alias
+    is that module: ``enum_mm.Enum`` is ``enum.Enum`` after ``import enum as enum_mm``);
+    returns the one found."""
+    context = module_context(cls._text)
+    aliases = context.aliases if context is not None else {}
+    spelled = {_unaliased(b, aliases) for b in cls.bases}
     for base in bases:
-        if base in cls.bases:
+        if base in cls.bases or base in spelled:
             return base
     raise drift(
         cls,
         f"class {cls.qualname} in {cls.where} derives from ({', '.join(cls.bases)}), "
         f"not from {' or '.join(bases)}",
     )
+
+
+def _unaliased(dotted: str, aliases: Mapping[str, str]) -> str:
+    head, dot, rest = dotted.partition(".")
+    return f"{aliases[head]}{dot}{rest}" if head in aliases else dotted
 
 
 def expect_hasattr(

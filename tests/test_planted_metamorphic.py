@@ -27,7 +27,12 @@ import test_planted_mro as mro
 
 from canary.codeindex import parse_module
 from canary.errors import Drift
-from canary.expectations import expect_assignment_where, expect_call, expect_reaches
+from canary.expectations import (
+    expect_assignment_where,
+    expect_base,
+    expect_call,
+    expect_reaches,
+)
 
 COMPUTE_LOSS_CHECK = "test_compute_loss_passes_num_items_in_kwargs"
 
@@ -207,3 +212,21 @@ def test_a_module_under_an_alias_is_that_module(imported, drifts):
             expect_assignment_where(method, "self.forwards_kwargs", values=[value])
     else:
         expect_assignment_where(method, "self.forwards_kwargs", values=[value])
+
+
+@pytest.mark.parametrize(
+    ("imported", "base", "drifts"),
+    [
+        ("import enum", "enum.Enum", False),
+        ("import enum as enum_mm", "enum_mm.Enum", False),
+        ("import typing as enum_mm", "enum_mm.Enum", True),  # another module's Enum
+    ],
+)
+def test_a_base_named_through_an_alias_is_that_modules_class(imported, base, drifts):
+    source = f'{imported}\n\n\nclass PeftType(str, {base}):\n    LORA = "LORA"\n'
+    peft_type = parse_module(source, path="peft/utils/peft_types.py").cls("PeftType")
+    if drifts:
+        with pytest.raises(Drift, match=r"not from enum\.Enum"):
+            expect_base(peft_type, "enum.Enum")
+    else:
+        assert expect_base(peft_type, "enum.Enum") == "enum.Enum"
