@@ -260,7 +260,7 @@ def expect_call(
 
 def _scope(function: Function) -> Callable[[], Scope]:
     # Asked only when text differs and a renamed local could explain it.
-    return lambda: function.scope
+    return function.deferred_scope
 
 
 def _same(

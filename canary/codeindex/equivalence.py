@@ -33,7 +33,8 @@ import ast
 import copy
 import functools
 import itertools
-from collections.abc import Callable, Iterable, Mapping
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from canary.codeindex.expressions import SourceText, Span, bound_names, parse_block
@@ -85,6 +86,22 @@ class Context:
 
     aliases: Mapping[str, str]
     callees: Mapping[str, Callee]
+
+
+@dataclass(frozen=True, slots=True)
+class DeferredScope:
+    """A function's :class:`Scope` when called (parsed on demand), and its module's
+    :class:`Context` without it: most comparisons need the context only."""
+
+    text: SourceText
+    span: Span
+
+    def __call__(self) -> Scope:
+        return function_scope(self.text, self.span)
+
+    @property
+    def context(self) -> Context:
+        return module_context(self.text)
 
 
 #: Module level: nothing is local, so nothing is renamed.
@@ -144,41 +161,114 @@ def function_scope(text: SourceText, span: Span) -> Scope:
     )
 
 
-@functools.lru_cache(maxsize=16)
-def module_context(text: SourceText) -> Context | None:
-    """The :class:`Context` of a module's text; None when it does not parse."""
+@functools.lru_cache(maxsize=64)
+def module_context(text: SourceText) -> Context:
+    """The :class:`Context` of a module's text, from its module-level lines alone (parsing
+    a 5,000-line trainer.py whole for this is most of a warm run): ``import x as y`` lines,
+    the headers of module-level functions and of methods of module-level classes (parsed
+    when a call asks), and module-level assignments (a name assigned there is no known
+    function or module). A decorated function binds nothing known."""
+    lines = text.text.splitlines()
+    aliases: dict[str, str] = {}
+    headers: dict[str, list[int]] = {}  # callee name -> the lines its defs start on
+    rebound: set[str] = set()
+    block = ""  # what the current module-level statement opened: "class", "def", ...
+    for index, line in enumerate(lines):
+        if (start := _WORD.match(line)) is not None:
+            block = start.group(1)
+            if (imported := _IMPORT_AS.match(line)) is not None:
+                aliases.update(_aliases(imported.group(1)))
+            elif (assigned := _ASSIGNED.match(line)) is not None:
+                rebound.add(assigned.group(1))
+        header = _DEF.match(line)
+        if header is None or (header.group(1) and block != "class"):
+            continue
+        name = f"self.{header.group(2)}" if header.group(1) else header.group(2)
+        headers.setdefault(name, []).append(index)
+    for name in rebound:
+        headers.pop(name, None)
+        aliases.pop(name, None)
+    return Context(aliases, _Callees(lines, headers))
+
+
+class _Callees(Mapping[str, Callee]):
+    """Callee name -> :class:`Callee`, each header parsed on first lookup; a name whose defs
+    differ (a method of two classes), or that is decorated, is not there."""
+
+    def __init__(self, lines: list[str], headers: dict[str, list[int]]) -> None:
+        self._lines, self._headers = lines, headers
+        self._parsed: dict[str, Callee | None] = {}
+
+    def __getitem__(self, name: str) -> Callee:
+        if name not in self._parsed:
+            found = {self._parse(index, name.startswith("self.")) for index in self._headers[name]}
+            self._parsed[name] = found.pop() if len(found) == 1 else None
+        callee = self._parsed[name]
+        if callee is None:
+            raise KeyError(name)
+        return callee
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._headers
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._headers)
+
+    def __len__(self) -> int:
+        return len(self._headers)
+
+    def _parse(self, index: int, method: bool) -> Callee | None:
+        lines = self._lines
+        indent = len(lines[index]) - len(lines[index].lstrip())
+        if _decorated(lines, index, indent):
+            return None
+        return _header_callee(lines, index, method=method)
+
+
+_WORD = re.compile(r"^(\w+)")
+_IMPORT_AS = re.compile(r"^import\s+([\w., ]+?)\s*(?:#.*)?$")
+_ASSIGNED = re.compile(r"^(\w+)\s*(?::[^=]*)?=(?!=)")
+_DEF = re.compile(r"^((?:    )?)(?:async\s+)?def\s+(\w+)\s*\(")
+
+
+def _aliases(names: str) -> Iterator[tuple[str, str]]:
+    for part in names.split(","):
+        module, _, alias = part.strip().partition(" as ")
+        if alias.strip():
+            yield alias.strip(), module.strip()
+
+
+def _decorated(lines: list[str], index: int, indent: int) -> bool:
+    """The statement just above the ``def`` at its indentation is a decorator (``@...``,
+    or the ``)`` closing a decorator's arguments)."""
+    for above in range(index - 1, -1, -1):
+        line = lines[above]
+        stripped = line.lstrip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        depth = len(line) - len(stripped)
+        if depth == indent:
+            return stripped.startswith(("@", ")"))
+        if depth < indent:
+            return False
+    return False
+
+
+def _header_callee(lines: list[str], index: int, *, method: bool) -> Callee | None:
+    """The :class:`Callee` of the ``def`` header starting at ``lines[index]``."""
+    header, depth = [], 0
+    for line in lines[index : index + 80]:
+        header.append(line.strip())
+        depth += line.count("(") - line.count(")")
+        if depth <= 0:
+            break
+    text = " ".join(header)
+    text = text[text.index("def") :].rsplit(":", 1)[0] if ":" in text else text
     try:
-        tree = ast.parse(text.text)
+        node = ast.parse(f"{text}: pass").body[0]
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    aliases: dict[str, str] = {}
-    for node in tree.body:
-        if isinstance(node, ast.Import):
-            aliases.update((a.asname, a.name) for a in node.names if a.asname)
-    callees: dict[str, Callee] = {}
-    for node in tree.body:
-        callee = _callee(node, method=False) if isinstance(node, _FUNCTIONS) else None
-        if callee is not None:
-            callees[node.name] = callee
-    methods: dict[str, Callee | None] = {}
-    for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
-        for node in cls.body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                callee = _callee(node, method=True)
-                methods[node.name] = callee if methods.get(node.name, callee) == callee else None
-    callees.update((f"self.{name}", c) for name, c in methods.items() if c is not None)
-    # A name bound twice at module level (or rebound by an assignment) is not one function.
-    bound_again = [
-        t.id
-        for node in tree.body
-        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign))
-        for t in ast.walk(node)
-        if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)
-    ]
-    for name in bound_again:
-        callees.pop(name, None)
-        aliases.pop(name, None)
-    return Context(aliases, callees)
+    return _callee(node, method=method) if isinstance(node, _FUNCTIONS) else None
 
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -195,6 +285,27 @@ def _callee(function: ast.FunctionDef | ast.AsyncFunctionDef, *, method: bool) -
     if len(names) < skip:
         return None
     return Callee(tuple(names[skip:]), max(len(args.posonlyargs) - skip, 0))
+
+
+def _context_of(scope: Callable[[], Scope] | None) -> Context | None:
+    if scope is None:
+        return None
+    return scope.context if isinstance(scope, DeferredScope) else scope().context
+
+
+def _touches(tree: ast.expr, context: Context, *, aliases: bool) -> bool:
+    """Whether :func:`_in_context` could change ``tree``: it calls a known function or (with
+    ``aliases``) names an alias."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.keywords:
+            func = node.func
+            if isinstance(func, ast.Name) and func.id in context.callees:
+                return True
+            if isinstance(func, ast.Attribute) and f"self.{func.attr}" in context.callees:
+                return True
+        elif aliases and isinstance(node, ast.Name) and node.id in context.aliases:
+            return True
+    return False
 
 
 def _in_context(
@@ -287,13 +398,15 @@ def renaming(
     right_key = _key(actual, boolean)
     if not given and _key(expected, boolean) == right_key:
         return {}
-    if scope is not None and (found := scope()).context is not None:
-        # The module's aliases and call bindings, on both sides alike.
-        # Only the function's own text spells a module by an alias of its imports: the
-        # expectation names modules as they are (``inspect.Parameter``).
-        left = _in_context(_copy(left), found.context, found.locals, aliases=False)
-        right = _in_context(_copy(right), found.context, found.locals, aliases=True)
-        right_key = _tree_key(right, boolean)
+    context = _context_of(scope)
+    if context is not None and scope is not None:
+        # The module's aliases and call bindings. Only the function's own text spells a
+        # module by an alias: the expectation names modules as they are (inspect.Parameter).
+        if _touches(right, context, aliases=True):
+            right = _in_context(_copy(right), context, scope().locals, aliases=True)
+            right_key = _tree_key(right, boolean)
+        if _touches(left, context, aliases=False):
+            left = _in_context(_copy(left), context, scope().locals, aliases=False)
     left_free, right_free = _free_names(left), _free_names(right)
     if not set(left_free) - given.keys() - set(right_free):
         # Every name the expectation uses is there: only ``given`` can make a difference.
