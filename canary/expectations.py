@@ -238,7 +238,7 @@ def expect_call(
     arguments and ``keywords`` among its keyword arguments (normalised text, compared modulo
     equivalent rewrites and one consistent renaming of locals per call; the key ``"**"`` is
     a ``**mapping`` argument); returns those calls."""
-    found = function.calls_to(callee)
+    found = function.calls_to(callee) or _calls_through_aliases(function, callee)
     if not found:
         called = sorted({call.func for call in function.calls})
         listing = ", ".join(called) or "nothing"
@@ -408,6 +408,15 @@ def expect_base(cls: Class, *bases: str) -> str:
         f"class {cls.qualname} in {cls.where} derives from ({', '.join(cls.bases)}), "
         f"not from {' or '.join(bases)}",
     )
+
+
+def _calls_through_aliases(function: Function, callee: str) -> tuple[Call, ...]:
+    """The calls to ``callee`` written through a module alias (``inspect_mm.signature``
+    after ``import inspect as inspect_mm`` is ``inspect.signature``)."""
+    aliases = function.deferred_scope.context.aliases
+    if not aliases:
+        return ()
+    return tuple(c for c in function.calls if _unaliased(c.func, aliases) == callee)
 
 
 def _unaliased(dotted: str, aliases: Mapping[str, str]) -> str:

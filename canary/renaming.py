@@ -77,7 +77,9 @@ def _texts(value: object) -> Iterator[str]:
 def _renamings(function: Function, values: list[object]) -> Iterator[dict[str, str]]:
     named = {name for value in values for text in _texts(value) for name in _names(text)}
     scope = function.scope
-    unknown = sorted(named - scope.known)
+    # a module imported under an alias is known by its own name too
+    modules = {m.split(".")[0] for m in function.deferred_scope.context.aliases.values()}
+    unknown = sorted(named - scope.known - modules)
     if not unknown or len(unknown) > _MOST_RENAMED:
         return
     candidates = sorted(scope.locals - named)

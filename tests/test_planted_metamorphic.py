@@ -230,3 +230,32 @@ def test_a_base_named_through_an_alias_is_that_modules_class(imported, base, dri
             expect_base(peft_type, "enum.Enum")
     else:
         assert expect_base(peft_type, "enum.Enum") == "enum.Enum"
+
+
+# transformers 4.50 Trainer.__init__, its forward-signature default, after the imports and
+# rename-locals rewrites together.
+SIGNATURE_DEFAULT = """
+import IMPORTED as inspect_mm
+
+class Trainer:
+    def __init__(self, model):
+        forward_params_mm = inspect_mm.signature(model.forward).parameters
+        self.model_accepts_loss_kwargs = any((k.kind == inspect_mm.Parameter.VAR_KEYWORD for k in forward_params_mm.values()))
+"""
+
+
+@pytest.mark.parametrize(("imported", "drifts"), [("inspect", False), ("typing", True)])
+def test_an_aliased_module_and_a_renamed_local_together(imported, drifts):
+    source = SIGNATURE_DEFAULT.replace("IMPORTED", imported)
+    init = parse_module(source, path="transformers/trainer.py").cls("Trainer").method("__init__")
+    value = "any((k.kind == inspect.Parameter.VAR_KEYWORD for k in forward_params.values()))"
+
+    def expectations() -> None:
+        expect_call(init, "inspect.signature")
+        expect_assignment_where(init, "self.model_accepts_loss_kwargs", values=[value])
+
+    if drifts:
+        with pytest.raises(Drift):
+            expectations()
+    else:
+        expectations()

@@ -413,7 +413,11 @@ def renaming(
         candidates: list[dict[str, str]] = [given]
     else:
         found = (scope or (lambda: MODULE_SCOPE))()
-        open_left = [n for n in left_free if n not in given and n not in found.known]
+        # a module the function imports under an alias is known by its own name too
+        modules = {m.split(".")[0] for m in context.aliases.values()} if context else set()
+        open_left = [
+            n for n in left_free if n not in given and n not in found.known and n not in modules
+        ]
         taken = set(left_free) | set(given.values())
         open_right = [n for n in right_free if n in found.locals and n not in taken]
         if len(open_left) != len(open_right) or len(open_left) > _MOST_RENAMED:
