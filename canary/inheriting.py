@@ -9,11 +9,21 @@ own ``__dict__``. Views, made per snapshot: the cached code index is never chang
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypeVar
 
 from canary.codeindex import Class, Function, Module
 
 # (class qualname, member name) -> the method the static MRO resolves it to, or Drift
 Resolve = Callable[[str, str], Function]
+V = TypeVar("V", "InheritingClass", "InheritingModule")
+
+
+def _view(kind: type[V], found: Class | Module, resolve: Resolve) -> V:
+    """``found``'s fields in a ``kind`` (its subclass) that resolves through ``resolve``."""
+    view = object.__new__(kind)
+    view.__setstate__(found.__getstate__())  # type: ignore[attr-defined]
+    object.__setattr__(view, "_resolve", resolve)
+    return view
 
 
 class InheritingClass(Class):
@@ -23,10 +33,7 @@ class InheritingClass(Class):
 
     @classmethod
     def of(cls, found: Class, resolve: Resolve) -> InheritingClass:
-        view = object.__new__(cls)
-        view.__setstate__(found.__getstate__())  # type: ignore[attr-defined]
-        object.__setattr__(view, "_resolve", resolve)
-        return view
+        return _view(cls, found, resolve)
 
     def method(self, name: str) -> Function:
         """The method ``name`` this class resolves to: its own, else inherited through the
@@ -47,10 +54,7 @@ class InheritingModule(Module):
 
     @classmethod
     def of(cls, found: Module, resolve: Resolve) -> InheritingModule:
-        view = object.__new__(cls)
-        view.__setstate__(found.__getstate__())  # type: ignore[attr-defined]
-        object.__setattr__(view, "_resolve", resolve)
-        return view
+        return _view(cls, found, resolve)
 
     def cls(self, name: str) -> InheritingClass:
         return InheritingClass.of(Module.cls(self, name), self._resolve)
