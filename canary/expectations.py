@@ -10,6 +10,7 @@ the code index, with no pytest in them; checks import them from :mod:`canary.cat
 
 from __future__ import annotations
 
+import ast
 import enum
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
@@ -679,6 +680,28 @@ def expect_assignment_where(
         f"{function.qualname} no longer assigns {target} {' '.join(conditions)}; "
         f"its assignments to {target}: {listing or 'none'}",
     )
+
+
+def assignments_to(function: Function, target: str) -> tuple[Assignment, ...]:
+    """``function``'s assignments to ``target`` (possibly none); where it has none, those
+    to the one local that ``target`` names under another name, when the rest of the target
+    (``['num_steps']``, ``.attr``) pins down exactly one renaming: a renamed local dict is
+    the same dict. A bare name is never guessed (any local would do)."""
+    exact = function.assignments_to(target)
+    if exact or isinstance(_parsed(target), ast.Name):
+        return exact
+    found = _assignments_of(function, target, renamed=True)
+    renamings = {tuple(sorted(m.items())) for _, m in found}
+    if len(renamings) != 1 or not next(iter(renamings)):
+        return ()
+    return tuple(a for a, _ in found)
+
+
+def _parsed(text: str) -> ast.expr | None:
+    try:
+        return ast.parse(text, mode="eval").body
+    except SyntaxError:
+        return None
 
 
 def _assignments_of(

@@ -28,6 +28,7 @@ import test_planted_mro as mro
 from canary.codeindex import parse_module
 from canary.errors import Drift
 from canary.expectations import (
+    assignments_to,
     expect_assignment_where,
     expect_base,
     expect_call,
@@ -259,3 +260,19 @@ def test_an_aliased_module_and_a_renamed_local_together(imported, drifts):
             expectations()
     else:
         expectations()
+
+
+@pytest.mark.parametrize(
+    ("body", "values"),
+    [
+        ("grad_acc_kwargs['num_steps'] = args.steps", ["args.steps"]),
+        ("grad_acc_kwargs_mm['num_steps'] = args.steps", ["args.steps"]),  # the dict renamed
+        # two dicts could be the renamed one: neither is guessed
+        ("grad_acc_kwargs_mm['num_steps'] = 1\n    other['num_steps'] = 2", []),
+    ],
+)
+def test_assignments_to_a_renamed_local_dict(body, values):
+    source = f"def create(args):\n    grad_acc_kwargs_mm = {{}}\n    other = {{}}\n    {body}\n"
+    create = parse_module(source, path="transformers/trainer.py").function("create")
+    found = assignments_to(create, "grad_acc_kwargs['num_steps']")
+    assert [a.value for a in found] == values
