@@ -34,6 +34,7 @@ from packaging.version import Version
 
 from canary.errors import CheckDrift, Drift, Subject
 from canary.expectations import (  # the vocabulary, so a check imports from one place
+    assignments_to,
     drift,
     expect_any_of,
     expect_assigned_after,
@@ -73,6 +74,7 @@ __all__ = [
     "CheckTable",
     "Row",
     "Window",
+    "assignments_to",
     "check",
     "drift",
     "drift_message",

@@ -10,6 +10,7 @@ the code index, with no pytest in them; checks import them from :mod:`canary.cat
 
 from __future__ import annotations
 
+import ast
 import enum
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
@@ -30,8 +31,10 @@ from canary.codeindex import (
     normalised_text,
     renaming,
 )
+from canary.codeindex.equivalence import module_context
 from canary.codeindex.flow import PARAMETER, Binding, mentions_of, reads_of, requires
 from canary.errors import Drift, Subject
+from canary.renaming import modulo_renaming
 
 T = TypeVar("T")
 
@@ -237,7 +240,7 @@ def expect_call(
     arguments and ``keywords`` among its keyword arguments (normalised text, compared modulo
     equivalent rewrites and one consistent renaming of locals per call; the key ``"**"`` is
     a ``**mapping`` argument); returns those calls."""
-    found = function.calls_to(callee)
+    found = function.calls_to(callee) or _calls_through_aliases(function, callee)
     if not found:
         called = sorted({call.func for call in function.calls})
         listing = ", ".join(called) or "nothing"
@@ -259,7 +262,7 @@ def expect_call(
 
 def _scope(function: Function) -> Callable[[], Scope]:
     # Asked only when text differs and a renamed local could explain it.
-    return lambda: function.scope
+    return function.deferred_scope
 
 
 def _same(
@@ -290,6 +293,13 @@ def _call_matches(
         if mapping is None:
             return False
     for key, expected in wanted:
+        given = _argument(call, key, scope) if key is not None else None
+        if given is not None and call.keyword(key) is None:
+            # passed by position where the callee's signature binds it to ``key``
+            mapping = _same(expected, given, scope, mapping)
+            if mapping is None:
+                return False
+            continue
         for name, actual in call.keywords:
             found = _same(expected, actual, scope, mapping) if name == key else None
             if found is not None:
@@ -298,6 +308,30 @@ def _call_matches(
         else:
             return False
     return True
+
+
+def _argument(call: Call, keyword: str, scope: Callable[[], Scope]) -> str | None:
+    """What ``call`` passes its callee's parameter ``keyword``: as ``keyword=``, or by
+    position where the callee's known signature binds that position to it."""
+    index = _positions(call, scope).get(keyword)
+    if index is not None and index < len(call.args) and not call.args[index].startswith("*"):
+        return call.args[index]
+    return call.keyword(keyword)
+
+
+def _positions(call: Call, scope: Callable[[], Scope]) -> dict[str, int]:
+    """Where each parameter of ``call``'s callee is bound by position, when the callee is a
+    function (or ``self.`` method) of the module whose signature is known; else nothing.
+    Positional-only and keyword-only parameters are not among them."""
+    context = scope().context
+    callee = context.callees.get(call.func) if context is not None else None
+    if callee is None or any(arg.startswith("*") for arg in call.args):
+        return {}
+    return {
+        name: index
+        for index, name in enumerate(callee.positional)
+        if index >= callee.positional_only
+    }
 
 
 def expect_defined(module: Module, name: str) -> None:
@@ -362,15 +396,34 @@ def expect_not_declared(cls: Class, name: str) -> None:
 
 
 def expect_base(cls: Class, *bases: str) -> str:
-    """``cls`` derives directly from one of ``bases``; returns the one found."""
+    """``cls`` derives directly from one of ``bases`` (a module imported under an alias
+    is that module: ``enum_mm.Enum`` is ``enum.Enum`` after ``import enum as enum_mm``);
+    returns the one found."""
+    context = module_context(cls._text)
+    aliases = context.aliases if context is not None else {}
+    spelled = {_unaliased(b, aliases) for b in cls.bases}
     for base in bases:
-        if base in cls.bases:
+        if base in cls.bases or base in spelled:
             return base
     raise drift(
         cls,
         f"class {cls.qualname} in {cls.where} derives from ({', '.join(cls.bases)}), "
         f"not from {' or '.join(bases)}",
     )
+
+
+def _calls_through_aliases(function: Function, callee: str) -> tuple[Call, ...]:
+    """The calls to ``callee`` written through a module alias (``inspect_mm.signature``
+    after ``import inspect as inspect_mm`` is ``inspect.signature``)."""
+    aliases = function.deferred_scope.context.aliases
+    if not aliases:
+        return ()
+    return tuple(c for c in function.calls if _unaliased(c.func, aliases) == callee)
+
+
+def _unaliased(dotted: str, aliases: Mapping[str, str]) -> str:
+    head, dot, rest = dotted.partition(".")
+    return f"{aliases[head]}{dot}{rest}" if head in aliases else dotted
 
 
 def expect_hasattr(
@@ -450,7 +503,7 @@ def expect_returns(function: Function, *values: str, when: str | None = None) ->
     the value found."""
     scope = _scope(function)
     if when is not None:
-        under = [r for r in function.flow.returns if r.requires(when)]
+        under = [r for r in function.flow.returns if r.requires(when, _scope(function))]
         matched = [
             next(
                 (v for v in values if r.value and _same(v, r.value, scope, {}) is not None),
@@ -598,7 +651,7 @@ def expect_assignment_where(
         assignment
         for assignment, mapping in candidates
         if not (unguarded and assignment.guards)
-        and (when is None or requires(assignment.guards, when))
+        and (when is None or requires(assignment.guards, when, _scope(function)))
         and (augmented is None or assignment.op == augmented)
         and assignment.line > first_line
         and _guard_and_value_match(assignment, guard, wanted, scope, mapping)
@@ -628,6 +681,28 @@ def expect_assignment_where(
         f"{function.qualname} no longer assigns {target} {' '.join(conditions)}; "
         f"its assignments to {target}: {listing or 'none'}",
     )
+
+
+def assignments_to(function: Function, target: str) -> tuple[Assignment, ...]:
+    """``function``'s assignments to ``target`` (possibly none); where it has none, those
+    to the one local that ``target`` names under another name, when the rest of the target
+    (``['num_steps']``, ``.attr``) pins down exactly one renaming: a renamed local dict is
+    the same dict. A bare name is never guessed (any local would do)."""
+    exact = function.assignments_to(target)
+    if exact or isinstance(_parsed(target), ast.Name):
+        return exact
+    found = _assignments_of(function, target, renamed=True)
+    renamings = {tuple(sorted(m.items())) for _, m in found}
+    if len(renamings) != 1 or not next(iter(renamings)):
+        return ()
+    return tuple(a for a, _ in found)
+
+
+def _parsed(text: str) -> ast.expr | None:
+    try:
+        return ast.parse(text, mode="eval").body
+    except SyntaxError:
+        return None
 
 
 def _assignments_of(
@@ -750,6 +825,7 @@ def _listing(bindings: Iterable[Binding]) -> str:
     return "; ".join(b.describe() for b in bindings) or "none"
 
 
+@modulo_renaming("name", "origins")
 def expect_reaches(
     function: Function,
     name: str,
@@ -768,7 +844,7 @@ def expect_reaches(
     flow = function.flow
     for call in calls:
         given = (
-            [call.keyword(keyword)]
+            [_argument(call, keyword, _scope(function))]
             if keyword is not None
             else [*call.args, *(value for _, value in call.keywords)]
         )
@@ -794,6 +870,7 @@ def expect_reaches(
     return calls
 
 
+@modulo_renaming("target", "args", "guard", "values", "carrying")
 def expect_flows_into(
     function: Function,
     target: str,
@@ -900,6 +977,7 @@ def _call_reads(call: Call) -> frozenset[str]:
     )
 
 
+@modulo_renaming("name", "values", "guard")
 def expect_updated_once(
     function: Function,
     name: str,
@@ -941,11 +1019,12 @@ def expect_updated_once(
     return found
 
 
+@modulo_renaming("condition")
 def expect_guarded(function: Function, found: Call | Assignment | Binding, condition: str) -> None:
     """``found`` (a call or assignment of ``function``) runs only under ``condition``
     (normalised): one of its ``if`` guards is it, or has it as a part of an ``and``. A
     negated or ``or``-ed condition does not count."""
-    if not requires(found.guards, condition):
+    if not requires(found.guards, condition, _scope(function)):
         what = found.source if isinstance(found, Call) else f"{'/'.join(_targets(found))}"
         raise drift(
             function,
@@ -954,6 +1033,7 @@ def expect_guarded(function: Function, found: Call | Assignment | Binding, condi
         )
 
 
+@modulo_renaming("allowed")
 def expect_guards(
     function: Function, found: Call | Assignment | Binding, *allowed: tuple[str, ...]
 ) -> tuple[str, ...]:
@@ -962,7 +1042,10 @@ def expect_guards(
     it, a dropped one, or a changed test is drift. Returns its guards."""
     if any(
         len(found.guards) == len(guards)
-        and all(equivalent(g, h, boolean=True) for g, h in zip(guards, found.guards, strict=True))
+        and all(
+            equivalent(g, h, _scope(function), boolean=True)
+            for g, h in zip(guards, found.guards, strict=True)
+        )
         for guards in allowed
     ):
         return found.guards
@@ -981,15 +1064,16 @@ def _targets(found: Assignment | Binding) -> tuple[str, ...]:
     return found.targets if isinstance(found, Assignment) else (found.target,)
 
 
+@modulo_renaming("branches")
 def expect_returns_by_branch(function: Function, branches: Mapping[str, str]) -> None:
     """For each ``condition: value`` of ``branches`` (normalised text), ``function`` returns
     ``value`` on a path that requires ``condition`` (its ``if`` tests and the negations of
     earlier exits, see :attr:`canary.codeindex.flow.Return.conditions`), and returns
     nothing else on any path that requires it: swapped branches are drift."""
     returns = function.flow.returns
+    scope = _scope(function)
     for condition, value in branches.items():
-        under = [r for r in returns if r.requires(condition)]
-        scope = _scope(function)
+        under = [r for r in returns if r.requires(condition, scope)]
         if not under or any(
             r.value is None or _same(value, r.value, scope, {}) is None for r in under
         ):

@@ -26,6 +26,7 @@ from canary import codeindex, versions
 from canary.cache import Cache, FileKey, content_digest
 from canary.errors import CacheDamaged, Drift, InfrastructureError, OfflineMiss, Subject
 from canary.indexstore import IndexStore, ParseJob
+from canary.inheriting import InheritingModule
 from canary.sources import Source
 from canary.sources.version import declared_version, version_files
 from canary.symbols import PackageTree
@@ -297,20 +298,28 @@ class Snapshot:
     modules: Mapping[str, codeindex.Module | None]
     # What a check that passed has to say (the side of a split a pre-release matched).
     notes: list[str] = field(default_factory=list, compare=False)
+    # Reads a file of the package beyond ``modules`` (where a base class lives), for the
+    # static MRO of a class the check looks into; None: only ``modules`` can be read.
+    load: Callable[[str], codeindex.Module | None] | None = field(
+        default=None, repr=False, compare=False
+    )
+    # The files ``load`` read while the check ran: what it was decided from, beside ``modules``.
+    loaded: set[str] = field(default_factory=set, repr=False, compare=False)
 
     @property
     def package(self) -> str:
         return self.case.package
 
-    def module(self, path: str) -> codeindex.Module:
-        """The parsed module at ``path``; drift when upstream no longer has that file."""
+    def module(self, path: str) -> InheritingModule:
+        """The parsed module at ``path``; drift when upstream no longer has that file. Its
+        classes' ``method(name)`` follows the static MRO (:mod:`canary.inheriting`)."""
         self._declared(path)
         found = self.modules[path]
         if found is None:
             raise Drift(
                 f"{path} does not exist in {self.case}", subject=Subject(path), kind=Drift.MISSING
             )
-        return found
+        return InheritingModule.of(found, lambda cls, name: self.method(path, cls, name))
 
     def has_file(self, path: str) -> bool:
         self._declared(path)
@@ -360,6 +369,9 @@ class Snapshot:
         return PackageTree(self.package, self._inherited)
 
     def _inherited(self, path: str) -> codeindex.Module | None:
+        if path not in self.modules and self.load is not None:
+            self.loaded.add(path)
+            return self.load(path)
         if path not in self.modules:
             raise KeyError(
                 f"{path!r} was not read for this check: the class whose MRO reaches it "
@@ -484,7 +496,12 @@ class Workspace:
         modules = {p: self._module(state, p) for p in paths}
         if inherits:
             modules.update(self._bases(state, modules, inherits))
-        return Snapshot(case, version, modules)
+
+        def load(path: str) -> codeindex.Module | None:
+            self._load(state, [path])
+            return self._module(state, path)
+
+        return Snapshot(case, version, modules, load=load)
 
     def _bases(
         self,

@@ -198,7 +198,9 @@ def test_a_final_block_sees_every_way_in_and_a_loop_return_is_one_return():
 
 def test_conditions_split_on_and_only():
     assert conjuncts("a and (b and c)") == ("a", "b", "c")
-    assert conjuncts("not (a and b)") == ("not (a and b)",)
+    assert conjuncts("not (a and b)") == ("not a or not b",)
+    # negations pushed inward first (De Morgan): each part of the negated ``or`` holds
+    assert conjuncts("not (a or b)") == ("not a", "not b")
     assert requires(["x < 1 and self.n is not None"], "self.n is not None")
     assert not requires(["not (self.n is not None)"], "self.n is not None")
     assert not requires(["a or self.n is not None"], "self.n is not None")

@@ -331,3 +331,39 @@ def test_main_at_a_new_commit_is_keyed_by_its_files_digests(project, github):  #
         github.add(f"/example/toy/{moved}/src/toy/{name}.py", content)
     github.point("example/toy", "main", moved)
     assert run_main() == {"Helper main"}
+
+
+ON_DEMAND = '''
+import os
+
+import pytest
+from canary.catalog import check, expect_parameters
+
+pytestmark = pytest.mark.upstream("toy")
+
+
+@check(reads="toy/core.py", fix="chunked NLL loss")
+def test_run_found_through_the_mro(upstream):
+    """Engine.run, found in Base through the static MRO (no inherits=), takes steps."""
+    with open(os.environ["CANARY_TEST_RAN"], "a") as ran_file:
+        ran_file.write(f"mro {upstream.case.label}\\n")
+    run = upstream.module("toy/core.py").cls("Engine").method("run")
+    expect_parameters(run, "num_items_in_batch")
+'''
+
+
+def test_a_file_read_on_demand_through_the_mro_is_in_the_key(project, tmp_path):
+    # base.py is named nowhere in the check: the MRO walk reads it while the check runs.
+    project.makepyfile(test_toy=ON_DEMAND)
+    tree = tmp_path / "checkout" / "src" / "toy"
+    tree.mkdir(parents=True)
+    (tree / "__init__.py").write_text('__version__ = "1.1.0"\n')
+    for name, content in (("base", BASE), ("core", CORE)):
+        (tree / f"{name}.py").write_bytes(content)
+    local = f"--canary-local=toy={tmp_path / 'checkout'}"
+    run(project, local)[0].assert_outcomes(passed=1)
+    assert run(project, local)[1] == set()
+    (tree / "base.py").write_bytes(DRIFTED_BASE)
+    result, ran = run(project, local)
+    assert ran == {"mro 1.1.0"}
+    result.assert_outcomes(failed=1)

@@ -11,6 +11,7 @@ downstream patches touch. Each window was found by running the check over every 
 import pytest
 
 from canary.catalog import (
+    assignments_to,
     check,
     drift,
     expect_any_of,
@@ -359,7 +360,7 @@ def _plugin_num_steps(upstream):
     """(builds a plugin, the num_steps values create_accelerator_and_postprocess assigns)."""
     create = _trainer_method(upstream, "create_accelerator_and_postprocess")
     builds = bool(create.calls_to("GradientAccumulationPlugin"))
-    steps = tuple(a.value for a in create.assignments_to("grad_acc_kwargs['num_steps']"))
+    steps = tuple(a.value for a in assignments_to(create, "grad_acc_kwargs['num_steps']"))
     return create, builds, steps
 
 

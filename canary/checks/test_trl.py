@@ -163,16 +163,18 @@ def test_base_trainer_disables_loss_kwargs_only_for_trainers_that_scale(upstream
     model_accepts_loss_kwargs = False after super().__init__ only when a trainer declares
     it (self.loss_is_scaled_for_ga is not None is a part of the condition), so a trainer
     that leaves it None (SFTTrainer) keeps Trainer's detection."""
-    base = upstream.module(BASE_TRAINER).cls("_BaseTrainer")
+    module = upstream.module(BASE_TRAINER)
+    base = module.cls("_BaseTrainer")
     expect_class_attribute(base, LOSS_IS_SCALED, None)
     # The test may be one part of a longer condition (a transformers version gate), never
-    # negated or or-ed.
+    # negated or or-ed; itself or through a module-level helper __init__ calls with self.
     expect_assignment_where(
         base.method("__init__"),
         MODEL_ACCEPTS_LOSS_KWARGS,
         when=f"self.{LOSS_IS_SCALED} is not None",
         values=["False"],
         after="super().__init__",
+        helpers=module,
     )
 
 

@@ -33,7 +33,8 @@ import ast
 import copy
 import functools
 import itertools
-from collections.abc import Callable, Iterable, Mapping
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from canary.codeindex.expressions import SourceText, Span, bound_names, parse_block
@@ -64,6 +65,43 @@ class Scope:
 
     locals: frozenset[str] = frozenset()
     known: frozenset[str] = frozenset()
+    context: Context | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Callee:
+    """What a call to a function of the module binds by position: its positional parameter
+    names (after ``self`` for a method) and how many of them are positional-only."""
+
+    positional: tuple[str, ...]
+    positional_only: int
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What the function's module says about names an expression uses: ``import x as y``
+    makes ``y`` the module ``x`` (``aliases``: ``y`` -> ``"x"``), and a call to a function
+    the module defines binds its arguments by that function's signature (``callees``;
+    ``self.name`` for a method one signature across the module's classes has)."""
+
+    aliases: Mapping[str, str]
+    callees: Mapping[str, Callee]
+
+
+@dataclass(frozen=True, slots=True)
+class DeferredScope:
+    """A function's :class:`Scope` when called (parsed on demand), and its module's
+    :class:`Context` without it: most comparisons need the context only."""
+
+    text: SourceText
+    span: Span
+
+    def __call__(self) -> Scope:
+        return function_scope(self.text, self.span)
+
+    @property
+    def context(self) -> Context:
+        return module_context(self.text)
 
 
 #: Module level: nothing is local, so nothing is renamed.
@@ -119,7 +157,202 @@ def function_scope(text: SourceText, span: Span) -> Scope:
     return Scope(
         locals=frozenset(bound - params - declared),
         known=frozenset(bound | params | read | declared),
+        context=module_context(text),
     )
+
+
+@functools.lru_cache(maxsize=64)
+def module_context(text: SourceText) -> Context:
+    """The :class:`Context` of a module's text, from its module-level lines alone (parsing
+    a 5,000-line trainer.py whole for this is most of a warm run): ``import x as y`` lines,
+    the headers of module-level functions and of methods of module-level classes (parsed
+    when a call asks), and module-level assignments (a name assigned there is no known
+    function or module). A decorated function binds nothing known."""
+    lines = text.text.splitlines()
+    aliases: dict[str, str] = {}
+    headers: dict[str, list[int]] = {}  # callee name -> the lines its defs start on
+    rebound: set[str] = set()
+    block = ""  # what the current module-level statement opened: "class", "def", ...
+    for index, line in enumerate(lines):
+        if (start := _WORD.match(line)) is not None:
+            block = start.group(1)
+            if (imported := _IMPORT_AS.match(line)) is not None:
+                aliases.update(_aliases(imported.group(1)))
+            elif (assigned := _ASSIGNED.match(line)) is not None:
+                rebound.add(assigned.group(1))
+        header = _DEF.match(line)
+        if header is None or (header.group(1) and block != "class"):
+            continue
+        name = f"self.{header.group(2)}" if header.group(1) else header.group(2)
+        headers.setdefault(name, []).append(index)
+    for name in rebound:
+        headers.pop(name, None)
+        aliases.pop(name, None)
+    return Context(aliases, _Callees(lines, headers))
+
+
+class _Callees(Mapping[str, Callee]):
+    """Callee name -> :class:`Callee`, each header parsed on first lookup; a name whose defs
+    differ (a method of two classes), or that is decorated, is not there."""
+
+    def __init__(self, lines: list[str], headers: dict[str, list[int]]) -> None:
+        self._lines, self._headers = lines, headers
+        self._parsed: dict[str, Callee | None] = {}
+
+    def __getitem__(self, name: str) -> Callee:
+        if name not in self._parsed:
+            found = {self._parse(index, name.startswith("self.")) for index in self._headers[name]}
+            self._parsed[name] = found.pop() if len(found) == 1 else None
+        callee = self._parsed[name]
+        if callee is None:
+            raise KeyError(name)
+        return callee
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._headers
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._headers)
+
+    def __len__(self) -> int:
+        return len(self._headers)
+
+    def _parse(self, index: int, method: bool) -> Callee | None:
+        lines = self._lines
+        indent = len(lines[index]) - len(lines[index].lstrip())
+        if _decorated(lines, index, indent):
+            return None
+        return _header_callee(lines, index, method=method)
+
+
+_WORD = re.compile(r"^(\w+)")
+_IMPORT_AS = re.compile(r"^import\s+([\w., ]+?)\s*(?:#.*)?$")
+_ASSIGNED = re.compile(r"^(\w+)\s*(?::[^=]*)?=(?!=)")
+_DEF = re.compile(r"^((?:    )?)(?:async\s+)?def\s+(\w+)\s*\(")
+
+
+def _aliases(names: str) -> Iterator[tuple[str, str]]:
+    for part in names.split(","):
+        module, _, alias = part.strip().partition(" as ")
+        if alias.strip():
+            yield alias.strip(), module.strip()
+
+
+def _decorated(lines: list[str], index: int, indent: int) -> bool:
+    """The statement just above the ``def`` at its indentation is a decorator (``@...``,
+    or the ``)`` closing a decorator's arguments)."""
+    for above in range(index - 1, -1, -1):
+        line = lines[above]
+        stripped = line.lstrip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        depth = len(line) - len(stripped)
+        if depth == indent:
+            return stripped.startswith(("@", ")"))
+        if depth < indent:
+            return False
+    return False
+
+
+def _header_callee(lines: list[str], index: int, *, method: bool) -> Callee | None:
+    """The :class:`Callee` of the ``def`` header starting at ``lines[index]``."""
+    header, depth = [], 0
+    for line in lines[index : index + 80]:
+        header.append(line.strip())
+        depth += line.count("(") - line.count(")")
+        if depth <= 0:
+            break
+    text = " ".join(header)
+    text = text[text.index("def") :].rsplit(":", 1)[0] if ":" in text else text
+    try:
+        node = ast.parse(f"{text}: pass").body[0]
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    return _callee(node, method=method) if isinstance(node, _FUNCTIONS) else None
+
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _callee(function: ast.FunctionDef | ast.AsyncFunctionDef, *, method: bool) -> Callee | None:
+    """A decorator may change the signature: a decorated function binds nothing known
+    (``staticmethod``/``classmethod`` included: their first parameter is not ``self``)."""
+    if function.decorator_list:
+        return None
+    args = function.args
+    names = [a.arg for a in (*args.posonlyargs, *args.args)]
+    skip = 1 if method else 0
+    if len(names) < skip:
+        return None
+    return Callee(tuple(names[skip:]), max(len(args.posonlyargs) - skip, 0))
+
+
+def _context_of(scope: Callable[[], Scope] | None) -> Context | None:
+    if scope is None:
+        return None
+    return scope.context if isinstance(scope, DeferredScope) else scope().context
+
+
+def _touches(tree: ast.expr, context: Context, *, aliases: bool) -> bool:
+    """Whether :func:`_in_context` could change ``tree``: it calls a known function or (with
+    ``aliases``) names an alias."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.keywords:
+            func = node.func
+            if isinstance(func, ast.Name) and func.id in context.callees:
+                return True
+            if isinstance(func, ast.Attribute) and f"self.{func.attr}" in context.callees:
+                return True
+        elif aliases and isinstance(node, ast.Name) and node.id in context.aliases:
+            return True
+    return False
+
+
+def _in_context(
+    tree: ast.expr, context: Context, local: frozenset[str], *, aliases: bool
+) -> ast.expr:
+    """``tree`` (a copy) with module aliases spelled as the module (``np_mm.x`` ->
+    ``numpy.x``) and each call to a known function passing by position what its signature
+    binds by position (``f(a, b=1)`` -> ``f(a, 1)`` when ``b`` is the next positional
+    parameter): the same call, whichever way it is written. Names ``local`` to the function
+    shadow the module's."""
+
+    class Canonical(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.expr:
+            target = context.aliases.get(node.id) if aliases else None
+            if target is None or node.id in local or not isinstance(node.ctx, ast.Load):
+                return node
+            return ast.parse(target, mode="eval").body
+
+        def visit_Call(self, node: ast.Call) -> ast.Call:
+            self.generic_visit(node)
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) and func.id not in local else None
+            if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+                name = f"self.{func.attr}" if func.value.id == "self" else None
+            callee = context.callees.get(name) if name else None
+            if callee is not None and not any(isinstance(a, ast.Starred) for a in node.args):
+                _bind_by_position(node, callee)
+            return node
+
+    return Canonical().visit(tree)
+
+
+def _bind_by_position(call: ast.Call, callee: Callee) -> None:
+    while call.keywords:
+        index, first = len(call.args), call.keywords[0]
+        if first.arg is None or index >= len(callee.positional):
+            return
+        if callee.positional[index] != first.arg:
+            # a later keyword may name the next positional parameter: keywords are
+            # evaluated in order, so only pure ones may move past each other
+            match = next((k for k in call.keywords if k.arg == callee.positional[index]), None)
+            if match is None or not all(_pure(k.value) for k in call.keywords):
+                return
+            call.keywords.remove(match)
+            call.args.append(match.value)
+            continue
+        call.args.append(call.keywords.pop(0).value)
 
 
 def _evaluated_outside(node: ast.AST) -> list[ast.AST]:
@@ -160,18 +393,31 @@ def renaming(
     if expected == actual and not given:
         return {}
     left, right = _alpha(expected), _alpha(actual)
-    if left is None or right is None:
+    if left is None or right is None:  # not expressions: compared as text
         return given if expected == actual else None
     right_key = _key(actual, boolean)
     if not given and _key(expected, boolean) == right_key:
         return {}
+    context = _context_of(scope)
+    if context is not None and scope is not None:
+        # The module's aliases and call bindings. Only the function's own text spells a
+        # module by an alias: the expectation names modules as they are (inspect.Parameter).
+        if _touches(right, context, aliases=True):
+            right = _in_context(_copy(right), context, scope().locals, aliases=True)
+            right_key = _tree_key(right, boolean)
+        if _touches(left, context, aliases=False):
+            left = _in_context(_copy(left), context, scope().locals, aliases=False)
     left_free, right_free = _free_names(left), _free_names(right)
     if not set(left_free) - given.keys() - set(right_free):
         # Every name the expectation uses is there: only ``given`` can make a difference.
-        candidates: list[dict[str, str]] = [given] if given else []
+        candidates: list[dict[str, str]] = [given]
     else:
         found = (scope or (lambda: MODULE_SCOPE))()
-        open_left = [n for n in left_free if n not in given and n not in found.known]
+        # a module the function imports under an alias is known by its own name too
+        modules = {m.split(".")[0] for m in context.aliases.values()} if context else set()
+        open_left = [
+            n for n in left_free if n not in given and n not in found.known and n not in modules
+        ]
         taken = set(left_free) | set(given.values())
         open_right = [n for n in right_free if n in found.locals and n not in taken]
         if len(open_left) != len(open_right) or len(open_left) > _MOST_RENAMED:
@@ -181,25 +427,30 @@ def renaming(
             for chosen in itertools.permutations(open_right)
         ]
     for mapping in candidates:
-        if _dump(_normalised(_renamed(left, mapping), boolean)) == right_key:
+        renamed = negations_pushed(_renamed(left, mapping), boolean=boolean)
+        if _dump(_normalised(renamed, boolean)) == right_key:
             return mapping
     return None
 
 
-def holds_under(condition: str, guards: Iterable[str]) -> bool:
+def holds_under(
+    condition: str, guards: Iterable[str], scope: Callable[[], Scope] | None = None
+) -> bool:
     """Whether ``condition`` is true wherever code under ``guards`` (the enclosing ``if``
     tests, as :class:`~canary.codeindex.Call` and ``Assignment`` keep them) runs: it is one
     of the guards, or one operand of a guard's top-level ``and``, modulo equivalence. The
     ``else`` side of ``if condition`` (guard ``not (condition)``) does not count."""
     return any(
-        equivalent(condition, part, boolean=True) for guard in guards for part in _conjuncts(guard)
+        equivalent(condition, part, scope, boolean=True)
+        for guard in guards
+        for part in _conjuncts(guard)
     )
 
 
 @functools.lru_cache(maxsize=1024)
 def _conjuncts(guard: str) -> tuple[str, ...]:
     try:
-        tree = ast.parse(guard, mode="eval").body
+        tree = negations_pushed(ast.parse(guard, mode="eval").body, boolean=True)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return (guard,)
     parts: list[ast.expr] = []
@@ -216,7 +467,11 @@ def _conjuncts(guard: str) -> tuple[str, ...]:
 @functools.lru_cache(maxsize=4096)
 def _key(text: str, boolean: bool) -> str | None:
     tree = _alpha(text)
-    return None if tree is None else _dump(_normalised(_copy(tree), boolean))
+    return None if tree is None else _tree_key(tree, boolean)
+
+
+def _tree_key(tree: ast.expr, boolean: bool) -> str:
+    return _dump(_normalised(negations_pushed(_copy(tree), boolean=boolean), boolean))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -292,6 +547,81 @@ def _renamed(tree: ast.expr, mapping: Mapping[str, str]) -> ast.expr:
 def _copy(tree: ast.expr) -> ast.expr:
     # Not a re-parse of the unparsed text: the placeholders are not identifiers.
     return copy.deepcopy(tree)
+
+
+_INVERSE = {
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+}
+
+
+def negations_pushed(node: ast.expr, *, boolean: bool) -> ast.expr:
+    """``node`` with every ``not`` pushed inward as far as it goes (changed in place, the
+    result returned): ``not (a and b)`` is ``not a or not b`` (De Morgan: the same bool),
+    ``not a == b`` is ``a != b`` (``is``/``in`` likewise), and where only the truth of the
+    value is used (``boolean``: an ``if`` test, an operand of ``not``) ``not not x`` is
+    ``x``; of ``a if c else b`` and ``b if not c else a`` one canonical form is kept. So
+    an ``if``/``else`` written either way round, with its test negated as a person writes
+    it, compares equal."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        negated = _negated(node.operand, boolean)
+        if negated is not None:
+            return negated
+        node.operand = negations_pushed(node.operand, boolean=True)
+        return node
+    if isinstance(node, ast.BoolOp):
+        node.values = [negations_pushed(v, boolean=boolean) for v in node.values]
+        return node
+    if isinstance(node, ast.IfExp):
+        node.test = negations_pushed(node.test, boolean=True)
+        node.body = negations_pushed(node.body, boolean=boolean)
+        node.orelse = negations_pushed(node.orelse, boolean=boolean)
+        # ``a if c else b`` is ``b if not c else a``: the one with the lesser test, always.
+        negated = _negated(_copy(node.test), True) or ast.UnaryOp(ast.Not(), _copy(node.test))
+        if _dump(negated) < _dump(node.test):
+            node.test, node.body, node.orelse = negated, node.orelse, node.body
+        return node
+    _push_into_children(node)
+    return node
+
+
+def _push_into_children(node: ast.AST) -> None:
+    for name, value in ast.iter_fields(node):
+        if isinstance(value, ast.expr):
+            truth = isinstance(node, ast.comprehension) and name == "ifs"
+            setattr(node, name, negations_pushed(value, boolean=truth))
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                if isinstance(item, ast.expr):
+                    truth = isinstance(node, ast.comprehension) and name == "ifs"
+                    value[i] = negations_pushed(item, boolean=truth)
+                elif isinstance(item, ast.AST):
+                    _push_into_children(item)
+        elif isinstance(value, ast.AST):
+            _push_into_children(value)
+
+
+def _negated(operand: ast.expr, boolean: bool) -> ast.expr | None:
+    """An expression whose truth is ``not operand`` with no ``not`` on top, else None."""
+    if isinstance(operand, ast.UnaryOp) and isinstance(operand.op, ast.Not):
+        return negations_pushed(operand.operand, boolean=True) if boolean else None
+    if isinstance(operand, ast.Compare) and len(operand.ops) == 1:
+        inverse = _INVERSE.get(type(operand.ops[0]))
+        if inverse is not None:
+            operand.ops = [inverse()]
+            _push_into_children(operand)
+            return operand
+    if isinstance(operand, ast.BoolOp):
+        other = ast.Or() if isinstance(operand.op, ast.And) else ast.And()
+        values = [
+            negations_pushed(ast.UnaryOp(ast.Not(), v), boolean=boolean) for v in operand.values
+        ]
+        return ast.BoolOp(other, values)
+    return None
 
 
 def _dump(tree: ast.AST) -> str:

@@ -28,10 +28,10 @@ an ``if``/``else`` written either way round has the same conditions; the ``guard
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from canary.codeindex.equivalence import holds_under
+from canary.codeindex.equivalence import Scope, holds_under, negations_pushed
 from canary.codeindex.expressions import Normaliser, SourceText, Span, bound_names, parse_block
 
 # Binding kinds.
@@ -121,10 +121,11 @@ class Return:
     guards: tuple[str, ...]  # the enclosing ``if`` tests
     conditions: tuple[str, ...]  # the path's tests, negations simplified, in order
 
-    def requires(self, condition: str) -> bool:
+    def requires(self, condition: str, scope: Callable[[], Scope] | None = None) -> bool:
         """Whether every path to this return passes ``condition`` (normalised): one of its
-        conditions is it or has it as a part of an ``and``."""
-        return requires(self.conditions, condition)
+        conditions is it or has it as a part of an ``and`` (``scope``: the function's, for
+        comparing modulo its renamed locals and its module's aliases and signatures)."""
+        return requires(self.conditions, condition, scope)
 
 
 @dataclass(frozen=True, slots=True)
@@ -599,9 +600,10 @@ def _negation(test: ast.expr) -> str:
 
 def conjuncts(condition: str) -> tuple[str, ...]:
     """The parts of a condition that must all hold: ``a and (b and c)`` -> a, b, c
-    (normalised); anything else is its own only part. ``not (a or b)`` is not split."""
+    (normalised, negations pushed inward: ``not (a or b)`` -> not a, not b); anything else
+    is its own only part."""
     try:
-        node = ast.parse(condition, mode="eval").body
+        node = negations_pushed(ast.parse(condition, mode="eval").body, boolean=True)
     except SyntaxError:
         return (condition,)
     parts: list[str] = []
@@ -615,13 +617,15 @@ def conjuncts(condition: str) -> tuple[str, ...]:
     return tuple(parts)
 
 
-def requires(conditions: Iterable[str], condition: str) -> bool:
+def requires(
+    conditions: Iterable[str], condition: str, scope: Callable[[], Scope] | None = None
+) -> bool:
     """Whether ``conditions`` (all of which hold) include ``condition``: each part of its
     top-level ``and`` holds under them (:func:`~canary.codeindex.equivalence.holds_under`:
     one of them, or an operand of one's ``and``, modulo equivalence). A negated or
     ``or``-ed condition does not count."""
     held = tuple(conditions)
-    return all(holds_under(part, held) for part in conjuncts(condition))
+    return all(holds_under(part, held, scope) for part in conjuncts(condition))
 
 
 def _is_store(node: ast.AST) -> bool:

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from canary.codeindex.body import Assignment, Body, Call, walk_function
-from canary.codeindex.equivalence import Scope, function_scope
+from canary.codeindex.equivalence import DeferredScope, Scope, function_scope
 from canary.codeindex.expressions import SourceText, Span, normalised_text
 from canary.codeindex.flow import Flow, flow_of_function
 from canary.codeindex.pickling import by_fields
@@ -176,6 +176,11 @@ class Function:
         """The function's locals and known names, for comparing its expressions modulo a
         renamed local (:mod:`canary.codeindex.equivalence`); parsed on first use."""
         return function_scope(self._text, self._span)
+
+    @property
+    def deferred_scope(self) -> DeferredScope:
+        """:attr:`scope` parsed only when called; its module's context without it."""
+        return DeferredScope(self._text, self._span)
 
     @property
     def flow(self) -> Flow:

@@ -188,7 +188,7 @@ class CanarySession:
             return  # belongs to the results, and a replay would give the outcome without it
         case, workspace = snapshot.case, self.run.workspace
         try:
-            files = workspace.digests(case, list(snapshot.modules))
+            files = workspace.digests(case, [*snapshot.modules, *sorted(snapshot.loaded)])
             key = self._outcome_key(item, case)
         except InfrastructureError:
             return
