@@ -64,14 +64,18 @@ def plan(
     versions: Mapping[str, Sequence[str]],
     sets: Sequence[PinSet],
     metadata: Metadata,
+    only: frozenset[str] = frozenset(),
 ) -> list[Target]:
-    """Every release of each package, with its environment, in tags.toml's order."""
+    """Every release of each package (those in ``only`` where given), with its environment,
+    in tags.toml's order; positions count in the whole list either way."""
     found = []
     for package in packages:
         if package not in versions:
             known = ", ".join(versions)
             raise ConfigError(f"--sweep {package}: not a package of tags.toml (known: {known})")
         for release in versions[package]:
+            if only and release not in only:
+                continue
             env = environment_for(package, release, sets, metadata, versions[package])
             found.append(Target(env))
     return found

@@ -48,22 +48,18 @@ def sweep_main(args: argparse.Namespace, passthrough: list[str], run: RunFn, rep
     versions = {name: list(p.versions) for name, p in tags.packages.items()}
     cache = default_cache_dir()
     metadata = WheelMetadata(cache / "wheels", offline=args.offline)
-    if args.only:
-        wanted = {v.strip() for v in args.only.split(",") if v.strip()}
-        versions = {n: [v for v in vs if v in wanted] for n, vs in versions.items()}
+    only = frozenset(v.strip() for v in args.only.split(",") if v.strip())
     packages = tuple(args.sweep or ()) or (() if args.local else DEFAULT_PACKAGES)
-    targets = plan(packages, versions, sets, metadata)
-    all_versions = {name: list(p.versions) for name, p in tags.packages.items()}
-    targets += [
-        local_target(spec, all_versions, sets, metadata, _read_version) for spec in args.local
-    ]
+    targets = plan(packages, versions, sets, metadata, only)
+    targets += [local_target(spec, versions, sets, metadata, _read_version) for spec in args.local]
     if args.list:
         print(render_plan(targets))
         return 0
     if not targets:
         raise ConfigError("--sweep: no release selected (check --only)")
     environ = dict(os.environ)
-    root = cache / "runtime-venvs"
+    # Not runtime-venvs: a runner there drops every other digest of a set it builds.
+    root = cache / "sweep-venvs"
     ctx = SweepContext(
         root=root,
         reports=args.report_dir or cache / "runtime-reports" / "sweep",

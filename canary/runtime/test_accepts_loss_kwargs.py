@@ -72,6 +72,7 @@ def make_trainer(model: Any = None, tmp_path: Any = None, accumulation: int = 1,
     return transformers.Trainer(model=model, args=args, **kw)
 
 
+@pytest.mark.behaviour
 @pytest.mark.parametrize("how", ["full", "lora"])
 @pytest.mark.parametrize("name", list(VISION_WRAPPERS))
 def test_vision_wrapper(name: str, how: str, tmp_path: Any) -> None:
@@ -154,6 +155,7 @@ def test_model_init_is_covered(tmp_path: Any) -> None:
     assert trainer.model.__dict__[ATTR] is False
 
 
+@pytest.mark.behaviour
 @pytest.mark.parametrize("how", ["full", "lora"])
 def test_chunked_forward_is_trusted_with_num_items(how: str, tmp_path: Any) -> None:
     """A class that declares False but runs the chunked loss (which divides by
@@ -173,6 +175,7 @@ def test_chunked_forward_is_trusted_with_num_items(how: str, tmp_path: Any) -> N
     assert all(level.__dict__.get(ATTR) is True for level in chain)
 
 
+@pytest.mark.behaviour
 @pytest.mark.parametrize("how", ["full", "lora"])
 @pytest.mark.parametrize("arch", ["llama", "qwen3"])
 def test_text_lm_is_left_to_trainer(arch: str, how: str, tmp_path: Any) -> None:
