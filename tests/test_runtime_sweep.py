@@ -23,6 +23,7 @@ from canary.runtime.sweep import (
     junit_cases,
     local_target,
     plan,
+    spread,
     write_json,
 )
 from canary.runtime.sweepenv import environment_for
@@ -168,6 +169,16 @@ def test_plan_counts_positions_in_the_whole_list_when_narrowed():
     assert narrowed[0].env.base.name == full[1].env.base.name == "low"
     with pytest.raises(ConfigError, match=r"--sweep nothing: not a package of tags\.toml"):
         plan(["nothing"], VERSIONS, sets, no_requirements)
+
+
+def test_spread_keeps_each_window_ends():
+    sets = [make_set("low", transformers="4.57.5"), make_set("high", transformers="5.0.0")]
+    versions = {"transformers": ["4.57.4", "4.57.5", "4.57.6", "4.58.0", "5.0.0", "5.1.0"]}
+    targets = plan(["transformers"], versions, sets, no_requirements)
+    bases = [t.env.base.name for t in targets]
+    assert bases == ["low", "low", "low", "high", "high", "high"]
+    kept = [t.env.release for t in spread(targets)]
+    assert kept == ["4.57.4", "4.57.6", "4.58.0", "5.1.0"]
 
 
 def test_local_tree_in_src_layout_with_its_version(tmp_path):

@@ -260,6 +260,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="run the behaviour subset on the tree at PATH as PKG (repeatable)",
     )  # fmt: skip
     sweep.add_argument("--only", default="", metavar="V1,V2", help="--sweep: only these releases")
+    sweep.add_argument(
+        "--base", default="", metavar="NAME[,NAME]", help="--sweep: only releases on these bases"
+    )
+    sweep.add_argument(
+        "--spread", action="store_true",
+        help="--sweep: only the first and last release each base pin set serves",
+    )  # fmt: skip
     sweep.add_argument("--json", type=Path, metavar="FILE", help="write the sweep's results")
     sweep.add_argument(
         "--offline", action="store_true", help="read release metadata from the cache only"

@@ -81,6 +81,16 @@ def plan(
     return found
 
 
+def spread(targets: Sequence[Target]) -> list[Target]:
+    """The first and last release each base pin set serves, per package: the pin sets mark
+    the windows the fixes care about, so this is a window's two ends."""
+    groups: dict[tuple[str, str], list[Target]] = {}
+    for target in targets:
+        groups.setdefault((target.env.package, target.env.base.name), []).append(target)
+    keep = {id(t) for group in groups.values() for t in (group[0], group[-1])}
+    return [t for t in targets if id(t) in keep]
+
+
 def local_target(
     spec: str,
     versions: Mapping[str, Sequence[str]],

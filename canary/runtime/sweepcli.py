@@ -22,6 +22,7 @@ from canary.runtime.sweep import (
     plan,
     render_plan,
     render_results,
+    spread,
     sweep,
     write_json,
 )
@@ -51,9 +52,19 @@ def sweep_main(args: argparse.Namespace, passthrough: list[str], run: RunFn, rep
     only = frozenset(v.strip() for v in args.only.split(",") if v.strip())
     packages = tuple(args.sweep or ()) or (() if args.local else DEFAULT_PACKAGES)
     targets = plan(packages, versions, sets, metadata, only)
+    if bases := {b.strip() for b in args.base.split(",") if b.strip()}:
+        if unknown := bases - {s.name for s in sets}:
+            raise ConfigError(f"--base: unknown pin set(s) {', '.join(sorted(unknown))}")
+        targets = [t for t in targets if t.env.base.name in bases]
+    if args.spread:
+        targets = spread(targets)
     targets += [local_target(spec, versions, sets, metadata, _read_version) for spec in args.local]
     if args.list:
         print(render_plan(targets))
+        return 0
+    if not targets and args.base:
+        # A job of a base x package matrix whose base serves none of the package's releases.
+        print(f"canary sweep: no release of {', '.join(packages)} has base {args.base}")
         return 0
     if not targets:
         raise ConfigError("--sweep: no release selected (check --only)")
