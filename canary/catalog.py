@@ -129,6 +129,9 @@ class CheckSpec:
     # Classes of the files read whose static MRO is read too (the files their bases live
     # in), so ``upstream.method(...)`` finds a method that moved to a base or a mixin.
     inherits: tuple[str, ...] = ()
+    # Behaviour tests (``canary/runtime/<module>.py::<test>``, marked ``behaviour``) that prove
+    # on every release what this check reads as a shape: the sweep runs them (docs/runtime.md).
+    backed_by: tuple[str, ...] = ()
 
     @classmethod
     def declare(
@@ -140,6 +143,7 @@ class CheckSpec:
         until: str | None = None,
         known_drift: Mapping[str, str] | None = None,
         inherits: str | Iterable[str] = (),
+        backed_by: str | Iterable[str] = (),
     ) -> CheckSpec:
         """A validated spec: a typo in the catalog is an error at collection, not a pass."""
         get_fix(fix)  # raises for a fix canary does not know
@@ -153,7 +157,7 @@ class CheckSpec:
                 raise ValueError(f"known_drift {release} is outside the check's window ({window})")
             if not why.strip():
                 raise ValueError(f"known_drift {release} needs a reason")
-        return cls(paths, fix, window, known, _names(inherits))
+        return cls(paths, fix, window, known, _names(inherits), _names(backed_by))
 
     @classmethod
     def of(cls, item: pytest.Item) -> CheckSpec | None:
@@ -177,6 +181,7 @@ def check(
     until: str | None = None,
     known_drift: Mapping[str, str] | None = None,
     inherits: str | Iterable[str] = (),
+    backed_by: str | Iterable[str] = (),
 ) -> Callable[[CheckFunction], CheckFunction]:
     """Declare a catalog check: the upstream files it reads, the fix at risk, its window.
 
@@ -186,6 +191,9 @@ def check(
 
     ``inherits`` names classes of the files read whose bases are read too, wherever in the
     package they live: ``upstream.method(path, cls, name)`` then follows the static MRO.
+
+    ``backed_by`` names the runtime behaviour tests that check the same claim by running it
+    (``test_grad_accum.py::test_window_claim_matches_live_state``).
     """
     spec = CheckSpec.declare(
         reads=reads,
@@ -194,6 +202,7 @@ def check(
         until=until,
         known_drift=known_drift,
         inherits=inherits,
+        backed_by=backed_by,
     )
 
     def decorate(function: CheckFunction) -> CheckFunction:

@@ -194,3 +194,46 @@ def test_local_tree_in_src_layout_with_its_version(tmp_path):
     with pytest.raises(ConfigError, match=r"no transformers/__init__\.py"):
         local_target(f"transformers={tmp_path / 'src' / 'transformers'}", VERSIONS, SETS,
                      no_requirements, lambda p, t: "1")  # fmt: skip
+
+
+def _behaviour_tests() -> set[str]:
+    """``<module>.py::<test>`` of every runtime test that carries the behaviour mark: on
+    the function, its module (``pytestmark``) or one of its parameters."""
+    import ast
+
+    found = set()
+    for path in sorted((Path(__file__).parents[1] / "canary" / "runtime").glob("test_*.py")):
+        tree = ast.parse(path.read_text("utf-8"))
+        module_marked = any(
+            isinstance(node, ast.Assign)
+            and any(getattr(t, "id", "") == "pytestmark" for t in node.targets)
+            and "behaviour" in ast.unparse(node.value)
+            for node in tree.body
+        )
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
+                marks = " ".join(ast.unparse(d) for d in node.decorator_list)
+                if module_marked or "behaviour" in marks:
+                    found.add(f"{path.name}::{node.name}")
+    return found
+
+
+def test_every_check_backed_by_a_behaviour_test_names_one_that_exists():
+    import ast
+
+    behaviour = _behaviour_tests()
+    named = {}
+    for path in sorted((Path(__file__).parents[1] / "canary" / "checks").glob("test_*.py")):
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if not isinstance(node, ast.FunctionDef):
+                continue
+            for decorator in node.decorator_list:
+                for keyword in getattr(decorator, "keywords", []):
+                    if keyword.arg == "backed_by":
+                        value = ast.literal_eval(keyword.value)
+                        tests = (value,) if isinstance(value, str) else value
+                        named.update({f"{path.name}::{node.name}::{t}": t for t in tests})
+    assert len(named) >= 10  # the annotations are there
+    unknown = sorted(key for key, test in named.items() if test not in behaviour)
+    assert not unknown
+    assert len(behaviour) >= 8
