@@ -237,3 +237,71 @@ def test_every_check_backed_by_a_behaviour_test_names_one_that_exists():
     unknown = sorted(key for key, test in named.items() if test not in behaviour)
     assert not unknown
     assert len(behaviour) >= 8
+
+
+class FakeStack:
+    """Plays uv (venv, install, compile), the venv's python and pytest for :func:`sweep`."""
+
+    def __init__(self, junit: str = JUNIT) -> None:
+        self.junit = junit
+        self.pytest_env: list[dict] = []
+
+    def __call__(self, command: Command) -> Completed:
+        argv = command.argv
+        if "venv" in argv:
+            venv_python(Path(argv[-1])).parent.mkdir(parents=True)
+            venv_python(Path(argv[-1])).write_text("")
+            return Completed(0, "")
+        if "compile" in argv:
+            return Completed(0, "transformers==5.0.0\n")
+        if "install" in argv:
+            if "--target" in argv:
+                (Path(argv[argv.index("--target") + 1]) / "transformers").mkdir()
+            return Completed(0, "")
+        if "-c" in argv:  # the pin probe (names follow the script) or the overlay's listing
+            names = argv[argv.index("-c") + 2 :]
+            found = {n: v for n, v in SETS[0].pins.items() if not names or n in names}
+            return Completed(0, json.dumps(found))
+        if "pytest" in argv:
+            self.pytest_env.append(dict(command.env or {}))
+            junit = next(a for a in argv if a.startswith("--junitxml=")).split("=", 1)[1]
+            Path(junit).write_text(self.junit)
+            return Completed(1, "1 failed")
+        raise AssertionError(argv)
+
+
+def sweep_context(tmp_path: Path, run, **kw):
+    from canary.runtime.sweep import SweepContext
+    from canary.runtime.venv import Python
+
+    return SweepContext(
+        root=tmp_path / "venvs", reports=tmp_path / "reports", repo=tmp_path,
+        python=Python("/usr/bin/python3", "3.11.7"), installer=Installer("uv"),
+        project={"name": "canary"}, run=run, environ={}, log=lambda m: None, **kw,
+    )  # fmt: skip
+
+
+def test_sweep_builds_one_base_overlays_each_release_and_reads_the_cases(tmp_path):
+    from canary.runtime.sweep import sweep
+
+    run = FakeStack()
+    targets = [Target(env_for("5.0.0")), Target(env_for("4.57.5"))]
+    results = sweep(targets, sweep_context(tmp_path, run, keep_overlays=False))
+    assert [r.status for r in results] == ["FAILED", "FAILED"]  # the JUnit holds a failure
+    assert [r.base_built for r in results] == [True, False]  # one base for both
+    assert "test_chunked_matches_dense[lora-llama]" in results[0].detail
+    overlay_path = Path(run.pytest_env[0]["PYTHONPATH"])
+    assert overlay_path.parent.name == "overlays"
+    assert not overlay_path.exists()  # dropped after its run
+    assert run.pytest_env[0]["HF_HUB_OFFLINE"] == "1"
+
+
+def test_a_release_without_environment_is_reported_not_run(tmp_path):
+    from canary.runtime.sweep import sweep
+
+    run = FakeStack()
+    env = env_for()
+    broken = Target(type(env)(**{**env.__dict__, "problem": "no pinned peft accepts it"}))
+    [result] = sweep([broken], sweep_context(tmp_path, run))
+    assert result.status == "NO ENVIRONMENT"
+    assert not run.pytest_env

@@ -163,13 +163,14 @@ def test_the_daily_sweep_covers_every_base_and_package_within_15_minutes_per_job
     assert sweep["timeout-minutes"] <= 15
     assert "schedule" in sweep["if"]
     steps = {step.get("name"): step for step in sweep["steps"]}
-    restore = steps["Restore the base venv and its overlays"]
-    save = steps["Save the base venv and its overlays"]
-    assert "matrix.base" in restore["with"]["key"]
+    restore, save = steps["Restore the wheel caches"], steps["Save the wheel caches"]
+    assert "hashFiles('tags.toml')" in restore["with"]["key"]
+    assert "~/.cache/uv" in restore["with"]["path"]
     assert save["with"]["key"] == restore["with"]["key"]
     assert "always()" in save["if"]
     run = steps["Behaviour sweep"]["run"]
     assert "--base ${{ matrix.base }}" in run
+    assert "--drop-overlays" in run
     assert "--json" in run
 
 

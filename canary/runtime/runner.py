@@ -267,6 +267,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--spread", action="store_true",
         help="--sweep: only the first and last release each base pin set serves",
     )  # fmt: skip
+    sweep.add_argument(
+        "--drop-overlays", action="store_true",
+        help="--sweep: delete each release's overlay after its run (disk: the base venvs only)",
+    )  # fmt: skip
     sweep.add_argument("--json", type=Path, metavar="FILE", help="write the sweep's results")
     sweep.add_argument(
         "--offline", action="store_true", help="read release metadata from the cache only"

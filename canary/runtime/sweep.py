@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import time
 import xml.etree.ElementTree as ET
@@ -130,6 +131,7 @@ class SweepContext:
     environ: Mapping[str, str]
     pytest_args: tuple[str, ...] = ()
     timeout: float | None = None
+    keep_overlays: bool = True
     clock: Callable[[], float] = time.monotonic
     log: Callable[[str], None] = lambda message: print(message, file=sys.stderr, flush=True)
 
@@ -148,75 +150,94 @@ def _one(target: Target, ctx: SweepContext, bases: dict[str, Built]) -> ReleaseR
     if env.problem:
         return ReleaseResult(target, "NO ENVIRONMENT", detail=env.problem)
     start = ctx.clock()
-    base_built = False
+    base_built = env.base.name not in bases
     try:
-        if env.base.name not in bases:
-            ctx.log(f"canary sweep: base venv [{env.base.name}]")
-            built = ensure_venv(
-                env.base,
-                root=ctx.root,
-                digest=venv_digest(env.base, ctx.python, ctx.project),
-                repo=ctx.repo,
-                python=ctx.python,
-                installer=ctx.installer,
-                run=ctx.run,
-                environ=ctx.environ,
-            )
-            bases[env.base.name] = built
-            base_built = not built.reused
-        base = bases[env.base.name]
-        overlay: Overlay | None = None
-        if target.local is None:
-            ctx.log(f"canary sweep: {env.line()}")
-            overlay = ensure_overlay(
-                env, base.path, installer=ctx.installer, run=ctx.run, environ=ctx.environ
-            )
-        elif env.swapped or env.left_out:
-            # The tree is not on the index: the overlay holds the companions only, resolved
-            # beside the base's own release of the package; the tree goes before it.
-            pinned = env.base.pins[env.package]
-            companions = replace(env, release=pinned, pins={**env.pins, env.package: pinned})
-            overlay = ensure_overlay(
-                companions, base.path, installer=ctx.installer, run=ctx.run, environ=ctx.environ
-            )
+        base, overlay = _environment(target, ctx, bases)
     except InfrastructureError as exc:
         return ReleaseResult(target, "INSTALL ERROR", build_seconds=ctx.clock() - start,
                              base_built=base_built, detail=str(exc))  # fmt: skip
-    build_seconds = ctx.clock() - start
+    base_built = base_built and not base.reused
+    outcome = ReleaseResult(
+        target, "ok", build_seconds=ctx.clock() - start,
+        overlay_bytes=overlay.bytes if overlay else 0, base_built=base_built,
+    )  # fmt: skip
     paths = [str(target.local)] if target.local else []
     if overlay is not None:
         paths.append(str(overlay.path))
+    try:
+        _run_subset(outcome, base, paths, ctx)
+    finally:
+        if overlay is not None and not ctx.keep_overlays:
+            # Disk stays at the base venvs; the uv cache makes the next build a link away.
+            shutil.rmtree(overlay.path, ignore_errors=True)
+    return outcome
+
+
+def _environment(
+    target: Target, ctx: SweepContext, bases: dict[str, Built]
+) -> tuple[Built, Overlay | None]:
+    """The base venv (built once per run) and the overlay the target runs on."""
+    env = target.env
+    if env.base.name not in bases:
+        ctx.log(f"canary sweep: base venv [{env.base.name}]")
+        bases[env.base.name] = ensure_venv(
+            env.base,
+            root=ctx.root,
+            digest=venv_digest(env.base, ctx.python, ctx.project),
+            repo=ctx.repo,
+            python=ctx.python,
+            installer=ctx.installer,
+            run=ctx.run,
+            environ=ctx.environ,
+        )
+    base = bases[env.base.name]
+    if target.local is None:
+        ctx.log(f"canary sweep: {env.line()}")
+        overlay = ensure_overlay(
+            env, base.path, installer=ctx.installer, run=ctx.run, environ=ctx.environ
+        )
+        return base, overlay
+    if not (env.swapped or env.left_out):
+        return base, None
+    # The tree is not on the index: the overlay holds the companions only, resolved beside
+    # the base's own release of the package; the tree goes before it.
+    pinned = env.base.pins[env.package]
+    companions = replace(env, release=pinned, pins={**env.pins, env.package: pinned})
+    overlay = ensure_overlay(
+        companions, base.path, installer=ctx.installer, run=ctx.run, environ=ctx.environ
+    )
+    return base, overlay
+
+
+def _run_subset(outcome: ReleaseResult, base: Built, paths: list[str], ctx: SweepContext) -> None:
+    """``pytest -m behaviour`` in the base venv with ``paths`` first; fills ``outcome``."""
+    target = outcome.target
     ctx.reports.mkdir(parents=True, exist_ok=True)
-    stem = env.case_id + ("-local" if target.local else "")
+    stem = target.env.case_id + ("-local" if target.local else "")
     junit = ctx.reports / f"{stem}.xml"
-    junit.unlink(missing_ok=True)
+    junit.unlink(missing_ok=True)  # a stale report must never be read as this run's
     environ = tier_environment(ctx.environ, base.path)
     environ["PYTHONPATH"] = os.pathsep.join(paths)
     command = tier_command(base.path, ctx.repo, junit, env=environ, timeout=ctx.timeout,
                            pytest_args=("-m", MARKER_EXPR, *ctx.pytest_args))  # fmt: skip
     started = ctx.clock()
     result = ctx.run(command)
-    test_seconds = ctx.clock() - started
+    outcome.test_seconds = ctx.clock() - started
     (ctx.reports / f"{stem}.log").write_text(result.output, encoding="utf-8")
-    outcome = ReleaseResult(
-        target, "ok", build_seconds=build_seconds, test_seconds=test_seconds,
-        overlay_bytes=overlay.bytes if overlay else 0, base_built=base_built,
-    )  # fmt: skip
     try:
         outcome.cases = junit_cases(junit, target)
     except InfrastructureError:
         outcome.status = "ERROR"
         outcome.detail = f"pytest exited {result.returncode} without a report\n"
         outcome.detail += tail(result.output)
-        return outcome
+        return
     bad = [c for c in outcome.cases if c.outcome in ("fail", "error")]
     if bad:
         outcome.status = "FAILED"
         outcome.detail = "\n".join(f"{c.outcome.upper()} {c.check}: {c.message}" for c in bad)
-    elif not outcome.cases or result.returncode not in (0,):
+    elif not outcome.cases or result.returncode != 0:
         outcome.status = "ERROR"
         outcome.detail = f"pytest exited {result.returncode}\n{tail(result.output)}"
-    return outcome
 
 
 def junit_cases(path: Path, target: Target) -> list[CaseResult]:

@@ -82,6 +82,7 @@ def sweep_main(args: argparse.Namespace, passthrough: list[str], run: RunFn, rep
         environ=environ,
         pytest_args=(*shlex.split(args.pytest_args), *passthrough),
         timeout=args.timeout,
+        keep_overlays=not args.drop_overlays,
     )
     results = sweep(targets, ctx)
     status = 0 if all(r.status in ("ok",) for r in results) else 1
