@@ -5,7 +5,7 @@ The overlay holds only what differs from the base: the environment's stack is re
 (``uv pip compile``) preferring every version the base has installed, and whatever the
 resolution changes (the release, a swapped companion, a tokenizers the release needs) is
 installed into the folder without dependencies. A companion the environment leaves out is
-hidden by a package that raises ImportError saying why, so its tests skip with the reason.
+hidden by a package that raises ModuleNotFoundError saying why, so its tests skip with the reason.
 Overlays live inside the base venv's folder: rebuilding or dropping the base drops them.
 """
 
@@ -30,7 +30,7 @@ from canary.runtime.process import Command, RunFn, run_step, tail
 from canary.runtime.sweepenv import Environment
 from canary.runtime.venv import venv_python
 
-OVERLAY_FORMAT = 1
+OVERLAY_FORMAT = 2  # 2: the hiding package raises ModuleNotFoundError
 MARKER = "canary-overlay.json"
 
 _INSTALLED = (
@@ -160,7 +160,9 @@ def _same(installed: str | None, version: str) -> bool:
 def _hide(folder: Path, name: str, message: str) -> None:
     package = folder / name.replace("-", "_")
     package.mkdir()
-    (package / "__init__.py").write_text(f"raise ImportError({message!r})\n", encoding="utf-8")
+    # ModuleNotFoundError: pytest.importorskip skips on it (another ImportError is an error).
+    text = f"raise ModuleNotFoundError({message!r}, name={name!r})\n"
+    (package / "__init__.py").write_text(text, encoding="utf-8")
 
 
 def _read_marker(folder: Path) -> dict | None:
