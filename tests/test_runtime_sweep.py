@@ -29,7 +29,7 @@ from canary.runtime.sweep import (
 from canary.runtime.sweepenv import environment_for
 from canary.runtime.venv import venv_python
 
-SETS = [make_set("oldest", transformers="4.57.6", trl="0.25.1")]
+SETS = [make_set("oldest", transformers="4.57.6", trl="0.25.1", peft="0.18.0")]
 VERSIONS = {"transformers": ["4.57.5", "4.57.6", "5.0.0"], "trl": ["0.25.1"]}
 
 

@@ -14,7 +14,7 @@ RELEASES = ["4.46.1", "4.47.0", "4.50.0", "4.52.4", "4.53.0", "4.56.0", "4.57.6"
 SETS = [
     make_set("floor", transformers="4.46.1", trl="0.12.2", peft="0.15.0"),
     make_set("window", transformers="4.50.0", trl="0.18.2", peft="0.15.0"),
-    make_set("oldest", transformers="4.57.6", trl="0.25.1", peft="0.17.1"),
+    make_set("oldest", transformers="4.57.6", trl="0.25.1", peft="0.18.0"),
 ]
 # What each companion declares (a fake index): trl's transformers bounds drive the swaps.
 DECLARED = {
@@ -22,7 +22,7 @@ DECLARED = {
     ("trl", "0.18.2"): ["transformers>=4.50.0", "accelerate>=0.34"],
     ("trl", "0.25.1"): ["transformers>=4.56.1", "accelerate>=1.4"],
     ("peft", "0.15.0"): ["transformers", "accelerate>=0.21"],
-    ("peft", "0.17.1"): ["transformers", "accelerate>=0.21"],
+    ("peft", "0.18.0"): ["transformers", "accelerate>=0.21"],
     ("transformers", "4.46.1"): ["tokenizers<0.21", "accelerate>=0.26; extra == 'torch'"],
 }
 
@@ -105,7 +105,7 @@ def test_an_optional_companion_nobody_pins_for_the_release_is_left_out():
 
 
 def test_a_required_companion_nobody_pins_for_the_release_means_no_environment():
-    peft_wants = {("peft", v): ["transformers>=9"] for v in ("0.15.0", "0.17.1")}
+    peft_wants = {("peft", v): ["transformers>=9"] for v in ("0.15.0", "0.18.0")}
     declared = {**DECLARED, **peft_wants}
 
     def strict(name, version):
@@ -137,6 +137,20 @@ def test_the_swept_release_requirements_count_too():
     env = environment_for("transformers", "5.0.0", [SETS[1]], wants_new_peft, RELEASES)
     assert env.problem
     assert "peft" in env.problem
+
+
+def test_an_undeclared_requirement_swaps_the_companion_too():
+    # peft 0.17.1 declares transformers unbounded, but imports HybridCache (gone in 5.0.0).
+    sets = [
+        make_set("oldest", transformers="4.57.6", trl="0.25.1", peft="0.17.1"),
+        make_set("later", transformers="5.5.3", trl="1.4.0", peft="0.19.1"),
+    ]
+    releases = [*RELEASES, "5.5.3"]
+    env = environment_for("transformers", "5.0.0", sets, metadata, releases)
+    assert env.base.name == "oldest"
+    assert env.swapped == {"peft": ("0.17.1", "0.19.1")}
+    # Below 5.0.0 it stays.
+    assert environment_for("transformers", "4.57.6", sets, metadata, releases).swapped == {}
 
 
 def test_extras_and_markers_do_not_bind():

@@ -6,7 +6,8 @@ set it borrows and which companion versions install beside it (written down in d
    order); a tie goes to the set pinned at or below the release.
 2. The swept package is swapped to the release. Every other pinned package (a *companion*)
    keeps the base's pin when the declared requirements (``Requires-Dist`` without extras)
-   of both sides accept each other; otherwise it becomes the version of it pinned in *any*
+   of both sides accept each other (plus the :data:`UNDECLARED` ones the sweep found);
+   otherwise it becomes the version of it pinned in *any*
    set that does and is nearest the base's pin (the newer on a tie), checked against the
    release and the companions decided so far (in name order). Where none does, an
    :data:`OPTIONAL` companion is left out (its tests skip, saying why); any other means
@@ -23,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
@@ -35,6 +37,28 @@ OPTIONAL = frozenset({"trl"})
 
 # (distribution, version) -> its declared requirements, all of them (markers unevaluated).
 Metadata = Callable[[str, str], Sequence[Requirement]]
+
+# Requirements a release has but does not declare, each found by the sweep and read in the
+# wheels: (distribution, its versions) -> what they need. The rule adds them to the declared.
+UNDECLARED: dict[tuple[str, str], tuple[str, ...]] = {
+    # peft 0.17.x peft_model.py:37 imports transformers.HybridCache, which transformers 5.0.0
+    # removed (its __init__ no longer names it); peft 0.18.0 stopped importing it. peft
+    # declares transformers without an upper bound.
+    ("peft", "<0.18.0"): ("transformers<5.0.0",),
+}
+
+
+def with_undeclared(metadata: Metadata) -> Metadata:
+    """``metadata`` plus :data:`UNDECLARED`: what the environment rule reads."""
+
+    def requirements(name: str, version: str) -> list[Requirement]:
+        found = list(metadata(name, version))
+        for (known, versions), extra in UNDECLARED.items():
+            if known == name and SpecifierSet(versions).contains(version, prereleases=True):
+                found.extend(Requirement(line) for line in extra)
+        return found
+
+    return requirements
 
 
 @dataclass(frozen=True)
@@ -130,6 +154,7 @@ def environment_for(
     """The environment rule (module docstring) for one release of ``package``, whose
     releases (tags.toml's list) are ``releases``."""
     package = canonicalize_name(package)
+    metadata = with_undeclared(metadata)
     base = nearest_set(package, release, sets, releases)
     stack = {**base.pins, package: release}
     swapped: dict[str, tuple[str, str]] = {}
