@@ -19,6 +19,7 @@ from canary.runtime.overlay import ensure_overlay
 from canary.runtime.process import Command, Completed
 from canary.runtime.sweep import (
     ReleaseResult,
+    Status,
     Target,
     junit_cases,
     local_target,
@@ -155,8 +156,8 @@ def test_results_file_folds_into_the_report_and_a_missing_environment_is_an_erro
     ok = Target(env_for("5.0.0"))
     broken = Target(env_for("4.57.5"))
     results = [
-        ReleaseResult(ok, "FAILED", cases=junit_cases(path, ok)),
-        ReleaseResult(broken, "NO ENVIRONMENT", detail="no pinned peft accepts it"),
+        ReleaseResult(ok, Status.FAILED, cases=junit_cases(path, ok)),
+        ReleaseResult(broken, Status.NO_ENVIRONMENT, detail="no pinned peft accepts it"),
     ]
     out = tmp_path / "sweep.json"
     write_json(out, results, exitstatus=1)
@@ -293,7 +294,10 @@ def test_sweep_builds_one_base_overlays_each_release_and_reads_the_cases(tmp_pat
     run = FakeStack()
     targets = [Target(env_for("5.0.0")), Target(env_for("4.57.5"))]
     results = sweep(targets, sweep_context(tmp_path, run, keep_overlays=False))
-    assert [r.status for r in results] == ["FAILED", "FAILED"]  # the JUnit holds a failure
+    assert [r.status for r in results] == [
+        Status.FAILED,
+        Status.FAILED,
+    ]  # the JUnit holds a failure
     assert [r.base_built for r in results] == [True, False]  # one base for both
     assert "test_chunked_matches_dense[lora-llama]" in results[0].detail
     overlay_path = Path(run.pytest_env[0]["PYTHONPATH"])
@@ -309,5 +313,5 @@ def test_a_release_without_environment_is_reported_not_run(tmp_path):
     env = env_for()
     broken = Target(type(env)(**{**env.__dict__, "problem": "no pinned peft accepts it"}))
     [result] = sweep([broken], sweep_context(tmp_path, run))
-    assert result.status == "NO ENVIRONMENT"
+    assert result.status is Status.NO_ENVIRONMENT
     assert not run.pytest_env

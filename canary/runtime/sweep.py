@@ -18,16 +18,18 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
+from enum import Enum
 from pathlib import Path
 
 from canary.errors import ConfigError, InfrastructureError
-from canary.report.results import SCHEMA, CaseResult, RunResults
+from canary.report.results import CaseResult, RunResults
+from canary.runtime.installer import Installer
 from canary.runtime.overlay import Overlay, ensure_overlay, folder_bytes
 from canary.runtime.pins import PinSet
 from canary.runtime.process import RunFn, tail
 from canary.runtime.sweepenv import Environment, Metadata, environment_for
 from canary.runtime.tier import tier_command, tier_environment
-from canary.runtime.venv import Built, ensure_venv, venv_digest
+from canary.runtime.venv import Built, Python, ensure_venv, venv_digest
 
 DEFAULT_PACKAGES = ("transformers", "trl", "peft")
 MARKER_EXPR = "behaviour"
@@ -48,10 +50,20 @@ class Target:
     local: Path | None = None
 
 
+class Status(str, Enum):
+    """One release's verdict; only OK is green."""
+
+    OK = "ok"
+    FAILED = "FAILED"  # a behaviour case failed or errored: the fixes are wrong there
+    ERROR = "ERROR"  # pytest gave no usable report
+    INSTALL_ERROR = "INSTALL ERROR"  # the base venv or the overlay could not be built
+    NO_ENVIRONMENT = "NO ENVIRONMENT"  # the environment rule found no companions
+
+
 @dataclass
 class ReleaseResult:
     target: Target
-    status: str  # ok, FAILED, ERROR, INSTALL ERROR, NO ENVIRONMENT
+    status: Status
     cases: list[CaseResult] = field(default_factory=list)
     build_seconds: float = 0.0
     test_seconds: float = 0.0
@@ -124,8 +136,8 @@ class SweepContext:
     root: Path  # <cache>/runtime-venvs
     reports: Path
     repo: Path
-    python: object
-    installer: object
+    python: Python
+    installer: Installer
     project: Mapping[str, object]
     run: RunFn
     environ: Mapping[str, str]
@@ -148,17 +160,17 @@ def sweep(targets: Sequence[Target], ctx: SweepContext) -> list[ReleaseResult]:
 def _one(target: Target, ctx: SweepContext, bases: dict[str, Built]) -> ReleaseResult:
     env = target.env
     if env.problem:
-        return ReleaseResult(target, "NO ENVIRONMENT", detail=env.problem)
+        return ReleaseResult(target, Status.NO_ENVIRONMENT, detail=env.problem)
     start = ctx.clock()
     base_built = env.base.name not in bases
     try:
         base, overlay = _environment(target, ctx, bases)
     except InfrastructureError as exc:
-        return ReleaseResult(target, "INSTALL ERROR", build_seconds=ctx.clock() - start,
+        return ReleaseResult(target, Status.INSTALL_ERROR, build_seconds=ctx.clock() - start,
                              base_built=base_built, detail=str(exc))  # fmt: skip
     base_built = base_built and not base.reused
     outcome = ReleaseResult(
-        target, "ok", build_seconds=ctx.clock() - start,
+        target, Status.OK, build_seconds=ctx.clock() - start,
         overlay_bytes=overlay.bytes if overlay else 0, base_built=base_built,
     )  # fmt: skip
     paths = [str(target.local)] if target.local else []
@@ -227,16 +239,16 @@ def _run_subset(outcome: ReleaseResult, base: Built, paths: list[str], ctx: Swee
     try:
         outcome.cases = junit_cases(junit, target)
     except InfrastructureError:
-        outcome.status = "ERROR"
+        outcome.status = Status.ERROR
         outcome.detail = f"pytest exited {result.returncode} without a report\n"
         outcome.detail += tail(result.output)
         return
     bad = [c for c in outcome.cases if c.outcome in ("fail", "error")]
     if bad:
-        outcome.status = "FAILED"
+        outcome.status = Status.FAILED
         outcome.detail = "\n".join(f"{c.outcome.upper()} {c.check}: {c.message}" for c in bad)
     elif not outcome.cases or result.returncode != 0:
-        outcome.status = "ERROR"
+        outcome.status = Status.ERROR
         outcome.detail = f"pytest exited {result.returncode}\n{tail(result.output)}"
 
 
@@ -314,7 +326,6 @@ def write_json(path: Path, results: Sequence[ReleaseResult], *, exitstatus: int)
         selected=len(cases),
     )
     data = run.to_json()
-    assert data["schema"] == SCHEMA
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
     os.replace(tmp, path)  # never a half-written file in place of the previous one
@@ -331,9 +342,11 @@ def render_results(results: Sequence[ReleaseResult]) -> str:
         lines.append(
             f"| {name} | {r.target.env.base.name} | {counts['pass']} | {counts['fail']} | "
             f"{counts['skip']} | {r.build_seconds:.1f}{' (base)' if r.base_built else ''} | "
-            f"{r.test_seconds:.1f} | {r.overlay_bytes / 1e6:.0f} | {r.status} |"
+            f"{r.test_seconds:.1f} | {r.overlay_bytes / 1e6:.0f} | {r.status.value} |"
         )
-    details = [f"[{r.target.env.case_id}] {r.status}: {r.detail}" for r in results if r.detail]
+    details = [
+        f"[{r.target.env.case_id}] {r.status.value}: {r.detail}" for r in results if r.detail
+    ]
     return "\n".join(lines + (["", *details] if details else []))
 
 

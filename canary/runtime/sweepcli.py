@@ -16,6 +16,7 @@ from canary.runtime.pins import load_pin_sets
 from canary.runtime.process import RunFn
 from canary.runtime.sweep import (
     DEFAULT_PACKAGES,
+    Status,
     SweepContext,
     disk_use,
     local_target,
@@ -85,7 +86,7 @@ def sweep_main(args: argparse.Namespace, passthrough: list[str], run: RunFn, rep
         keep_overlays=not args.drop_overlays,
     )
     results = sweep(targets, ctx)
-    status = 0 if all(r.status in ("ok",) for r in results) else 1
+    status = 0 if all(r.status is Status.OK for r in results) else 1
     print(render_results(results))
     print(f"\nenvironments on disk: {disk_use(root) / 1e9:.2f} GB under {root}", file=sys.stderr)
     if args.json:
