@@ -24,6 +24,7 @@ from canary.runtime.sweep import (
     junit_cases,
     local_target,
     plan,
+    shard,
     spread,
     write_json,
 )
@@ -186,6 +187,16 @@ def test_spread_keeps_each_window_ends():
     assert bases == ["low", "low", "low", "high", "high", "high"]
     kept = [t.env.release for t in spread(targets)]
     assert kept == ["4.57.4", "4.57.6", "4.58.0", "5.1.0"]
+
+
+def test_shards_interleave_and_cover_every_release_once():
+    targets = plan(["transformers"], VERSIONS, SETS, no_requirements)
+    slices = [shard(targets, f"{k}/2") for k in (1, 2)]
+    assert [t.env.release for t in slices[0]] == ["4.57.5", "5.0.0"]
+    assert [t.env.release for t in slices[1]] == ["4.57.6"]
+    for bad in ("0/2", "3/2", "2", "a/b"):
+        with pytest.raises(ConfigError, match="--shard"):
+            shard(targets, bad)
 
 
 def test_local_tree_in_src_layout_with_its_version(tmp_path):

@@ -171,6 +171,7 @@ def test_the_daily_sweep_covers_every_base_and_package_within_15_minutes_per_job
     run = steps["Behaviour sweep"]["run"]
     assert "--base ${{ matrix.base }}" in run
     assert "--drop-overlays" in run
+    assert f"--shard ${{{{ matrix.shard }}}}/{len(matrix['shard'])}" in run
     assert "--json" in run
 
 

@@ -268,6 +268,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="--sweep: only the first and last release each base pin set serves",
     )  # fmt: skip
     sweep.add_argument(
+        "--shard", default="1/1", metavar="K/N",
+        help="--sweep: every N-th release from the K-th, after the other filters",
+    )  # fmt: skip
+    sweep.add_argument(
         "--drop-overlays", action="store_true",
         help="--sweep: delete each release's overlay after its run (disk: the base venvs only)",
     )  # fmt: skip

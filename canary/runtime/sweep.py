@@ -104,6 +104,15 @@ def spread(targets: Sequence[Target]) -> list[Target]:
     return [t for t in targets if id(t) in keep]
 
 
+def shard(targets: Sequence[Target], spec: str) -> list[Target]:
+    """``K/N``: the K-th of N interleaved slices (1-based), so each slice gets early and
+    late releases alike."""
+    k, sep, n = spec.partition("/")
+    if not (sep and k.isdigit() and n.isdigit() and 1 <= int(k) <= int(n)):
+        raise ConfigError(f"--shard {spec!r}: write K/N with 1 <= K <= N, e.g. 2/3")
+    return list(targets[int(k) - 1 :: int(n)])
+
+
 def local_target(
     spec: str,
     versions: Mapping[str, Sequence[str]],

@@ -23,6 +23,7 @@ from canary.runtime.sweep import (
     plan,
     render_plan,
     render_results,
+    shard,
     spread,
     sweep,
     write_json,
@@ -59,6 +60,7 @@ def sweep_main(args: argparse.Namespace, passthrough: list[str], run: RunFn, rep
         targets = [t for t in targets if t.env.base.name in bases]
     if args.spread:
         targets = spread(targets)
+    targets = shard(targets, args.shard)
     targets += [local_target(spec, versions, sets, metadata, _read_version) for spec in args.local]
     if args.list:
         print(render_plan(targets))
