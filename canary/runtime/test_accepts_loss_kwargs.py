@@ -275,6 +275,23 @@ def test_hook_refuses_accumulation_where_the_release_never_divides(
     assert apply_to_trainer(make_trainer(chunked, tmp_path, accumulation=2))[ATTR] is True
 
 
+def test_hook_refuses_accumulation_where_the_release_withholds_the_count(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """4.47.0 hands num_items_in_batch only to models that do not accept it (found by the
+    sweep): a True model with accumulation is refused there; on 4.47.1 it is right."""
+    from canary.fixes import trainer_hooks as hooks
+
+    chunked = tiny_causal_lm("llama")
+    patch_chunked_loss(chunked)
+    monkeypatch.setattr(hooks, "_transformers_version", lambda: "4.47.0")
+    with pytest.raises(hooks.NoDivisionError, match="withholds num_items_in_batch"):
+        apply_to_trainer(make_trainer(chunked, tmp_path, accumulation=2))
+    assert apply_to_trainer(make_trainer(chunked, tmp_path))[ATTR] is True  # no accumulation
+    monkeypatch.setattr(hooks, "_transformers_version", lambda: "4.47.1")
+    assert apply_to_trainer(make_trainer(chunked, tmp_path, accumulation=2))[ATTR] is True
+
+
 @pytest.fixture(autouse=True)
 def _fresh_warnings(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test sees the fixes' once-only warnings afresh."""

@@ -23,7 +23,11 @@ import pytest
 import torch
 
 from canary.fixes import grad_accum_clamp
-from canary.fixes.accepts_loss_kwargs import NO_DIVISION_WINDOW, declared_value
+from canary.fixes.accepts_loss_kwargs import (
+    COUNT_WITHHELD_WINDOW,
+    NO_DIVISION_WINDOW,
+    declared_value,
+)
 from canary.fixes.trainer_hooks import (
     NoDivisionError,
     apply_to_trainer,
@@ -193,16 +197,31 @@ def mismatch(a: dict[str, Any], b: dict[str, Any]) -> dict[str, float]:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
     tmp = tmp_path_factory.mktemp("ga")
-    return {
+    found: dict[str, Any] = {
         "reference": train(tmp, batch=4, accum=1, clamp=False),
-        "fixed": train(tmp, batch=1, accum=4, clamp=True),
         "unfixed": train(tmp, batch=1, accum=4, clamp=False),
     }
+    try:
+        found["fixed"] = train(tmp, batch=1, accum=4, clamp=True)
+    except NoDivisionError as exc:  # 4.47.0: the expected outcome, checked below
+        found["fixed"] = exc
+    return found
+
+
+def _withheld() -> bool:
+    """4.47.0 gives a text LM no token count and never divides (COUNT_WITHHELD_WINDOW)."""
+    return COUNT_WITHHELD_WINDOW.contains(transformers.__version__)
 
 
 @behaviour
 def test_accumulation_matches_full_batch_with_fix(runs: dict[str, dict[str, Any]]) -> None:
     ref, fixed = runs["reference"], runs["fixed"]
+    if _withheld():
+        # Nothing can make it right: the hook refuses, and the unfixed gradients are a sum
+        # of per-micro-batch means (5.5x the full batch's with these lengths).
+        assert isinstance(fixed, NoDivisionError), fixed
+        assert _grad_ratio(runs["unfixed"], ref) > 2
+        return
     assert len(ref["loss"]) == len(fixed["loss"]) == 2
     worst = mismatch(ref, fixed)
     assert all(v < TOL for v in worst.values()), worst
@@ -232,6 +251,8 @@ def test_unclamped_accumulation_shows_the_bug_only_inside_window(
         ratio = runs["reference"]["grad_norm"][0] / runs["unfixed"]["grad_norm"][0]
         assert ratio == pytest.approx(4.0, rel=1e-4), runs["unfixed"]["grad_norm"]
         assert worst["weights"] > 1e-3
+    elif _withheld():
+        assert _grad_ratio(runs["unfixed"], runs["reference"]) > 2
     else:
         assert all(v < TOL for v in worst.values()), worst
 
@@ -244,6 +265,10 @@ def test_hook_clamps_at_construction(tmp_path: Any) -> None:
     )
     with trainer_hooks():
         assert hooks_installed()
+        if _withheld():  # 4.47.0: accumulation cannot be right, the hook refuses it
+            with pytest.raises(NoDivisionError, match="withholds num_items_in_batch"):
+                transformers.Trainer(model=tiny_causal_lm("llama"), args=args)
+            return
         trainer = transformers.Trainer(model=tiny_causal_lm("llama"), args=args)
         with trainer_hooks():  # nested install is a no-op and does not uninstall early
             pass
