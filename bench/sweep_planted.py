@@ -11,7 +11,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-# kind -> (file, anchor, replacement): each argued in docs/runtime.md.
+# kind -> (file, anchor, replacement): each argued in docs/sweep.md.
 PLANTS = {
     "count": (  # data flow: the count divided per micro-batch on the training-loop path
         "transformers/trainer.py",

@@ -130,7 +130,7 @@ class CheckSpec:
     # in), so ``upstream.method(...)`` finds a method that moved to a base or a mixin.
     inherits: tuple[str, ...] = ()
     # Behaviour tests (``canary/runtime/<module>.py::<test>``, marked ``behaviour``) that prove
-    # on every release what this check reads as a shape: the sweep runs them (docs/runtime.md).
+    # on every release what this check reads as a shape: the sweep runs them (docs/sweep.md).
     backed_by: tuple[str, ...] = ()
 
     @classmethod

@@ -249,7 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--report-dir", type=Path, help="JUnit XML and logs (default: <cache>/runtime-reports)"
     )
-    sweep = parser.add_argument_group("behaviour sweep (docs/runtime.md)")
+    sweep = parser.add_argument_group("behaviour sweep (docs/sweep.md)")
     sweep.add_argument(
         "--sweep", nargs="*", metavar="PKG",
         help="run the behaviour subset on every release of PKG in tags.toml "

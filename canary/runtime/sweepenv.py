@@ -1,5 +1,5 @@
 """The behaviour sweep's environment rule: for one release of a swept package, which pin
-set it borrows and which companion versions install beside it (written down in docs/runtime.md).
+set it borrows and which companion versions install beside it (written down in docs/sweep.md).
 
 1. The *base* is the ``[runtime]`` pin set whose pin of the swept package is nearest the
    release in tags.toml's release order (tags.toml holds no dates; its order is release
