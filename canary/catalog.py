@@ -167,6 +167,10 @@ class CheckSpec:
             return self.inherits
         return (*self.inherits, *(c for c in self.split.inherits if c not in self.inherits))
 
+    # Behaviour tests (``canary/runtime/<module>.py::<test>``, marked ``behaviour``) that prove
+    # on every release what this check reads as a shape: the sweep runs them (docs/sweep.md).
+    backed_by: tuple[str, ...] = ()
+
     @classmethod
     def declare(
         cls,
@@ -178,6 +182,7 @@ class CheckSpec:
         known_drift: Mapping[str, str] | None = None,
         inherits: str | Iterable[str] = (),
         split: Split | None = None,
+        backed_by: str | Iterable[str] = (),
     ) -> CheckSpec:
         """A validated spec: a typo in the catalog is an error at collection, not a pass."""
         get_fix(fix)  # raises for a fix canary does not know
@@ -191,7 +196,7 @@ class CheckSpec:
                 raise ValueError(f"known_drift {release} is outside the check's window ({window})")
             if not why.strip():
                 raise ValueError(f"known_drift {release} needs a reason")
-        return cls(paths, fix, window, known, _names(inherits), split)
+        return cls(paths, fix, window, known, _names(inherits), split, _names(backed_by))
 
     @classmethod
     def of(cls, item: pytest.Item) -> CheckSpec | None:
@@ -215,6 +220,7 @@ def check(
     until: str | None = None,
     known_drift: Mapping[str, str] | None = None,
     inherits: str | Iterable[str] = (),
+    backed_by: str | Iterable[str] = (),
 ) -> Callable[[CheckFunction], CheckFunction]:
     """Declare a catalog check: the upstream files it reads, the fix at risk, its window.
 
@@ -224,6 +230,9 @@ def check(
 
     ``inherits`` names classes of the files read whose bases are read too, wherever in the
     package they live: ``upstream.method(path, cls, name)`` then follows the static MRO.
+
+    ``backed_by`` names the runtime behaviour tests that check the same claim by running it
+    (``test_grad_accum.py::test_window_claim_matches_live_state``).
     """
     spec = CheckSpec.declare(
         reads=reads,
@@ -232,6 +241,7 @@ def check(
         until=until,
         known_drift=known_drift,
         inherits=inherits,
+        backed_by=backed_by,
     )
 
     def decorate(function: CheckFunction) -> CheckFunction:

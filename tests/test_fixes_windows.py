@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from packaging.version import InvalidVersion, Version
 
-from canary.fixes.accepts_loss_kwargs import NO_DIVISION_WINDOW
+from canary.fixes.accepts_loss_kwargs import COUNT_WITHHELD_WINDOW, NO_DIVISION_WINDOW
 from canary.fixes.grad_accum_clamp import DOUBLE_DIVISION_WINDOW, in_double_division_window
 from canary.versions import Window
 
@@ -50,6 +50,16 @@ def test_double_division_window(version: str, inside: bool) -> None:
 )
 def test_no_division_window(version: str, inside: bool) -> None:
     assert NO_DIVISION_WINDOW.contains(version) is inside
+
+
+@pytest.mark.parametrize(
+    ("version", "inside"),
+    [("4.46.3", False), ("4.47.0.dev0", True), ("4.47.0", True), ("4.47.1", False)],
+)
+def test_count_withheld_window_is_4_47_0_alone(version: str, inside: bool) -> None:
+    # 4.47.1 dropped the inverted condition; a build of 4.47.0 has it.
+    assert COUNT_WITHHELD_WINDOW.contains(version) is inside
+    assert COUNT_WITHHELD_WINDOW.contains(version) <= NO_DIVISION_WINDOW.contains(version)
 
 
 def test_a_window_prints_as_a_specifier() -> None:

@@ -164,6 +164,37 @@ def test_runtime_matrix_is_every_pin_set_in_tags_toml():
     assert sorted(pins) == sorted(load_pin_sets(ROOT / "tags.toml"))
 
 
+def test_the_daily_sweep_covers_every_base_and_package_within_15_minutes_per_job():
+    from canary.runtime.pins import load_pin_sets
+
+    sweep = jobs("runtime.yml")["sweep"]
+    matrix = sweep["strategy"]["matrix"]
+    assert sorted(matrix["base"]) == sorted(load_pin_sets(ROOT / "tags.toml"))
+    assert sorted(matrix["package"]) == sorted(load_tags(ROOT / "tags.toml").packages)
+    assert sweep["timeout-minutes"] <= 15
+    assert "schedule" in sweep["if"]
+    steps = {step.get("name"): step for step in sweep["steps"]}
+    restore, save = steps["Restore the wheel caches"], steps["Save the wheel caches"]
+    assert "hashFiles('tags.toml')" in restore["with"]["key"]
+    assert "~/.cache/uv" in restore["with"]["path"]
+    assert save["with"]["key"] == restore["with"]["key"]
+    assert "always()" in save["if"]
+    run = steps["Behaviour sweep"]["run"]
+    assert "--base ${{ matrix.base }}" in run
+    assert "--drop-overlays" in run
+    assert f"--shard ${{{{ matrix.shard }}}}/{len(matrix['shard'])}" in run
+    assert "--json" in run
+
+
+def test_a_pull_request_touching_the_fixes_sweeps_each_windows_ends():
+    workflow = load(ROOT / ".github" / "workflows" / "runtime.yml")
+    assert "canary/fixes/**" in workflow["on"]["pull_request"]["paths"]
+    spread = jobs("runtime.yml")["sweep-spread"]
+    assert "pull_request" in spread["if"]
+    commands = " ".join(step.get("run", "") for step in spread["steps"])
+    assert "--spread" in commands
+
+
 def test_the_main_lane_does_not_block_and_checks_only_main():
     lane = jobs("static.yml")["main"]
     assert lane["continue-on-error"] is True

@@ -134,7 +134,14 @@ def test_init_reads_only_the_forward_signature(upstream):
         )
 
 
-@check(reads=TRAINER, inherits="Trainer", fix=SHADOW, since="4.48.0", until="4.53.0")
+@check(
+    reads=TRAINER,
+    inherits="Trainer",
+    fix=SHADOW,
+    since="4.48.0",
+    until="4.53.0",
+    backed_by="test_accepts_loss_kwargs.py::test_vision_wrapper",
+)
 def test_init_asks_the_model_itself(upstream):
     """4.48-4.52: Trainer.__init__ calls hasattr(model, "accepts_loss_kwargs") on the model it
     was given (PEFT wrapper included, answered through PeftModel.__getattr__) and takes
@@ -149,7 +156,13 @@ def test_init_asks_the_model_itself(upstream):
     )
 
 
-@check(reads=TRAINER, inherits="Trainer", fix=SHADOW, since="4.53.0")
+@check(
+    reads=TRAINER,
+    inherits="Trainer",
+    fix=SHADOW,
+    since="4.53.0",
+    backed_by="test_accepts_loss_kwargs.py::test_vision_wrapper",
+)
 def test_init_asks_the_unwrapped_model(upstream):
     """From 4.53 Trainer.__init__ calls hasattr(unwrapped_model, "accepts_loss_kwargs") on the
     accelerate- and PEFT-unwrapped model and takes its value: the shadow on the HF model level
@@ -164,7 +177,14 @@ def test_init_asks_the_unwrapped_model(upstream):
     )
 
 
-@check(reads=TRAINER, inherits="Trainer", fix=SHADOW, since="4.53.0", until="5.2.0")
+@check(
+    reads=TRAINER,
+    inherits="Trainer",
+    fix=SHADOW,
+    since="4.53.0",
+    until="5.2.0",
+    backed_by="test_accepts_loss_kwargs.py::test_vision_wrapper",
+)
 def test_init_unwraps_peft_inline(upstream):
     """4.53-5.1: Trainer.__init__ replaces unwrapped_model by unwrapped_model.get_base_model()
     when _is_peft_model(unwrapped_model), and that is the object it then asks for
@@ -179,7 +199,12 @@ def test_init_unwraps_peft_inline(upstream):
     )
 
 
-@check(reads=[TRAINER, TRAINER_UTILS], fix=SHADOW, since="5.2.0")
+@check(
+    reads=[TRAINER, TRAINER_UTILS],
+    fix=SHADOW,
+    since="5.2.0",
+    backed_by="test_accepts_loss_kwargs.py::test_vision_wrapper",
+)
 def test_init_unwraps_peft_with_the_helper(upstream):
     """From 5.2 Trainer.__init__ asks unwrapped_model = unwrap_peft_model(accelerator-unwrapped
     model) for accepts_loss_kwargs, and trainer_utils.unwrap_peft_model returns the model
@@ -201,7 +226,13 @@ def test_init_unwraps_peft_with_the_helper(upstream):
     )
 
 
-@check(reads=TRAINER, inherits="Trainer", fix=SHADOW, since="4.47.0")
+@check(
+    reads=TRAINER,
+    inherits="Trainer",
+    fix=SHADOW,
+    since="4.47.0",
+    backed_by="test_accepts_loss_kwargs.py::test_text_lm_is_left_to_trainer",
+)
 def test_init_falls_back_to_var_keyword_forward(upstream):
     """From 4.47, without an accepts_loss_kwargs attribute Trainer.__init__ sets
     model_accepts_loss_kwargs to whether forward takes **kwargs: the fix leaves text LMs
@@ -243,7 +274,13 @@ def test_pretrained_model_base_model_is_a_property(upstream):
 # -- accepts_loss_kwargs: compute_loss hands num_items_in_batch to the model ----------------
 
 
-@check(reads=TRAINER, inherits="Trainer", fix="accepts_loss_kwargs shadowing", since="4.46.0")
+@check(
+    reads=TRAINER,
+    inherits="Trainer",
+    fix="accepts_loss_kwargs shadowing",
+    since="4.46.0",
+    backed_by="test_grad_accum.py::test_accumulation_matches_full_batch_with_fix",
+)
 def test_compute_loss_takes_num_items_in_batch(upstream):
     """Trainer.compute_loss takes num_items_in_batch by keyword (training_step and TRL's
     SFTTrainer pass num_items_in_batch=...), so a loss that honours it is not divided again
@@ -265,7 +302,13 @@ def _passes_num_items(upstream, kwargs_name):
     )
 
 
-@check(reads=TRAINER, inherits="Trainer", fix=CHUNKED, until="4.54.0")
+@check(
+    reads=TRAINER,
+    inherits="Trainer",
+    fix=CHUNKED,
+    until="4.54.0",
+    backed_by="test_accepts_loss_kwargs.py::test_chunked_forward_is_trusted_with_num_items",
+)
 def test_compute_loss_passes_num_items_in_loss_kwargs(upstream):
     """Until 4.53 compute_loss puts its num_items_in_batch into loss_kwargs only if
     self.model_accepts_loss_kwargs, and those reach the model(...) call unreplaced: the
@@ -273,7 +316,13 @@ def test_compute_loss_passes_num_items_in_loss_kwargs(upstream):
     _passes_num_items(upstream, "loss_kwargs")
 
 
-@check(reads=TRAINER, inherits="Trainer", fix=CHUNKED, since="4.54.0")
+@check(
+    reads=TRAINER,
+    inherits="Trainer",
+    fix=CHUNKED,
+    since="4.54.0",
+    backed_by="test_accepts_loss_kwargs.py::test_chunked_forward_is_trusted_with_num_items",
+)
 def test_compute_loss_passes_num_items_in_kwargs(upstream):
     """From 4.54 compute_loss puts its num_items_in_batch into kwargs only if
     self.model_accepts_loss_kwargs, and those reach the model(...) call unreplaced: the
@@ -290,7 +339,17 @@ def test_training_step_takes_num_items_in_batch(upstream):
     expect_parameters(_trainer_method(upstream, "training_step"), "num_items_in_batch")
 
 
-@check(reads=TRAINER, inherits="Trainer", fix=SHADOW, since="4.48.0", until="4.48.1")
+@check(
+    reads=TRAINER,
+    inherits="Trainer",
+    fix=SHADOW,
+    since="4.48.0",
+    until="4.48.1",
+    backed_by=(
+        "test_grad_accum.py::test_accumulation_matches_full_batch_with_fix",
+        "test_grad_accum.py::test_accepts_loss_kwargs_decision_makes_accumulation_exact",
+    ),
+)
 def test_training_step_divides_when_no_items_were_counted(upstream):
     """4.48.0: the loss training_step hands accelerator.backward is divided by the
     accumulation steps once, when num_items_in_batch is None, and get_batch_samples returns
@@ -310,7 +369,17 @@ def test_training_step_divides_when_no_items_were_counted(upstream):
     )
 
 
-@check(reads=TRAINER, inherits="Trainer", fix=SHADOW, since="4.48.1", until="5.19.0")
+@check(
+    reads=TRAINER,
+    inherits="Trainer",
+    fix=SHADOW,
+    since="4.48.1",
+    until="5.19.0",
+    backed_by=(
+        "test_grad_accum.py::test_accumulation_matches_full_batch_with_fix",
+        "test_grad_accum.py::test_accepts_loss_kwargs_decision_makes_accumulation_exact",
+    ),
+)
 def test_training_step_divides_unless_model_accepts_loss_kwargs(upstream):
     """4.48.1-5.18: the loss training_step hands accelerator.backward is divided by the
     accumulation steps once, exactly when not self.model_accepts_loss_kwargs (from 4.53 also
@@ -331,7 +400,16 @@ def test_training_step_divides_unless_model_accepts_loss_kwargs(upstream):
     )
 
 
-@check(reads=TRAINER, inherits="Trainer", fix=SHADOW, since="5.19.0")
+@check(
+    reads=TRAINER,
+    inherits="Trainer",
+    fix=SHADOW,
+    since="5.19.0",
+    backed_by=(
+        "test_grad_accum.py::test_accumulation_matches_full_batch_with_fix",
+        "test_grad_accum.py::test_accepts_loss_kwargs_decision_makes_accumulation_exact",
+    ),
+)
 def test_training_step_division_follows_loss_is_scaled_for_ga(upstream):
     """From 5.19 training_step divides the loss it hands accelerator.backward once, unless
     loss_is_scaled_for_ga, which is the class
@@ -364,7 +442,16 @@ def _plugin_num_steps(upstream):
     return create, builds, steps
 
 
-@check(reads=TRAINER, inherits="Trainer", fix=CLAMP, since="4.46.2")
+@check(
+    reads=TRAINER,
+    inherits="Trainer",
+    fix=CLAMP,
+    since="4.46.2",
+    backed_by=(
+        "test_grad_accum.py::test_window_claim_matches_live_state",
+        "test_grad_accum.py::test_unclamped_accumulation_shows_the_bug_only_inside_window",
+    ),
+)
 def test_accelerate_plugin_matches_double_division_window(upstream):
     """Releases inside DOUBLE_DIVISION_WINDOW (canary.fixes.grad_accum_clamp) hand
     GradientAccumulationPlugin num_steps=args.gradient_accumulation_steps while training_step
@@ -394,7 +481,16 @@ def test_accelerate_plugin_matches_double_division_window(upstream):
         )
 
 
-@check(reads=TRAINER, inherits="Trainer", fix=CLAMP, until="4.46.2")
+@check(
+    reads=TRAINER,
+    inherits="Trainer",
+    fix=CLAMP,
+    until="4.46.2",
+    backed_by=(
+        "test_grad_accum.py::test_window_claim_matches_live_state",
+        "test_grad_accum.py::test_unclamped_accumulation_shows_the_bug_only_inside_window",
+    ),
+)
 def test_training_step_undoes_accelerate_division(upstream):
     """4.46.1 hands GradientAccumulationPlugin the accumulation steps too, but training_step
     multiplies the loss by them (once, on every path) before accelerator.backward divides:
@@ -486,7 +582,7 @@ def test_num_items_counts_shift_labels_or_shifted_labels(upstream):
 # -- chunked NLL loss: the loss utilities it mirrors ---------------------------------------
 
 
-@check(reads=LOSS_UTILS, fix=CHUNKED)
+@check(reads=LOSS_UTILS, fix=CHUNKED, backed_by="test_chunked_loss.py::test_chunked_matches_dense")
 def test_fixed_cross_entropy_sums_then_divides_by_num_items(upstream):
     """fixed_cross_entropy(source, target, num_items_in_batch, ignore_index=-100) hands
     cross_entropy reduction 'sum' when given num_items_in_batch, and returns that sum
@@ -518,7 +614,7 @@ def test_for_causal_lm_loss_parameters(upstream):
     expect_parameters(loss, "ignore_index", default=-100)
 
 
-@check(reads=LOSS_UTILS, fix=CHUNKED)
+@check(reads=LOSS_UTILS, fix=CHUNKED, backed_by="test_chunked_loss.py::test_chunked_matches_dense")
 def test_for_causal_lm_loss_scores_the_next_token(upstream):
     """ForCausalLMLoss hands fixed_cross_entropy labels[..., 1:] to score against the logits
     of the positions before them: the alignment the chunked loss copies (position i predicts

@@ -189,7 +189,12 @@ def test_sft_trainer_leaves_loss_is_scaled_for_ga_unset(upstream):
         expect_not_declared(cls, LOSS_IS_SCALED)
 
 
-@check(reads=SFT_TRAINER, fix="accepts_loss_kwargs shadowing", inherits="SFTTrainer")
+@check(
+    reads=SFT_TRAINER,
+    fix="accepts_loss_kwargs shadowing",
+    inherits="SFTTrainer",
+    backed_by="test_trl_sft.py::test_project_chunked_loss_matches_default",
+)
 def test_sft_compute_loss_hands_num_items_in_batch_to_trainer(upstream):
     """SFTTrainer.compute_loss (its own, or inherited from a mixin or base in trl) takes
     num_items_in_batch by keyword (how Trainer.training_step passes it) and hands it,
@@ -323,7 +328,13 @@ def test_sft_config_has_loss_type(upstream):
     expect_class_attribute(upstream.module(SFT_CONFIG).cls("SFTConfig"), "loss_type")
 
 
-@check(reads=SFT_TRAINER, fix="chunked NLL loss", since="1.4.0", until="1.15.0")
+@check(
+    reads=SFT_TRAINER,
+    fix="chunked NLL loss",
+    since="1.4.0",
+    until="1.15.0",
+    backed_by="test_trl_sft.py::test_trl_chunked_nll_matches_default",
+)
 def test_sft_trainer_patches_chunked_nll_on_peft_base_model(upstream):
     """For loss_type == "chunked_nll" SFTTrainer.__init__ patches the forward of
     get_base_model() under PEFT (so adapters stay in the decoder), as the project's
@@ -384,7 +395,13 @@ def test_chunked_cross_entropy_signature(upstream):
     )
 
 
-@check(reads=SFT_TRAINER, fix="chunked NLL loss", since="1.4.0", until="1.15.0")
+@check(
+    reads=SFT_TRAINER,
+    fix="chunked NLL loss",
+    since="1.4.0",
+    until="1.15.0",
+    backed_by="test_trl_sft.py::test_trl_chunked_nll_matches_default",
+)
 def test_chunked_cross_entropy_returns_valid_token_count(upstream):
     """_chunked_cross_entropy_loss returns the count of scored (non-ignored) tokens last,
     a tensor counted from the valid-label mask; the project returns the same count."""

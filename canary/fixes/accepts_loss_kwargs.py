@@ -76,6 +76,13 @@ NO_DIVISION_WINDOW = Window("4.46.0", "4.48.0")
 4.46.2-4.47.1 give Accelerate no plugin and only divide the logged value. A False cannot
 restore the division there. 4.48.0 divides in ``training_step`` when the flag is False."""
 
+COUNT_WITHHELD_WINDOW = Window("4.47.0", "4.47.1")
+"""4.47.0's ``training_step`` calls ``compute_loss(model, inputs)`` *without*
+``num_items_in_batch`` exactly when ``model_accepts_loss_kwargs`` is True (trainer.py:3652-3655,
+an inverted condition 4.47.1 removed). Inside :data:`NO_DIVISION_WINDOW` nothing divides
+either, so with accumulation no model's loss is right there, whatever the flag: a True
+model gets no count and returns a per-micro-batch mean. Found by the behaviour sweep."""
+
 # How Trainer.__init__ decides model_accepts_loss_kwargs, by release (trainer.py):
 # 4.46.x: a var-keyword parameter named ``loss_kwargs`` on the (PEFT-unwrapped) forward;
 # 4.47.x: any var-keyword parameter; 4.48.0-4.52.4: ``hasattr(model, ...)`` on the object it

@@ -19,7 +19,8 @@ Where Trainer's own decision must stand, the hook leaves it:
   False (the loss is a per-micro-batch mean) and there is accumulation, nothing can make the
   step right, so the hook raises :class:`NoDivisionError` instead of training with
   gradients that many times too large (:data:`NO_DIVISION_WINDOW`; tags.toml and the
-  README state this floor).
+  README state this floor). On 4.47.0 it raises for a True too: that release withholds the
+  token count from such models (:data:`COUNT_WITHHELD_WINDOW`).
 """
 
 from __future__ import annotations
@@ -32,7 +33,11 @@ from contextlib import contextmanager
 from typing import Any
 
 from canary.fixes._log import warn_once
-from canary.fixes.accepts_loss_kwargs import NO_DIVISION_WINDOW, apply_accepts_loss_kwargs_fix
+from canary.fixes.accepts_loss_kwargs import (
+    COUNT_WITHHELD_WINDOW,
+    NO_DIVISION_WINDOW,
+    apply_accepts_loss_kwargs_fix,
+)
 from canary.fixes.grad_accum_clamp import clamp_gradient_accumulation
 
 logger = logging.getLogger("canary.fixes")
@@ -94,11 +99,22 @@ def _refuse_where_nothing_divides(trainer: Any) -> None:
     ``model_accepts_loss_kwargs`` False says the loss is such a mean (Trainer then passes no
     ``num_items_in_batch``), and 4.46.x-4.47.x never divide it: every optimizer step would
     take the sum of the micro-batch gradients, ``gradient_accumulation_steps`` times too
-    large. True is right there (the model divides by the accumulated token count itself).
+    large. True is right there (the model divides by the accumulated token count itself),
+    except on 4.47.0, which withholds that count from such models (COUNT_WITHHELD_WINDOW).
     """
     args = getattr(trainer, "args", None)
     steps = getattr(args, "gradient_accumulation_steps", 1)
-    if steps <= 1 or getattr(trainer, "model_accepts_loss_kwargs", False):
+    accepts = getattr(trainer, "model_accepts_loss_kwargs", False)
+    if steps > 1 and accepts and COUNT_WITHHELD_WINDOW.contains(_transformers_version()):
+        # compute_loss is called without the count, so a compute_loss_func lacks it too.
+        raise NoDivisionError(
+            f"transformers {_transformers_version()} never divides the loss by "
+            f"gradient_accumulation_steps ({steps}) and withholds num_items_in_batch from "
+            "models that accept it: every optimizer step would take gradients "
+            f"{steps} times too large. Use transformers 4.47.1 or later (4.48.0 or later to "
+            "train a model that computes its own loss), or gradient_accumulation_steps=1"
+        )
+    if steps <= 1 or accepts:
         return
     if getattr(trainer, "compute_loss_func", None) is not None:
         return  # it is handed num_items_in_batch whatever the flag says, and normalises

@@ -25,6 +25,11 @@ import pytest
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "gpu: needs CUDA; skipped with a reason without it")
     config.addinivalue_line(
+        "markers",
+        "behaviour: the fixes' training-step behaviour, run on every release by "
+        "`python -m canary runtime --sweep` (docs/sweep.md)",
+    )
+    config.addinivalue_line(
         "markers", "allow_loopback: the test may open connections to 127.0.0.1/::1"
     )
 

@@ -249,6 +249,36 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--report-dir", type=Path, help="JUnit XML and logs (default: <cache>/runtime-reports)"
     )
+    sweep = parser.add_argument_group("behaviour sweep (docs/sweep.md)")
+    sweep.add_argument(
+        "--sweep", nargs="*", metavar="PKG",
+        help="run the behaviour subset on every release of PKG in tags.toml "
+        "(default: transformers trl peft); with --list, show each release's environment",
+    )  # fmt: skip
+    sweep.add_argument(
+        "--local", action="append", default=[], metavar="PKG[@VERSION]=PATH",
+        help="run the behaviour subset on the tree at PATH as PKG (repeatable)",
+    )  # fmt: skip
+    sweep.add_argument("--only", default="", metavar="V1,V2", help="--sweep: only these releases")
+    sweep.add_argument(
+        "--base", default="", metavar="NAME[,NAME]", help="--sweep: only releases on these bases"
+    )
+    sweep.add_argument(
+        "--spread", action="store_true",
+        help="--sweep: only the first and last release each base pin set serves",
+    )  # fmt: skip
+    sweep.add_argument(
+        "--shard", default="1/1", metavar="K/N",
+        help="--sweep: every N-th release from the K-th, after the other filters",
+    )  # fmt: skip
+    sweep.add_argument(
+        "--drop-overlays", action="store_true",
+        help="--sweep: delete each release's overlay after its run (disk: the base venvs only)",
+    )  # fmt: skip
+    sweep.add_argument("--json", type=Path, metavar="FILE", help="write the sweep's results")
+    sweep.add_argument(
+        "--offline", action="store_true", help="read release metadata from the cache only"
+    )
     return parser
 
 
@@ -267,6 +297,10 @@ def main(argv: Sequence[str] | None = None, *, run: RunFn = run_command) -> int:
 
 
 def _main(args: argparse.Namespace, passthrough: list[str], run: RunFn) -> int:
+    if args.sweep is not None or args.local:
+        from canary.runtime.sweepcli import sweep_main
+
+        return sweep_main(args, passthrough, run, repo_root())
     repo = repo_root()
     sets = load_pin_sets(args.tags_file or repo / "tags.toml")
     cache = default_cache_dir()

@@ -72,6 +72,7 @@ def make_trainer(model: Any = None, tmp_path: Any = None, accumulation: int = 1,
     return transformers.Trainer(model=model, args=args, **kw)
 
 
+@pytest.mark.behaviour
 @pytest.mark.parametrize("how", ["full", "lora"])
 @pytest.mark.parametrize("name", list(VISION_WRAPPERS))
 def test_vision_wrapper(name: str, how: str, tmp_path: Any) -> None:
@@ -154,6 +155,7 @@ def test_model_init_is_covered(tmp_path: Any) -> None:
     assert trainer.model.__dict__[ATTR] is False
 
 
+@pytest.mark.behaviour
 @pytest.mark.parametrize("how", ["full", "lora"])
 def test_chunked_forward_is_trusted_with_num_items(how: str, tmp_path: Any) -> None:
     """A class that declares False but runs the chunked loss (which divides by
@@ -173,6 +175,7 @@ def test_chunked_forward_is_trusted_with_num_items(how: str, tmp_path: Any) -> N
     assert all(level.__dict__.get(ATTR) is True for level in chain)
 
 
+@pytest.mark.behaviour
 @pytest.mark.parametrize("how", ["full", "lora"])
 @pytest.mark.parametrize("arch", ["llama", "qwen3"])
 def test_text_lm_is_left_to_trainer(arch: str, how: str, tmp_path: Any) -> None:
@@ -269,6 +272,23 @@ def test_hook_refuses_accumulation_where_the_release_never_divides(
     assert apply_to_trainer(make_trainer(tiny_own_loss_wrapper(), tmp_path))[ATTR] is False
     chunked = tiny_causal_lm("llama")
     patch_chunked_loss(chunked)
+    assert apply_to_trainer(make_trainer(chunked, tmp_path, accumulation=2))[ATTR] is True
+
+
+def test_hook_refuses_accumulation_where_the_release_withholds_the_count(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """4.47.0 hands num_items_in_batch only to models that do not accept it (found by the
+    sweep): a True model with accumulation is refused there; on 4.47.1 it is right."""
+    from canary.fixes import trainer_hooks as hooks
+
+    chunked = tiny_causal_lm("llama")
+    patch_chunked_loss(chunked)
+    monkeypatch.setattr(hooks, "_transformers_version", lambda: "4.47.0")
+    with pytest.raises(hooks.NoDivisionError, match="withholds num_items_in_batch"):
+        apply_to_trainer(make_trainer(chunked, tmp_path, accumulation=2))
+    assert apply_to_trainer(make_trainer(chunked, tmp_path))[ATTR] is True  # no accumulation
+    monkeypatch.setattr(hooks, "_transformers_version", lambda: "4.47.1")
     assert apply_to_trainer(make_trainer(chunked, tmp_path, accumulation=2))[ATTR] is True
 
 

@@ -18,6 +18,8 @@ trl = pytest.importorskip("trl")
 peft = pytest.importorskip("peft")
 datasets = pytest.importorskip("datasets")
 transformers = pytest.importorskip("transformers")
+# SFT with the project's chunked loss and with trl's own, against the default: all behaviour.
+pytestmark = pytest.mark.behaviour
 
 TOL = 1e-5
 
