@@ -270,3 +270,15 @@ def test_an_assignment_silently_stops_applying_unless_what_it_assigns_on_is_gone
     )
     (entry,) = [e for e in report.build(breaks).entries if e.reference == unguarded]
     assert entry.section == report.HARD
+
+
+def test_a_reference_to_a_package_no_release_of_which_was_checked_is_not_fine():
+    # --tags toy=9.9.9: nothing was resolved, so nothing is "fine everywhere"
+    nothing = SurfaceResult(
+        (Target("proj", "1.0", {"toy": ">=1.0"}),), {"toy": ()}, (resolved(FINE, versions=()),)
+    )
+    built = report.build(nothing)
+    assert (built.fine, built.unchecked) == (0, 1)
+    line = report.summary(built)
+    assert "0 fine everywhere; 1 on no release checked" in line
+    assert report.summary(report.build(EVERYTHING)).endswith("fine everywhere")

@@ -136,6 +136,7 @@ class SurfaceReport:
     entries: tuple[Entry, ...]  # every reference with something to say, in reading order
     fine: int  # references ok on every version checked
     everything: bool = False  # --all: the misses outside the range too, whole histories
+    unchecked: int = 0  # references to a package no release of which was checked
 
     @property
     def sections(self) -> tuple[str, ...]:
@@ -225,10 +226,13 @@ def build(
         if item.reference.kind is not Kind.ANCHOR:
             misses = {v for v, o in item.outcomes.items() if o is Outcome.MISSING}
             gone.setdefault(item.reference.target, set()).update(misses)
-    entries, fine = [], 0
+    entries, fine, unchecked = [], 0, 0
     for resolved in result.references:
         reference = resolved.reference
         order = _order(result, resolved)
+        if not order:  # no release of its package was read: fine nowhere, not everywhere
+            unchecked += 1
+            continue
         held = tuple(v for v in order if (reference.key, v) in held_against)
         if held and not everything:  # a finding's history inside the declared range only
             ranges = declared_range(result.targets, reference.package)
@@ -265,7 +269,7 @@ def build(
             )
         )
     entries.sort(key=lambda entry: _reading_order(result, entry))
-    return SurfaceReport(result, tuple(entries), fine, everything)
+    return SurfaceReport(result, tuple(entries), fine, everything, unchecked)
 
 
 def _order(result: SurfaceResult, resolved: Resolved) -> list[str]:
@@ -393,6 +397,7 @@ def summary(report: SurfaceReport) -> str:
         f"canary surface of {names}: {len(result.references)} references over "
         f"{checked or 'no release'}: {counts}; {others} not counted (outside the declared "
         f"range, excused or undecided){hidden}; {report.fine} fine everywhere"
+        + (f"; {report.unchecked} on no release checked" if report.unchecked else "")
     )
 
 
