@@ -1150,17 +1150,24 @@ class _Walker:
             function, "version", "require"
         ):
             return None
+        params = self._bound_arguments(function, node)
+        if params is None:
+            return None
+        return self.project.helper_call(function, params, self.helper_depth + 1)
+
+    def _bound_arguments(
+        self, function: ProjectFunction, node: ast.Call
+    ) -> Mapping[str, object] | None:
+        """The call's arguments bound to ``function``'s parameters, each read as a constant
+        here or, for a default, in the callee's module; None: the call passes *args or **kwargs."""
         helper = _Walker(self.project, self.project.path_of[function.module], emit=False)
         exports = self.project.exports(function.module)
         helper.module_scope = helper.scope = _Scope(
             exports.names, exports.values, conditions=exports.conditions
         )
-        params = versiontests.bind_arguments(
+        return versiontests.bind_arguments(
             function.node, node, self.constant_of, helper.constant_of
         )
-        if params is None:
-            return None
-        return self.project.helper_call(function, params, self.helper_depth + 1)
 
     def returned_version(self, node: ast.Call) -> guards.InstalledVersion | None:
         """A project function that returns an upstream package's installed version
@@ -1170,14 +1177,7 @@ class _Walker:
             return None
         if not _may_mention(function, "version"):
             return None  # no installed version is read without naming one
-        helper = _Walker(self.project, self.project.path_of[function.module], emit=False)
-        exports = self.project.exports(function.module)
-        helper.module_scope = helper.scope = _Scope(
-            exports.names, exports.values, conditions=exports.conditions
-        )
-        params = versiontests.bind_arguments(
-            function.node, node, self.constant_of, helper.constant_of
-        )
+        params = self._bound_arguments(function, node)
         if params is None:
             return None
         return self.project.installed_version(function, params, self.helper_depth + 1)
