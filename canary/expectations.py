@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 import enum
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TypeVar
 
@@ -310,10 +310,16 @@ def _call_matches(
     return True
 
 
-def _argument(call: Call, keyword: str, scope: Callable[[], Scope]) -> str | None:
+def _argument(
+    call: Call, keyword: str, scope: Callable[[], Scope], positions: Sequence[str] = ()
+) -> str | None:
     """What ``call`` passes its callee's parameter ``keyword``: as ``keyword=``, or by
-    position where the callee's known signature binds that position to it."""
-    index = _positions(call, scope).get(keyword)
+    position where the callee's known signature binds that position to it (the module's
+    own, else ``positions``: what a check declares of a callee in another package)."""
+    known = _positions(call, scope)
+    if not known and positions and not any(arg.startswith("*") for arg in call.args):
+        known = {name: index for index, name in enumerate(positions)}
+    index = known.get(keyword)
     if index is not None and index < len(call.args) and not call.args[index].startswith("*"):
         return call.args[index]
     return call.keyword(keyword)
@@ -833,18 +839,24 @@ def expect_reaches(
     *,
     keyword: str | None = None,
     origins: Iterable[str] = (),
+    positions: Sequence[str] = (),
 ) -> tuple[Call, ...]:
     """Every call of ``function`` to ``callee`` is handed the value of ``name`` (in its
     ``keyword=`` argument when given, else in any argument), and on no path to such a call
     is that value replaced: every binding that replaces it there is the parameter ``name``
     or has one of ``origins`` (normalised values). ``x = x.to(device)`` keeps it; ``x =
-    None`` on any path to the call is drift. Returns those calls."""
+    None`` on any path to the call is drift. Returns those calls.
+
+    ``positions``: the callee's positional parameters (after ``self``) when it lives in
+    another package (``super().compute_loss`` reaching transformers' Trainer), so that the
+    value passed at ``keyword``'s index counts as ``keyword=``; a check of the callee's own
+    package holds the callee to that order (:mod:`canary.checks.contracts`)."""
     _decided(function, name)
     calls = expect_call(function, callee)
     flow = function.flow
     for call in calls:
         given = (
-            [_argument(call, keyword, _scope(function))]
+            [_argument(call, keyword, _scope(function), positions)]
             if keyword is not None
             else [*call.args, *(value for _, value in call.keywords)]
         )

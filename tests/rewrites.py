@@ -16,6 +16,8 @@ import enum
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
+from canary.checks.contracts import TRAINER_COMPUTE_LOSS
+
 Files = dict[str, str]
 
 # A name for whatever the rewrites introduce: never an upstream name.
@@ -432,7 +434,67 @@ class _Callee:
 
 
 def _arguments(files: Files) -> Files:
-    return _each_module(files, _arguments_in)
+    outside = _outside_supers(files)
+    return _each_module(files, lambda tree, path: _arguments_in(tree, path, outside))
+
+
+#: Callees in another package whose order a check declares (canary/checks/contracts.py) and
+#: a check of that package holds: (the outside base, its method) -> what it binds.
+OUTSIDE_CALLEES = {("transformers", "Trainer", "compute_loss"): _Callee(TRAINER_COMPUTE_LOSS, 0)}
+
+
+def _outside_supers(files: Files) -> dict[tuple[str, str], _Callee]:
+    """(class, method) -> the outside callee ``super().method`` of that class reaches: when
+    no class of the package among its ancestors (every base, not only the first: the MRO
+    may visit any) defines the method, and every base outside the package is one class of
+    :data:`OUTSIDE_CALLEES`. A class name defined twice in the package is left alone."""
+    classes: dict[str, list[tuple[ast.ClassDef, dict[str, str]]]] = {}
+    for text in files.values():
+        tree = ast.parse(text)
+        imported = {
+            alias.asname or alias.name: node.module.split(".")[0]
+            for node in tree.body
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0
+            for alias in node.names
+        }
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef):
+                classes.setdefault(node.name, []).append((node, imported))
+
+    def outside_of(name: str, method: str, seen: frozenset[str]) -> set[tuple[str, str]] | None:
+        """The outside bases ``name``'s ancestors end in, None when one defines ``method``
+        in the package or cannot be told."""
+        found: set[tuple[str, str]] = set()
+        node, imported = classes[name][0]
+        for base in node.bases:
+            chain = _chain(base)
+            if chain is None or len(chain) != 1:
+                return None
+            (base_name,) = chain
+            if base_name in imported and base_name not in classes:
+                found.add((imported[base_name], base_name))
+            elif len(classes.get(base_name, ())) == 1 and base_name not in seen:
+                defines = {
+                    f.name for f in classes[base_name][0][0].body if isinstance(f, ast.FunctionDef)
+                }
+                further = (
+                    None if method in defines else outside_of(base_name, method, seen | {name})
+                )
+                if further is None:
+                    return None
+                found |= further
+            else:
+                return None
+        return found
+
+    supers: dict[tuple[str, str], _Callee] = {}
+    for name, defined in classes.items():
+        if len(defined) != 1:
+            continue
+        for (package, base, method), callee in OUTSIDE_CALLEES.items():
+            if outside_of(name, method, frozenset()) == {(package, base)}:
+                supers[name, method] = callee
+    return supers
 
 
 def _callee(function: ast.FunctionDef | ast.AsyncFunctionDef, method: bool) -> _Callee | None:
@@ -448,7 +510,9 @@ def _callee(function: ast.FunctionDef | ast.AsyncFunctionDef, method: bool) -> _
     return _Callee(tuple(names[drop:]), max(len(args.posonlyargs) - drop, 0))
 
 
-def _arguments_in(tree: ast.Module, _path: str) -> ast.Module:
+def _arguments_in(
+    tree: ast.Module, _path: str, outside: Mapping[tuple[str, str], _Callee]
+) -> ast.Module:
     functions = {
         f.name: c
         for f in tree.body
@@ -477,15 +541,25 @@ def _arguments_in(tree: ast.Module, _path: str) -> ast.Module:
             continue
         if callee is not None:
             _rebind(node, callee)
-    # super().m(...) binds to m of the class's first base, when this module defines it.
+    _rebind_supers(classes, own, outside)
+    return tree
+
+
+def _rebind_supers(
+    classes: list[ast.ClassDef],
+    own: Mapping[tuple[str, str], _Callee | None],
+    outside: Mapping[tuple[str, str], _Callee],
+) -> None:
+    """``super().m(...)`` binds to ``m`` of the class's first base when this module defines
+    it, else to the outside callee the class's ancestors reach (:func:`_outside_supers`)."""
     for cls in classes:
         first = _chain(cls.bases[0]) if cls.bases else None
         for node in ast.walk(cls):
             if not (isinstance(node, ast.Call) and _is_super(node.func) and first):
                 continue
-            if (callee := own.get((first[-1], node.func.attr))) is not None:
+            callee = own.get((first[-1], node.func.attr)) or outside.get((cls.name, node.func.attr))
+            if callee is not None:
                 _rebind(node, callee)
-    return tree
 
 
 def _is_self(func: ast.expr) -> bool:

@@ -276,3 +276,67 @@ def test_assignments_to_a_renamed_local_dict(body, values):
     create = parse_module(source, path="transformers/trainer.py").function("create")
     found = assignments_to(create, "grad_acc_kwargs['num_steps']")
     assert [a.value for a in found] == values
+
+
+# trl-like: the count handed to transformers' Trainer.compute_loss, a callee in another
+# package whose order the check declares (canary/checks/contracts.py).
+HANDS_TO_SUPER = """
+class SFTTrainer(Trainer):
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        return super().compute_loss(CALL)
+"""
+
+
+@pytest.mark.parametrize(
+    ("call", "drifts"),
+    [
+        (
+            "model, inputs, return_outputs=return_outputs, num_items_in_batch=num_items_in_batch",
+            False,
+        ),
+        ("model, inputs, return_outputs, num_items_in_batch", False),
+        # index 2 is return_outputs: the count would be read as a flag
+        ("model, inputs, num_items_in_batch", True),
+        # what *rest binds is unknown
+        ("model, inputs, *rest", True),
+    ],
+)
+def test_an_argument_to_a_callee_in_another_package_binds_by_its_declared_order(call, drifts):
+    from canary.checks.contracts import TRAINER_COMPUTE_LOSS
+
+    source = HANDS_TO_SUPER.replace("CALL", call)
+    compute_loss = parse_module(source, path="trl/trainer/sft_trainer.py").cls("SFTTrainer")
+    reaches = lambda: expect_reaches(  # noqa: E731
+        compute_loss.method("compute_loss"), "num_items_in_batch", "super().compute_loss",
+        keyword="num_items_in_batch", positions=TRAINER_COMPUTE_LOSS,
+    )  # fmt: skip
+    if drifts:
+        with pytest.raises(Drift):
+            reaches()
+    else:
+        reaches()
+
+
+TRAINER_WITH = "class Trainer:\n    def compute_loss(self, {}):\n        return 0\n"
+
+
+@pytest.mark.parametrize(
+    ("signature", "drifts"),
+    [
+        ("model, inputs, return_outputs=False, num_items_in_batch=None", False),
+        # the count moved ahead of the flag: trl's positional calls now pass a flag as count
+        ("model, inputs, num_items_in_batch=None, return_outputs=False", True),
+        ("model, inputs, return_outputs=False, *, num_items_in_batch=None", True),
+    ],
+)
+def test_the_callee_is_held_to_the_order_callers_bind_by(signature, drifts):
+    from canary.checks.contracts import TRAINER_COMPUTE_LOSS
+    from canary.expectations import expect_parameters
+
+    method = parse_module(TRAINER_WITH.format(signature), path="transformers/trainer.py")
+    method = method.cls("Trainer").method("compute_loss")
+    if drifts:
+        with pytest.raises(Drift):
+            expect_parameters(method, *TRAINER_COMPUTE_LOSS, positional=1)
+    else:
+        expect_parameters(method, *TRAINER_COMPUTE_LOSS, positional=1)

@@ -89,3 +89,34 @@ def test_a_rewrite_keeps_what_the_code_computes(tmp_path, kinds):
         reformatted = rewrite_tree(PACKAGE, (Rewrite.REFORMAT,))
         assert rewritten["pkg/mod.py"] != reformatted["pkg/mod.py"], "the kind changed nothing"
     assert _output(tmp_path / "rewritten", rewritten) == expected
+
+
+# super().compute_loss leaving the package for transformers' Trainer, whose order
+# canary/checks/contracts.py declares; an ancestor of the package defining it wins.
+OUTSIDE_SUPER = {
+    "pkg/base.py": "from transformers import Trainer\nclass Base(Trainer):\n    pass\n",
+    "pkg/sft.py": textwrap.dedent("""\
+        from pkg.base import Base
+        class SFT(Base):
+            def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+                n = num_items_in_batch
+                out = super().compute_loss(model, inputs, return_outputs=True, num_items_in_batch=n)
+                return out
+        """),
+}
+
+
+@pytest.mark.parametrize(
+    ("base", "expected"),
+    [
+        ("    pass\n", "super().compute_loss(model, inputs, True, n)"),
+        ("    def compute_loss(self, *args, **kwargs):\n        return 0\n",
+         "super().compute_loss(model, inputs, return_outputs=True, num_items_in_batch=n)"),
+    ],
+)  # fmt: skip
+def test_a_super_call_leaving_the_package_binds_by_the_declared_order(base, expected):
+    files = {
+        **OUTSIDE_SUPER,
+        "pkg/base.py": OUTSIDE_SUPER["pkg/base.py"].replace("    pass\n", base),
+    }
+    assert expected in rewrite_tree(files, (Rewrite.ARGUMENTS,))["pkg/sft.py"]

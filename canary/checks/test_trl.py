@@ -37,6 +37,7 @@ from canary.catalog import (
     expect_reaches,
     row,
 )
+from canary.checks.contracts import TRAINER_COMPUTE_LOSS
 from canary.codeindex import VAR_KEYWORD, Class, Function
 from canary.workspace import Snapshot
 
@@ -198,12 +199,17 @@ def test_sft_trainer_leaves_loss_is_scaled_for_ga_unset(upstream):
 def test_sft_compute_loss_hands_num_items_in_batch_to_trainer(upstream):
     """SFTTrainer.compute_loss (its own, or inherited from a mixin or base in trl) takes
     num_items_in_batch by keyword (how Trainer.training_step passes it) and hands it,
-    unreplaced on every path, to each super().compute_loss call as num_items_in_batch=, so
-    a forward that honours it (what the shadow promises) gets it."""
+    unreplaced on every path, to each super().compute_loss call as num_items_in_batch= (or
+    at its position in Trainer.compute_loss), so a forward that honours it (what the shadow
+    promises) gets it."""
     compute_loss = upstream.method(SFT_TRAINER, "SFTTrainer", "compute_loss")
     expect_parameters(compute_loss, "num_items_in_batch", keyword=True)
     expect_reaches(
-        compute_loss, "num_items_in_batch", "super().compute_loss", keyword="num_items_in_batch"
+        compute_loss,
+        "num_items_in_batch",
+        "super().compute_loss",
+        keyword="num_items_in_batch",
+        positions=TRAINER_COMPUTE_LOSS,
     )
 
 
