@@ -2566,6 +2566,7 @@ def _merge(uses: Iterable[Use]) -> tuple[Reference, ...]:
                     undecided=use.undecided,
                     fallback_of=use.fallback_of,
                     requires=use.requires,
+                    replaces=use.kind is Kind.PATCH and use.replaces,
                 ),
             ),
             use.anchor,

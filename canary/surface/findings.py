@@ -7,7 +7,7 @@ accepted (``expected_absent`` in its configuration, or a baseline). A package th
 does not declare constrains nothing: it imports it, so every release of it counts.
 ``unknown`` is never a finding.
 
-Two narrowings, each exactly as wide as its reason:
+Three narrowings, each exactly as wide as its reason:
 
 - **Gated away.** A miss on a release where no site of the reference runs (every site sits
   in a branch whose version test excludes that release: ``Site.versions``) is nobody's
@@ -28,11 +28,21 @@ Two narrowings, each exactly as wide as its reason:
      module-level import would fail for every user.
 
   A miss *after* an ok release (removed) is always held, as is one that never was ok.
+
+- **Adds a name, never replaced one.** An assignment that binds an upstream name (``X.n =
+  v``, every site of it: an item assignment reads ``X.n`` first) cannot raise, and it
+  *silently stops applying* on a release only if it applied somewhere: if upstream has
+  ``n`` on a release where a site of it runs. Where upstream lacks ``n`` on every release
+  where it runs (no release checked ever had it, or a version test or absence test keeps
+  it off the releases that do), it only ever adds the name: a compat shim, or the
+  project's own attribute. Its misses are recorded (``added``), never held; and where no
+  release checked ever had the name, the project's reads and imports of it (and of what
+  lies in it) read its own attribute, the same on every release: recorded, never held.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -64,6 +74,9 @@ class Finding:
     since: str | None = None  # the first release checked where it is ok (None: none is)
     excused: Mapping[str, str] = field(default_factory=dict)  # came later, not counted -> why
     gated: tuple[str, ...] = ()  # missing inside the range where no site runs: never held
+    # missing inside the range where a site runs, on a name the project itself adds there
+    # (a compat shim, its own attribute): never held -> why
+    added: Mapping[str, str] = field(default_factory=dict)
     # why it is only *possible*: every site that runs there may not (a test canary cannot
     # evaluate decides); "": proven, the site runs there
     possible: str = ""
@@ -133,6 +146,8 @@ def findings(
     found = []
     resolved = list(resolved)
     runs = _runs(resolved)
+    own = _own_attributes(resolved)
+    known = _outcomes(resolved)
     for item in resolved:
         reference = item.reference
         package = reference.package
@@ -151,19 +166,23 @@ def findings(
             if not reference.sites or any(runs(reference, site, v) for site in reference.sites)
         }
         gated = tuple(v for v in inside if v not in missing)
+        added = _added(item, missing, runs, own, known)
+        missing = {v: why for v, why in missing.items() if v not in added}
         accepted = {}
         for version in missing:
             reason = next((r for accept in accepts if (r := accept(reference, version))), None)
             if reason:
                 accepted[version] = reason
         since = next((v for v, o in item.outcomes.items() if o is Outcome.OK), None)
-        finding = Finding(target.name, reference, missing, accepted, since, gated=gated)
+        finding = Finding(
+            target.name, reference, missing, accepted, since, gated=gated, added=added
+        )
         home = _home(reference.target, homes)
         excused = {
             v: why for v in finding.came_later if (why := _excused(finding, v, absent, home, runs))
         }
         if excused:
-            finding = Finding(target.name, reference, missing, accepted, since, excused, gated)
+            finding = replace(finding, excused=excused)
         finding = replace(finding, possible=_undecided(finding, runs), proof=_proof(finding, runs))
         found.append(finding)
     return tuple(found)
@@ -242,6 +261,95 @@ def _runs(resolved: Sequence[Resolved]) -> Runs:
         return not (fallback and inside and all(version in ok.get(t, ()) for t in fallback))
 
     return runs
+
+
+def _replaces(reference: Reference) -> bool:
+    """A patch every site of which binds the name: it cannot raise while what it binds on
+    is there, and adds the name where upstream lacks it."""
+    return (
+        reference.kind is Kind.PATCH
+        and bool(reference.sites)
+        and all(site.replaces for site in reference.sites)
+    )
+
+
+Outcomes = Mapping[str, Mapping[str, Outcome]]
+"""Per upstream target the project uses, its outcome per release."""
+
+
+def _outcomes(resolved: Sequence[Resolved]) -> Outcomes:
+    known: dict[str, Mapping[str, Outcome]] = {}
+    for item in resolved:
+        if item.reference.kind in (Kind.IMPORT, Kind.ATTRIBUTE, Kind.PATCH):
+            known.setdefault(item.reference.target, item.outcomes)
+    return known
+
+
+def _own_attributes(resolved: Sequence[Resolved]) -> frozenset[str]:
+    """The names the project binds on upstream objects that no release checked ever had:
+    missing on every one (an unknown may have it)."""
+    return frozenset(
+        item.reference.target
+        for item in resolved
+        if _replaces(item.reference)
+        and item.outcomes
+        and all(outcome is Outcome.MISSING for outcome in item.outcomes.values())
+    )
+
+
+def _added(
+    item: Resolved, missing: Iterable[str], runs: Runs, own: frozenset[str], known: Outcomes
+) -> dict[str, str]:
+    """The misses of ``item`` that are of a name the project adds -> why: a binding that
+    never replaced anything where it runs, or a use of the project's own attribute (or of
+    what lies in it). Only where what the name is bound on is there (``X`` of ``X.n``: a
+    binding on a missing ``X`` raises), or is itself a use of the project missing there
+    (the miss is that use's, found and judged as its own)."""
+    reference = item.reference
+    mine = next((t for t in _prefixes(reference.target) if t in own), None)
+    if mine is not None and reference.kind in (Kind.IMPORT, Kind.ATTRIBUTE, Kind.PATCH):
+        why = f"{mine} is the project's own: it binds it there, and no release checked has it"
+    elif _replaces(reference) and all(
+        outcome is Outcome.MISSING
+        for version, outcome in item.outcomes.items()
+        if any(runs(reference, site, version) for site in reference.sites)
+    ):
+        mine = reference.target
+        why = (
+            "a binding that only ever adds the name: upstream lacks it on every release "
+            "where it runs, so it never replaced anything there and cannot stop applying"
+        )
+    else:
+        return {}
+    owner = mine.rpartition(".")[0]
+    there = _there(owner, known)
+    gone = {v for v, outcome in known.get(owner, {}).items() if outcome is Outcome.MISSING}
+    added = {}
+    for version in missing:
+        if version in there:
+            added[version] = why
+        elif version in gone:
+            added[version] = f"{owner} is missing there too: the miss is that use's own"
+    return added
+
+
+def _there(owner: str, known: Outcomes) -> set[str]:
+    """The releases where ``owner`` is known to be there: it, or something in it, is ok."""
+    inside = f"{owner}."
+    return {
+        version
+        for target, outcomes in known.items()
+        if target == owner or target.startswith(inside)
+        for version, outcome in outcomes.items()
+        if outcome is Outcome.OK
+    }
+
+
+def _prefixes(target: str) -> Iterator[str]:
+    """``a.b.c``, ``a.b``, ``a``."""
+    while target:
+        yield target
+        target = target.rpartition(".")[0]
 
 
 def _undecided(finding: Finding, runs: Runs) -> str:
