@@ -215,6 +215,13 @@ def test_patch_targets(tmp_path):
     assert one(refs, Kind.PATCH, f"{flash}.forward").guarded
     assert one(refs, Kind.ATTRIBUTE, flash).guarded  # the hasattr itself
     assert not one(refs, Kind.PATCH, "transformers.modeling_utils.ALL_ATTENTION_FUNCTIONS").guarded
+    # which sites bind the name (and so cannot raise): not an item assignment, not +=
+    binds = {r.target for r in refs if r.kind is Kind.PATCH and r.sites[0].replaces}
+    assert binds == {
+        "transformers.models.llama.modeling_llama.LlamaAttention.forward",
+        "transformers.models.llama.modeling_llama.LlamaRMSNorm.forward",  # setattr
+        "transformers.models.llama.modeling_llama.LlamaFlashAttention2.forward",
+    }
 
 
 def test_guards_recognised(tmp_path):

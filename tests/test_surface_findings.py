@@ -196,3 +196,63 @@ def test_a_site_that_requires_what_a_test_found_present_runs_only_where_it_is():
     assert [f.new for f in findings([test, gone], project)] == [(), ()]
     (finding,) = [f for f in findings([stays, stopped], project) if f.reference.target != BONE]
     assert finding.new == ("5.1.0", "5.2.0")
+
+
+NO_INIT = "transformers.modeling_utils.no_init_weights"
+ORIGIN = "transformers.masking_utils.origin_create_causal_mask"
+MODELING_UTILS = resolved("transformers.modeling_utils.PreTrainedModel", "oooo", kind=Kind.IMPORT)
+MASKING_UTILS = resolved("transformers.masking_utils", "oooo", kind=Kind.IMPORT)
+PATCHED = f"patch {NO_INIT}"
+
+
+def binding(line: int = 10, *, window: str | None = None) -> Site:
+    """A patch site that binds the name (``X.n = v``)."""
+    return replace(site(line, window=window), replaces=True)
+
+
+def held(*items: Resolved) -> dict[str, tuple[str, ...]]:
+    """``"kind target"`` -> the releases held, for each reference missing where it runs."""
+    found = findings(items, PROJECT)
+    return {
+        f"{f.reference.kind} {f.reference.target}": f.new for f in found if f.missing or f.added
+    }
+
+
+def test_a_binding_that_only_ever_adds_the_name_cannot_stop_applying():
+    # auto-round: `if version >= 5.0.0: modeling_utils.no_init_weights = ...` (5.x lacks it)
+    shim = resolved(NO_INIT, "ommm", binding(window=">=5.0.0"))
+    (finding,) = findings([MODELING_UTILS, shim], PROJECT)
+    assert (finding.new, list(finding.added)) == ((), ["5.0.0", "5.1.0", "5.2.0"])
+    assert "only ever adds the name" in finding.added["5.0.0"]
+    # the same binding run on 4.57.0 too, which had the name: there it applied, so it stopped
+    assert held(MODELING_UTILS, resolved(NO_INIT, "ommm", binding())) == {PATCHED: RELEASES[1:]}
+    # an unknown where it runs may have had it: it may have applied
+    assert held(MODELING_UTILS, resolved(NO_INIT, "ummm", binding())) == {PATCHED: RELEASES[1:]}
+
+
+def test_an_item_assignment_or_a_binding_on_what_may_be_absent_is_held():
+    # X.n[k] = v reads X.n first: it raises where upstream lacks it
+    assert held(MODELING_UTILS, resolved(NO_INIT, "mmmm", site())) == {PATCHED: RELEASES[1:]}
+    # nothing says modeling_utils is there: binding on a missing object raises
+    assert held(resolved(NO_INIT, "mmmm", binding())) == {PATCHED: RELEASES[1:]}
+
+
+def test_the_projects_own_attribute_is_held_neither_where_bound_nor_where_read():
+    # ms-swift: masking_utils.origin_create_causal_mask = masking_utils.create_causal_mask,
+    # then calls masking_utils.origin_create_causal_mask(...) from its replacement
+    bound = resolved(ORIGIN, "mmmm", binding(148))
+    read = resolved(ORIGIN, "mmmm", site(133), kind=Kind.ATTRIBUTE)
+    inner = resolved(f"{ORIGIN}.__kwdefaults__", "mmmm", site(139), kind=Kind.ATTRIBUTE)
+    assert set(held(MASKING_UTILS, bound, read, inner).values()) == {()}
+    # where masking_utils itself is missing, that miss is the import's own finding
+    older = resolved("transformers.masking_utils", "mmoo", kind=Kind.IMPORT)
+    assert held(older, bound, read) == {
+        "import transformers.masking_utils": RELEASES[1:2],
+        f"patch {ORIGIN}": (),
+        f"attribute {ORIGIN}": (),
+    }
+    # one release had it: a name upstream has, not the project's own; bound and read, held
+    assert held(MASKING_UTILS, resolved(ORIGIN, "ommm", binding(148)), read) == {
+        f"patch {ORIGIN}": RELEASES[1:],
+        f"attribute {ORIGIN}": RELEASES[1:],
+    }

@@ -1632,9 +1632,9 @@ class _Walker:
                 kind = Kind.PATCH if complete else Kind.ATTRIBUTE
                 stash = self._stash(binding.path, value)
                 constant = isinstance(value, ast.Constant)
-                self.use(
-                    kind, binding.path, target, replaces=complete, stash=stash, constant=constant
-                )
+                # x.y += 1 reads x.y first: it replaces nothing upstream lacks, it raises
+                binds = complete and augmented is None
+                self.use(kind, binding.path, target, replaces=binds, stash=stash, constant=constant)
                 if augmented is not None and complete:
                     self.use(Kind.ATTRIBUTE, binding.path, target)
             self.chain_root(target)
