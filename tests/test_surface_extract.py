@@ -504,6 +504,33 @@ def test_own_attributes_are_not_dependencies(tmp_path):
     assert "transformers.Trainer.myproj_public" in targets(refs, Kind.ATTRIBUTE)
 
 
+def test_a_backfill_under_a_name_bound_to_an_absence_test_is_the_projects_own(tmp_path):
+    # unsloth: added = not hasattr(cache_utils, "SlidingWindowCache"); if added: ... = Stub
+    refs = surface(
+        tmp_path,
+        {
+            "m.py": """\
+                import transformers.cache_utils as cache_utils
+
+                def stubs():
+                    added = not hasattr(cache_utils, "SlidingWindowCache")
+                    if added:
+                        cache_utils.SlidingWindowCache = type("S", (), {})
+                    present = hasattr(cache_utils, "DynamicCache")
+                    if not present:
+                        cache_utils.DynamicCache = type("D", (), {})
+                    try:
+                        yield
+                    finally:
+                        if added:
+                            del cache_utils.SlidingWindowCache
+                    cache_utils.OffloadedCache = None  # set with no test: upstream's name
+                """
+        },
+    )
+    assert targets(refs, Kind.PATCH) == {"transformers.cache_utils.OffloadedCache"}
+
+
 def test_only_the_targets_top_level_packages_name_its_own_attributes(tmp_path):
     # a package vendored deep in the tree (its parent has no __init__.py) and a script
     # beside the packages are no names of the project's: "data" would claim every

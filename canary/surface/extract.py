@@ -894,6 +894,15 @@ class _Bound:
     fallback_of: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class _Presence:
+    """A name bound to a presence test (``added = not hasattr(x, "y")``): what holds about
+    upstream attributes where it is true, and where it is false ("+x.y", "-x.y")."""
+
+    true: frozenset[str]
+    false: frozenset[str]
+
+
 @dataclass
 class _Scope:
     names: dict[str, Binding | None] = field(default_factory=dict)
@@ -1675,11 +1684,17 @@ class _Walker:
         # a version test or an installed version is kept like a constant (imported with it
         # too): IS_V5 = Version(transformers.__version__) >= ... gates where it is tested
         fact = None if text is not None or value is None else self._version_fact(value)
+        presence = None
+        if text is None and fact is None and binding is None and value is not None:
+            true, false = self._present(value, positive=True), self._present(value, positive=False)
+            presence = _Presence(true, false) if true or false else None
         self.bind(name, binding)
         if text is not None:
             self.scope.values[name] = text
         elif fact is not None:
             self.scope.values[name] = fact  # type: ignore[assignment]
+        elif presence is not None:
+            self.scope.values[name] = presence  # type: ignore[assignment]
         elif not self.conditional:
             self.scope.values.pop(name, None)
 
@@ -1878,6 +1893,12 @@ class _Walker:
     def _present(self, test: ast.expr, *, positive: bool) -> frozenset[str]:
         """What holds about upstream attributes where ``test`` is ``positive``: "+x.y" (it is
         there), "-x.y" (it is not)."""
+        while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test, positive = test.operand, not positive
+        if isinstance(test, ast.Name):
+            bound = self.scope.value(test.id)
+            if isinstance(bound, _Presence):  # if added: ... (added = not hasattr(...))
+                return bound.true if positive else bound.false
         found = set()
         for obj, name, present in guards.presence_tested(test, positive=positive):
             binding, _, complete = self.chain(obj)
