@@ -224,6 +224,30 @@ def test_patch_targets(tmp_path):
     }
 
 
+def test_which_bindings_alias_an_upstream_object(tmp_path):
+    refs = surface(
+        tmp_path,
+        {
+            "m.py": """\
+                import transformers
+                import trl.trainer
+                from transformers.initialization import no_init_weights
+                from trl.experimental.orpo import ORPOTrainer
+
+                def mine():
+                    pass
+
+                transformers.modeling_utils.no_init_weights = no_init_weights
+                setattr(trl.trainer, "ORPOTrainer", ORPOTrainer)
+                transformers.modeling_utils.PreTrainedModel.post_init = mine
+                transformers.models.llama.modeling_llama.LlamaFlashAttention2 = None
+                """
+        },
+    )
+    aliases = {r.target for r in refs if r.kind is Kind.PATCH and r.sites[0].aliases}
+    assert aliases == {"transformers.modeling_utils.no_init_weights", "trl.trainer.ORPOTrainer"}
+
+
 def test_guards_recognised(tmp_path):
     refs = surface(
         tmp_path,

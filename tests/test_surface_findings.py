@@ -205,9 +205,9 @@ MASKING_UTILS = resolved("transformers.masking_utils", "oooo", kind=Kind.IMPORT)
 PATCHED = f"patch {NO_INIT}"
 
 
-def binding(line: int = 10, *, window: str | None = None) -> Site:
-    """A patch site that binds the name (``X.n = v``)."""
-    return replace(site(line, window=window), replaces=True)
+def binding(line: int = 10, *, window: str | None = None, aliases: bool = False) -> Site:
+    """A patch site that binds the name (``X.n = v``; ``aliases``: ``v`` is upstream's)."""
+    return replace(site(line, window=window), replaces=True, aliases=aliases)
 
 
 def held(*items: Resolved) -> dict[str, tuple[str, ...]]:
@@ -218,16 +218,22 @@ def held(*items: Resolved) -> dict[str, tuple[str, ...]]:
     }
 
 
-def test_a_binding_that_only_ever_adds_the_name_cannot_stop_applying():
-    # auto-round: `if version >= 5.0.0: modeling_utils.no_init_weights = ...` (5.x lacks it)
-    shim = resolved(NO_INIT, "ommm", binding(window=">=5.0.0"))
+def test_an_alias_bound_only_where_upstream_lacks_the_name_adds_it():
+    # auto-round: if version >= 5.0.0: modeling_utils.no_init_weights = initialization.no_...
+    shim = resolved(NO_INIT, "ommm", binding(window=">=5.0.0", aliases=True))
     (finding,) = findings([MODELING_UTILS, shim], PROJECT)
     assert (finding.new, list(finding.added)) == ((), ["5.0.0", "5.1.0", "5.2.0"])
-    assert "only ever adds the name" in finding.added["5.0.0"]
-    # the same binding run on 4.57.0 too, which had the name: there it applied, so it stopped
-    assert held(MODELING_UTILS, resolved(NO_INIT, "ommm", binding())) == {PATCHED: RELEASES[1:]}
+    assert "a compat alias" in finding.added["5.0.0"]
+    # run on 4.57.0 too, which had the name: there it replaced it, and it stopped applying
+    alias = binding(aliases=True)
+    assert held(MODELING_UTILS, resolved(NO_INIT, "ommm", alias)) == {PATCHED: RELEASES[1:]}
     # an unknown where it runs may have had it: it may have applied
-    assert held(MODELING_UTILS, resolved(NO_INIT, "ummm", binding())) == {PATCHED: RELEASES[1:]}
+    assert held(MODELING_UTILS, resolved(NO_INIT, "ummm", alias)) == {PATCHED: RELEASES[1:]}
+    # liger: `modeling_qwen2_vl.CrossEntropyLoss = LigerCrossEntropyLoss` past a floor test
+    # the name's last release fails: its own code where upstream dropped the name, a dead
+    # patch on every release it runs on
+    dead = resolved(NO_INIT, "ommm", binding(window=">=5.0.0"))
+    assert held(MODELING_UTILS, dead) == {PATCHED: RELEASES[1:]}
 
 
 def test_an_item_assignment_or_a_binding_on_what_may_be_absent_is_held():
@@ -256,3 +262,21 @@ def test_the_projects_own_attribute_is_held_neither_where_bound_nor_where_read()
         f"patch {ORIGIN}": RELEASES[1:],
         f"attribute {ORIGIN}": RELEASES[1:],
     }
+
+
+LOSS = "transformers.models.llama4.modeling_llama4.CrossEntropyLoss"
+
+
+def test_a_name_no_release_has_is_the_projects_own_only_on_evidence_that_it_owns_it():
+    owner = resolved("transformers.models.llama4.modeling_llama4.Llama4Model", "oooo")
+    # liger: modeling_llama4.CrossEntropyLoss = LigerCrossEntropyLoss, never read back: a
+    # patch of a name upstream dropped before the oldest release checked, dead everywhere
+    assert held(owner, resolved(LOSS, "mmmm", binding())) == {f"patch {LOSS}": RELEASES[1:]}
+    # asked for with getattr(..., None) first: how a patch keeps the original, no evidence
+    asked = Site("proj/patch.py", 5, True, requires=(LOSS,))
+    found = held(
+        owner, resolved(LOSS, "mmmm", binding()), resolved(LOSS, "mmmm", asked, kind=Kind.ATTRIBUTE)
+    )
+    assert found[f"patch {LOSS}"] == RELEASES[1:]
+    # upstream's own object kept under a name upstream never had: no code of the project's
+    assert held(owner, resolved(LOSS, "mmmm", binding(aliases=True))) == {f"patch {LOSS}": ()}

@@ -3,9 +3,10 @@
 
 The project below needs its configuration twice: its own ``Version`` wrapper gates a patch
 to toy<2 (``version_parsers``), and it reads ``_cached_loss``, which it hangs on toy's
-Trainer itself at run time under a name no assignment spells (``own_attributes``). Read with the configuration, nothing it uses is missing inside its
-range; read without (``--config`` of an empty file replaces it), the attribute is a
-finding and the patch under an undeclared ``Version`` a possible one.
+Trainer itself at run time under a name no assignment spells (``own_attributes``). Read
+with the configuration, nothing it uses is missing inside its range; read without
+(``--config`` of an empty file replaces it), the attribute is a finding and the patch
+under an undeclared ``Version`` a possible one.
 """
 
 from __future__ import annotations

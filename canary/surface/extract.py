@@ -232,6 +232,7 @@ class Use:
     presence: bool = False  # hasattr(x, "y") / getattr(x, "y", default): asks, needs nothing
     unset: bool = False  # under a test that x.y is not there (yet)
     replaces: bool = False  # a PATCH that replaces the object (not an item in it)
+    aliases: bool = False  # ... with an upstream object (X.n = Y, Y upstream's): no code of ours
     stash: str | None = None  # X._orig_f = X.f: the original it keeps beside it (X.f)
     constant: bool = False  # set to a literal (True, a name): a marker
     versions: tuple[tuple[str, str], ...] = ()  # the window of the version tests around it
@@ -1643,7 +1644,16 @@ class _Walker:
                 constant = isinstance(value, ast.Constant)
                 # x.y += 1 reads x.y first: it replaces nothing upstream lacks, it raises
                 binds = complete and augmented is None
-                self.use(kind, binding.path, target, replaces=binds, stash=stash, constant=constant)
+                aliases = binds and isinstance(self.binding(value), Upstream)
+                self.use(
+                    kind,
+                    binding.path,
+                    target,
+                    replaces=binds,
+                    aliases=aliases,
+                    stash=stash,
+                    constant=constant,
+                )
                 if augmented is not None and complete:
                     self.use(Kind.ATTRIBUTE, binding.path, target)
             self.chain_root(target)
@@ -2016,7 +2026,9 @@ class _Walker:
             binding, _, complete = self.chain(args[0])
             name = self._literal_string(args[1])
             if isinstance(binding, Upstream) and complete and name is not None:
-                self.use(Kind.PATCH, f"{binding.path}.{name}", node, replaces=True)
+                value = args[2] if len(args) > 2 else None
+                aliases = isinstance(self.binding(value), Upstream)
+                self.use(Kind.PATCH, f"{binding.path}.{name}", node, replaces=True, aliases=aliases)
         if (module := self._imported_module(node)) is not None and self.project.is_upstream(module):
             self.use(Kind.IMPORT, module, node)
         callee = self.binding(func)
@@ -2364,6 +2376,7 @@ class _Walker:
         match: Match | None = None,
         presence: bool = False,
         replaces: bool = False,
+        aliases: bool = False,
         stash: str | None = None,
         constant: bool = False,
     ) -> None:
@@ -2390,6 +2403,7 @@ class _Walker:
                 presence=presence,
                 unset=f"-{target}" in self.present,
                 replaces=replaces,
+                aliases=aliases,
                 stash=stash,
                 constant=constant,
                 versions=bound.window.specifiers(),
@@ -2588,6 +2602,7 @@ def _merge(uses: Iterable[Use]) -> tuple[Reference, ...]:
                     fallback_of=use.fallback_of,
                     requires=use.requires,
                     replaces=use.kind is Kind.PATCH and use.replaces,
+                    aliases=use.kind is Kind.PATCH and use.aliases,
                 ),
             ),
             use.anchor,

@@ -30,14 +30,17 @@ Three narrowings, each exactly as wide as its reason:
   A miss *after* an ok release (removed) is always held, as is one that never was ok.
 
 - **Adds a name, never replaced one.** An assignment that binds an upstream name (``X.n =
-  v``, every site of it: an item assignment reads ``X.n`` first) cannot raise, and it
-  *silently stops applying* on a release only if it applied somewhere: if upstream has
-  ``n`` on a release where a site of it runs. Where upstream lacks ``n`` on every release
-  where it runs (no release checked ever had it, or a version test or absence test keeps
-  it off the releases that do), it only ever adds the name: a compat shim, or the
-  project's own attribute. Its misses are recorded (``added``), never held; and where no
-  release checked ever had the name, the project's reads and imports of it (and of what
-  lies in it) read its own attribute, the same on every release: recorded, never held.
+  v``, every site of it: an item assignment or ``+=`` reads ``X.n`` first) cannot raise
+  while ``X`` is there. Where no release checked ever had ``n`` and the project reads it
+  back itself or binds only upstream's own objects to it, ``n`` is the project's own
+  attribute: its bindings and its reads and imports of it (and of what lies in it) are the
+  same on every release, recorded (``added``), never held. Where upstream lacks ``n`` on
+  every release where a binding runs (a version test keeps it off the others), and every
+  binding is of upstream's own object (``X.old = Y``), it is a compat alias: it adds the
+  name and puts no code of the project's in upstream's way, so nothing stops applying. A
+  binding of the project's own code there, never read back, is still held: a patch of a
+  name upstream dropped (before the project's floor, or before the oldest release checked)
+  silently does nothing on every release it runs on.
 """
 
 from __future__ import annotations
@@ -286,14 +289,25 @@ def _outcomes(resolved: Sequence[Resolved]) -> Outcomes:
 
 
 def _own_attributes(resolved: Sequence[Resolved]) -> frozenset[str]:
-    """The names the project binds on upstream objects that no release checked ever had:
-    missing on every one (an unknown may have it)."""
-    return frozenset(
+    """The names the project binds on upstream objects that no release checked ever had
+    (missing on every one: an unknown may have it) and that are its own: it reads them
+    back itself (not a presence test: ``getattr(x, "n", None)`` before a patch is how a
+    patch keeps upstream's original), or binds only upstream's own objects to them (no code
+    of its own that upstream was meant to run). A binding of its own code that it never
+    reads is a patch of a name upstream dropped before the oldest release checked."""
+    read = {
         item.reference.target
         for item in resolved
-        if _replaces(item.reference)
+        if item.reference.kind in (Kind.IMPORT, Kind.ATTRIBUTE)
+        and any(item.reference.target not in site.requires for site in item.reference.sites)
+    }
+    return frozenset(
+        reference.target
+        for item in resolved
+        if _replaces(reference := item.reference)
         and item.outcomes
         and all(outcome is Outcome.MISSING for outcome in item.outcomes.values())
+        and (reference.target in read or all(site.aliases for site in reference.sites))
     )
 
 
@@ -309,15 +323,19 @@ def _added(
     mine = next((t for t in _prefixes(reference.target) if t in own), None)
     if mine is not None and reference.kind in (Kind.IMPORT, Kind.ATTRIBUTE, Kind.PATCH):
         why = f"{mine} is the project's own: it binds it there, and no release checked has it"
-    elif _replaces(reference) and all(
-        outcome is Outcome.MISSING
-        for version, outcome in item.outcomes.items()
-        if any(runs(reference, site, version) for site in reference.sites)
+    elif (
+        _replaces(reference)
+        and all(site.aliases for site in reference.sites)
+        and all(
+            outcome is Outcome.MISSING
+            for version, outcome in item.outcomes.items()
+            if any(runs(reference, site, version) for site in reference.sites)
+        )
     ):
         mine = reference.target
         why = (
-            "a binding that only ever adds the name: upstream lacks it on every release "
-            "where it runs, so it never replaced anything there and cannot stop applying"
+            "a compat alias: it binds upstream's own object under a name upstream lacks on "
+            "every release where it runs, so it adds the name and replaces nothing"
         )
     else:
         return {}

@@ -8,7 +8,7 @@ a :class:`SurfaceResult` holds both and reads/writes the JSON other tools rely o
      "packages": {pkg: [versions checked]},
      "references": [{"package", "target", "kind", "anchor", "sites": [{"path", "line",
                      "guarded", "versions", "at_import", "undecided",
-                     "fallback_of", "requires", "replaces"}],
+                     "fallback_of", "requires", "replaces", "aliases"}],
                      "outcomes": {version: "ok" | "missing" | "unknown"}}]}
 """
 
@@ -94,6 +94,9 @@ class Site:
     # raise while ``X`` is there, and where upstream lacks ``n`` it adds it; an item
     # assignment (``X.n[k] = v``) reads ``X.n`` first
     replaces: bool = False
+    # a binding of upstream's own object (``X.n = Y``, ``Y`` read from upstream): it puts
+    # no code of the project's in upstream's way, only the name
+    aliases: bool = False
 
     def runs_on(self, package: str, label: str) -> bool:
         """Whether the site can run on release ``label`` of ``package``: every bound of its
@@ -123,6 +126,8 @@ class Site:
             data["requires"] = list(self.requires)
         if self.replaces:
             data["replaces"] = True
+        if self.aliases:
+            data["aliases"] = True
         return data
 
     @classmethod
@@ -138,6 +143,7 @@ class Site:
             tuple(str(t) for t in data.get("fallback_of") or ()),
             tuple(str(t) for t in data.get("requires") or ()),
             bool(data.get("replaces", False)),
+            bool(data.get("aliases", False)),
         )
 
 
