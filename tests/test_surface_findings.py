@@ -280,3 +280,13 @@ def test_a_name_no_release_has_is_the_projects_own_only_on_evidence_that_it_owns
     assert found[f"patch {LOSS}"] == RELEASES[1:]
     # upstream's own object kept under a name upstream never had: no code of the project's
     assert held(owner, resolved(LOSS, "mmmm", binding(aliases=True))) == {f"patch {LOSS}": ()}
+
+
+def test_a_dunder_binding_takes_effect_whatever_upstream_defines():
+    # unsloth: trl.__all__ = [...] (trl has none): `from trl import *` reads it, not trl
+    star = resolved("transformers.__all__", "mmmm", binding())
+    (finding,) = findings([MODELING_UTILS, star], PROJECT)
+    assert (finding.new, list(finding.added)) == ((), list(RELEASES[1:]))
+    # a read of it still raises where upstream lacks it
+    read = resolved("transformers.__all__", "mmmm", site(), kind=Kind.ATTRIBUTE)
+    assert held(MODELING_UTILS, read) == {"attribute transformers.__all__": RELEASES[1:]}

@@ -38,6 +38,8 @@ Three narrowings, each exactly as wide as its reason:
   every release where a binding runs (a version test keeps it off the others), and every
   binding is of upstream's own object (``X.old = Y``), it is a compat alias: it adds the
   name and puts no code of the project's in upstream's way, so nothing stops applying. A
+  binding of a dunder (``trl.__all__ = [...]``) is read by the interpreter itself,
+  whatever upstream defines: it takes effect on every release, and is not held either. A
   binding of the project's own code there, never read back, is still held: a patch of a
   name upstream dropped (before the project's floor, or before the oldest release checked)
   silently does nothing on every release it runs on.
@@ -337,6 +339,12 @@ def _added(
             "a compat alias: it binds upstream's own object under a name upstream lacks on "
             "every release where it runs, so it adds the name and replaces nothing"
         )
+    elif _replaces(reference) and _dunder(reference.target.rpartition(".")[2]):
+        mine = reference.target
+        why = (
+            "the interpreter reads a dunder itself (``__all__`` for a star import, "
+            "``__init__`` for a call), whatever upstream defines: the binding takes effect"
+        )
     else:
         return {}
     owner = mine.rpartition(".")[0]
@@ -349,6 +357,10 @@ def _added(
         elif version in gone:
             added[version] = f"{owner} is missing there too: the miss is that use's own"
     return added
+
+
+def _dunder(name: str) -> bool:
+    return len(name) > 4 and name.startswith("__") and name.endswith("__")
 
 
 def _there(owner: str, known: Outcomes) -> set[str]:
