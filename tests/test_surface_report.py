@@ -305,3 +305,18 @@ def test_a_reference_to_a_package_no_release_of_which_was_checked_is_not_fine():
     line = report.summary(built)
     assert "0 fine everywhere; 1 on no release checked" in line
     assert report.summary(report.build(EVERYTHING)).endswith("fine everywhere")
+
+
+def test_a_name_the_project_adds_itself_is_not_counted_and_says_why():
+    # auto-round: modeling_utils.no_init_weights = initialization.no_init_weights, >=1.1
+    site = Site("proj/patch.py", 10, versions=(("toy", ">=1.1.0"),), replaces=True, aliases=True)
+    alias = Reference("toy", "toy.core.no_init", Kind.PATCH, (site,))
+    shim = result(
+        resolved(alias, OK, OK, MISSING, MISSING, MISSING),
+        resolved(ref("toy.core.Engine"), OK, OK, OK, OK, OK),
+    )
+    built = report.build(shim, everything=True)
+    (entry,) = [e for e in built.entries if e.reference == alias]
+    assert (entry.section, entry.held) == (report.REST, ())
+    assert "not counted: a compat alias" in report.terminal(built)
+    assert "not counted: a compat alias" in report.markdown(built)

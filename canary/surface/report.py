@@ -118,6 +118,7 @@ class Entry:
     excused: dict[str, str] | None = None  # came later, not counted: release -> why
     possible: str = ""  # why a miss inside the range is only possible (POSSIBLE)
     silently: bool = False  # a miss does not raise: the patch or anchor does nothing there
+    added: str = ""  # why its misses are of a name the project adds itself, not held
 
     @property
     def reference(self) -> Reference:
@@ -226,6 +227,8 @@ def build(
     since = {f.reference.key: f.since for f in found if f.came_later}
     excused = {(f.reference.key, v): why for f in found for v, why in f.excused.items()}
     possible = {f.reference.key: f.possible for f in found if f.possible and f.new}
+    # a name the project adds itself: why its misses are not held (one reason per reference)
+    added = {f.reference.key: next(iter(f.added.values())) for f in found if f.added}
     pins = own_pins(result)
     gone: dict[str, set[str]] = {}  # target -> releases where it is missing
     for item in result.references:
@@ -274,6 +277,7 @@ def build(
                 waived,
                 possible.get(reference.key, ""),
                 quiet,
+                added.get(reference.key, ""),
             )
         )
     entries.sort(key=lambda entry: _reading_order(result, entry))
@@ -484,6 +488,11 @@ def later_text(entry: Entry) -> str | None:
     return "; ".join(parts)
 
 
+def added_text(entry: Entry) -> str | None:
+    """``not counted: a compat alias: ...`` for a name the project adds (None otherwise)."""
+    return f"not counted: {entry.added}" if entry.added else None
+
+
 def _range(labels: Sequence[str]) -> str:
     return range_label(labels[0], labels[-1])
 
@@ -504,6 +513,8 @@ def terminal(report: SurfaceReport) -> str:
                 out.append(f"  {text}")
             if entry.possible:
                 out.append(f"  possible: {entry.possible}")
+            if (text := added_text(entry)) is not None:
+                out.append(f"  {text}")
             out.append(f"  {spans_text(entry)}")
             if (text := why(entry)) is not None:
                 out.append(f"  upstream: {text}")
@@ -532,7 +543,11 @@ def markdown(report: SurfaceReport) -> str:
                 reference.package,
                 f"`{markdown_cell(heading(reference))}`{pinned}",
                 markdown_cell(sites(reference)),
-                markdown_cell("; ".join(filter(None, (later_text(entry), spans_text(entry))))),
+                markdown_cell(
+                    "; ".join(
+                        filter(None, (later_text(entry), added_text(entry), spans_text(entry)))
+                    )
+                ),
                 markdown_cell(why(entry) or ""),
             )
             out.append("| " + " | ".join(cells) + " |")
