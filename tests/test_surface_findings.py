@@ -203,10 +203,11 @@ ORIGIN = "transformers.masking_utils.origin_create_causal_mask"
 MODELING_UTILS = resolved("transformers.modeling_utils.PreTrainedModel", "oooo", kind=Kind.IMPORT)
 MASKING_UTILS = resolved("transformers.masking_utils", "oooo", kind=Kind.IMPORT)
 PATCHED = f"patch {NO_INIT}"
+INITIALIZATION = "transformers.initialization.no_init_weights"
 
 
-def binding(line: int = 10, *, window: str | None = None, aliases: bool = False) -> Site:
-    """A patch site that binds the name (``X.n = v``; ``aliases``: ``v`` is upstream's)."""
+def binding(line: int = 10, *, window: str | None = None, aliases: str = "") -> Site:
+    """A patch site that binds the name (``X.n = v``; ``aliases``: ``v``, upstream's)."""
     return replace(site(line, window=window), replaces=True, aliases=aliases)
 
 
@@ -220,20 +221,35 @@ def held(*items: Resolved) -> dict[str, tuple[str, ...]]:
 
 def test_an_alias_bound_only_where_upstream_lacks_the_name_adds_it():
     # auto-round: if version >= 5.0.0: modeling_utils.no_init_weights = initialization.no_...
-    shim = resolved(NO_INIT, "ommm", binding(window=">=5.0.0", aliases=True))
+    shim = resolved(NO_INIT, "ommm", binding(window=">=5.0.0", aliases=INITIALIZATION))
     (finding,) = findings([MODELING_UTILS, shim], PROJECT)
     assert (finding.new, list(finding.added)) == ((), ["5.0.0", "5.1.0", "5.2.0"])
     assert "a compat alias" in finding.added["5.0.0"]
-    # run on 4.57.0 too, which had the name: there it replaced it, and it stopped applying
-    alias = binding(aliases=True)
-    assert held(MODELING_UTILS, resolved(NO_INIT, "ommm", alias)) == {PATCHED: RELEASES[1:]}
+    # run on 5.0.0 too, which had the name: there it redirected it, and it stopped applying
+    alias = binding(aliases=INITIALIZATION)
+    assert held(MODELING_UTILS, resolved(NO_INIT, "oomm", alias)) == {PATCHED: RELEASES[2:]}
     # an unknown where it runs may have had it: it may have applied
-    assert held(MODELING_UTILS, resolved(NO_INIT, "ummm", alias)) == {PATCHED: RELEASES[1:]}
+    assert held(MODELING_UTILS, resolved(NO_INIT, "mumm", alias)) == {PATCHED: ("5.1.0", "5.2.0")}
     # liger: `modeling_qwen2_vl.CrossEntropyLoss = LigerCrossEntropyLoss` past a floor test
     # the name's last release fails: its own code where upstream dropped the name, a dead
     # patch on every release it runs on
     dead = resolved(NO_INIT, "ommm", binding(window=">=5.0.0"))
     assert held(MODELING_UTILS, dead) == {PATCHED: RELEASES[1:]}
+
+
+def test_an_alias_binds_only_where_what_it_binds_is_there():
+    # axolotl: from trl.experimental.orpo import ORPOTrainer; trl.trainer.ORPOTrainer = it
+    # (the import fails where the new home is missing: the binding never runs there)
+    new_home = "transformers.experimental.orpo.ORPOTrainer"
+    moved = resolved(new_home, "mmoo", site(5), kind=Kind.IMPORT)
+    shim = resolved(NO_INIT, "oomm", binding(aliases=new_home))
+    assert held(MODELING_UTILS, moved, shim) == {f"import {new_home}": RELEASES[1:2], PATCHED: ()}
+    # where the new home is there while the old name is too, the alias replaced it there
+    early = resolved(new_home, "oooo", site(5), kind=Kind.IMPORT)
+    assert held(MODELING_UTILS, early, shim) == {PATCHED: RELEASES[2:]}
+    # ... unless that was only before the declared range (>=5.0.0): none it supports
+    older = resolved(NO_INIT, "ommm", binding(aliases=new_home))
+    assert held(MODELING_UTILS, early, older) == {PATCHED: ()}
 
 
 def test_an_item_assignment_or_a_binding_on_what_may_be_absent_is_held():
@@ -279,7 +295,8 @@ def test_a_name_no_release_has_is_the_projects_own_only_on_evidence_that_it_owns
     )
     assert found[f"patch {LOSS}"] == RELEASES[1:]
     # upstream's own object kept under a name upstream never had: no code of the project's
-    assert held(owner, resolved(LOSS, "mmmm", binding(aliases=True))) == {f"patch {LOSS}": ()}
+    kept = binding(aliases="transformers.loss.ForCausalLMLoss")
+    assert held(owner, resolved(LOSS, "mmmm", kept)) == {f"patch {LOSS}": ()}
 
 
 def test_a_dunder_binding_takes_effect_whatever_upstream_defines():

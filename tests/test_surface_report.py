@@ -309,7 +309,8 @@ def test_a_reference_to_a_package_no_release_of_which_was_checked_is_not_fine():
 
 def test_a_name_the_project_adds_itself_is_not_counted_and_says_why():
     # auto-round: modeling_utils.no_init_weights = initialization.no_init_weights, >=1.1
-    site = Site("proj/patch.py", 10, versions=(("toy", ">=1.1.0"),), replaces=True, aliases=True)
+    window = (("toy", ">=1.1.0"),)
+    site = Site("proj/patch.py", 10, versions=window, replaces=True, aliases="toy.init.no_init")
     alias = Reference("toy", "toy.core.no_init", Kind.PATCH, (site,))
     shim = result(
         resolved(alias, OK, OK, MISSING, MISSING, MISSING),

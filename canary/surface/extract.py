@@ -232,7 +232,7 @@ class Use:
     presence: bool = False  # hasattr(x, "y") / getattr(x, "y", default): asks, needs nothing
     unset: bool = False  # under a test that x.y is not there (yet)
     replaces: bool = False  # a PATCH that replaces the object (not an item in it)
-    aliases: bool = False  # ... with an upstream object (X.n = Y, Y upstream's): no code of ours
+    aliases: str = ""  # ... with an upstream object (X.n = Y): Y's dotted path, no code of ours
     stash: str | None = None  # X._orig_f = X.f: the original it keeps beside it (X.f)
     constant: bool = False  # set to a literal (True, a name): a marker
     versions: tuple[tuple[str, str], ...] = ()  # the window of the version tests around it
@@ -1644,7 +1644,8 @@ class _Walker:
                 constant = isinstance(value, ast.Constant)
                 # x.y += 1 reads x.y first: it replaces nothing upstream lacks, it raises
                 binds = complete and augmented is None
-                aliases = binds and isinstance(self.binding(value), Upstream)
+                bound = self.binding(value) if binds else None
+                aliases = bound.path if isinstance(bound, Upstream) else ""
                 self.use(
                     kind,
                     binding.path,
@@ -2027,7 +2028,8 @@ class _Walker:
             name = self._literal_string(args[1])
             if isinstance(binding, Upstream) and complete and name is not None:
                 value = args[2] if len(args) > 2 else None
-                aliases = isinstance(self.binding(value), Upstream)
+                bound = self.binding(value)
+                aliases = bound.path if isinstance(bound, Upstream) else ""
                 self.use(Kind.PATCH, f"{binding.path}.{name}", node, replaces=True, aliases=aliases)
         if (module := self._imported_module(node)) is not None and self.project.is_upstream(module):
             self.use(Kind.IMPORT, module, node)
@@ -2376,7 +2378,7 @@ class _Walker:
         match: Match | None = None,
         presence: bool = False,
         replaces: bool = False,
-        aliases: bool = False,
+        aliases: str = "",
         stash: str | None = None,
         constant: bool = False,
     ) -> None:
@@ -2602,7 +2604,7 @@ def _merge(uses: Iterable[Use]) -> tuple[Reference, ...]:
                     fallback_of=use.fallback_of,
                     requires=use.requires,
                     replaces=use.kind is Kind.PATCH and use.replaces,
-                    aliases=use.kind is Kind.PATCH and use.aliases,
+                    aliases=use.aliases if use.kind is Kind.PATCH else "",
                 ),
             ),
             use.anchor,

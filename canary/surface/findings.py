@@ -34,15 +34,17 @@ Three narrowings, each exactly as wide as its reason:
   while ``X`` is there. Where no release checked ever had ``n`` and the project reads it
   back itself or binds only upstream's own objects to it, ``n`` is the project's own
   attribute: its bindings and its reads and imports of it (and of what lies in it) are the
-  same on every release, recorded (``added``), never held. Where upstream lacks ``n`` on
-  every release where a binding runs (a version test keeps it off the others), and every
-  binding is of upstream's own object (``X.old = Y``), it is a compat alias: it adds the
-  name and puts no code of the project's in upstream's way, so nothing stops applying. A
-  binding of a dunder (``trl.__all__ = [...]``) is read by the interpreter itself,
-  whatever upstream defines: it takes effect on every release, and is not held either. A
-  binding of the project's own code there, never read back, is still held: a patch of a
-  name upstream dropped (before the project's floor, or before the oldest release checked)
-  silently does nothing on every release it runs on.
+  same on every release, recorded (``added``), never held. Where every binding is of
+  upstream's own object (``X.old = Y``) and upstream lacks ``n`` on every release of the
+  declared range where one binds (a version test keeps it off the others, or ``Y`` is
+  missing there: reading ``Y`` raises first), it is a compat alias: it adds the name and
+  puts no code of the project's in upstream's way, so nothing stops applying (on a
+  release the project supports, it never redirected a name upstream had: only that would
+  be a patch). A binding of a dunder
+  (``trl.__all__ = [...]``) is read by the interpreter itself, whatever upstream defines:
+  it takes effect on every release. A binding of the project's own code there, never read
+  back, is still held: a patch of a name upstream dropped (before the project's floor, or
+  before the oldest release checked) silently does nothing on every release it runs on.
 """
 
 from __future__ import annotations
@@ -171,7 +173,7 @@ def findings(
             if not reference.sites or any(runs(reference, site, v) for site in reference.sites)
         }
         gated = tuple(v for v in inside if v not in missing)
-        added = _added(item, missing, runs, own, known)
+        added = _added(item, missing, runs, own, known, declared=ranges[package])
         missing = {v: why for v, why in missing.items() if v not in added}
         accepted = {}
         for version in missing:
@@ -314,7 +316,13 @@ def _own_attributes(resolved: Sequence[Resolved]) -> frozenset[str]:
 
 
 def _added(
-    item: Resolved, missing: Iterable[str], runs: Runs, own: frozenset[str], known: Outcomes
+    item: Resolved,
+    missing: Iterable[str],
+    runs: Runs,
+    own: frozenset[str],
+    known: Outcomes,
+    *,
+    declared: SpecifierSet | None,
 ) -> dict[str, str]:
     """The misses of ``item`` that are of a name the project adds -> why: a binding that
     never replaced anything where it runs, or a use of the project's own attribute (or of
@@ -331,7 +339,8 @@ def _added(
         and all(
             outcome is Outcome.MISSING
             for version, outcome in item.outcomes.items()
-            if any(runs(reference, site, version) for site in reference.sites)
+            if in_range(version, declared)
+            and any(_binds(reference, site, version, runs, known) for site in reference.sites)
         )
     ):
         mine = reference.target
@@ -357,6 +366,17 @@ def _added(
         elif version in gone:
             added[version] = f"{owner} is missing there too: the miss is that use's own"
     return added
+
+
+def _binds(reference: Reference, site: Site, version: str, runs: Runs, known: Outcomes) -> bool:
+    """Whether an alias site binds on that release: it runs there, and what it binds is
+    not missing there (reading it raises first, or its import did). Only what is of the
+    same package is asked: another package's releases are other labels."""
+    if not runs(reference, site, version):
+        return False
+    if site.aliases.split(".", 1)[0] != reference.package:
+        return True
+    return known.get(site.aliases, {}).get(version) is not Outcome.MISSING
 
 
 def _dunder(name: str) -> bool:

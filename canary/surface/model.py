@@ -94,9 +94,9 @@ class Site:
     # raise while ``X`` is there, and where upstream lacks ``n`` it adds it; an item
     # assignment (``X.n[k] = v``) reads ``X.n`` first
     replaces: bool = False
-    # a binding of upstream's own object (``X.n = Y``, ``Y`` read from upstream): it puts
-    # no code of the project's in upstream's way, only the name
-    aliases: bool = False
+    # a binding of upstream's own object (``X.n = Y``): ``Y``'s dotted path (""; none); it
+    # puts no code of the project's in upstream's way, and binds only where ``Y`` is there
+    aliases: str = ""
 
     def runs_on(self, package: str, label: str) -> bool:
         """Whether the site can run on release ``label`` of ``package``: every bound of its
@@ -127,7 +127,7 @@ class Site:
         if self.replaces:
             data["replaces"] = True
         if self.aliases:
-            data["aliases"] = True
+            data["aliases"] = self.aliases
         return data
 
     @classmethod
@@ -143,7 +143,7 @@ class Site:
             tuple(str(t) for t in data.get("fallback_of") or ()),
             tuple(str(t) for t in data.get("requires") or ()),
             bool(data.get("replaces", False)),
-            bool(data.get("aliases", False)),
+            str(data.get("aliases") or ""),
         )
 
 
