@@ -219,17 +219,20 @@ def held(*items: Resolved) -> dict[str, tuple[str, ...]]:
     }
 
 
-def test_an_alias_bound_only_where_upstream_lacks_the_name_adds_it():
+def test_a_reexport_bound_only_where_upstream_lacks_the_name_adds_it():
     # auto-round: if version >= 5.0.0: modeling_utils.no_init_weights = initialization.no_...
     shim = resolved(NO_INIT, "ommm", binding(window=">=5.0.0", aliases=INITIALIZATION))
     (finding,) = findings([MODELING_UTILS, shim], PROJECT)
     assert (finding.new, list(finding.added)) == ((), ["5.0.0", "5.1.0", "5.2.0"])
-    assert "a compat alias" in finding.added["5.0.0"]
+    assert "a compat re-export" in finding.added["5.0.0"]
     # run on 5.0.0 too, which had the name: there it redirected it, and it stopped applying
     alias = binding(aliases=INITIALIZATION)
     assert held(MODELING_UTILS, resolved(NO_INIT, "oomm", alias)) == {PATCHED: RELEASES[2:]}
     # an unknown where it runs may have had it: it may have applied
     assert held(MODELING_UTILS, resolved(NO_INIT, "mumm", alias)) == {PATCHED: ("5.1.0", "5.2.0")}
+    # upstream's object under another name redirects it: a patch, dead where the name is gone
+    redirect = binding(window=">=5.0.0", aliases="transformers.initialization.skip_init")
+    assert held(MODELING_UTILS, resolved(NO_INIT, "ommm", redirect)) == {PATCHED: RELEASES[1:]}
     # liger: `modeling_qwen2_vl.CrossEntropyLoss = LigerCrossEntropyLoss` past a floor test
     # the name's last release fails: its own code where upstream dropped the name, a dead
     # patch on every release it runs on
@@ -237,10 +240,10 @@ def test_an_alias_bound_only_where_upstream_lacks_the_name_adds_it():
     assert held(MODELING_UTILS, dead) == {PATCHED: RELEASES[1:]}
 
 
-def test_an_alias_binds_only_where_what_it_binds_is_there():
+def test_a_reexport_binds_only_where_what_it_binds_is_there():
     # axolotl: from trl.experimental.orpo import ORPOTrainer; trl.trainer.ORPOTrainer = it
     # (the import fails where the new home is missing: the binding never runs there)
-    new_home = "transformers.experimental.orpo.ORPOTrainer"
+    new_home = "transformers.initialization.no_init_weights"
     moved = resolved(new_home, "mmoo", site(5), kind=Kind.IMPORT)
     shim = resolved(NO_INIT, "oomm", binding(aliases=new_home))
     assert held(MODELING_UTILS, moved, shim) == {f"import {new_home}": RELEASES[1:2], PATCHED: ()}

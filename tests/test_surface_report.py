@@ -319,5 +319,5 @@ def test_a_name_the_project_adds_itself_is_not_counted_and_says_why():
     built = report.build(shim, everything=True)
     (entry,) = [e for e in built.entries if e.reference == alias]
     assert (entry.section, entry.held) == (report.REST, ())
-    assert "not counted: a compat alias" in report.terminal(built)
-    assert "not counted: a compat alias" in report.markdown(built)
+    assert "not counted: a compat re-export" in report.terminal(built)
+    assert "not counted: a compat re-export" in report.markdown(built)

@@ -34,13 +34,13 @@ Three narrowings, each exactly as wide as its reason:
   while ``X`` is there. Where no release checked ever had ``n`` and the project reads it
   back itself or binds only upstream's own objects to it, ``n`` is the project's own
   attribute: its bindings and its reads and imports of it (and of what lies in it) are the
-  same on every release, recorded (``added``), never held. Where every binding is of
-  upstream's own object (``X.old = Y``) and upstream lacks ``n`` on every release of the
-  declared range where one binds (a version test keeps it off the others, or ``Y`` is
-  missing there: reading ``Y`` raises first), it is a compat alias: it adds the name and
-  puts no code of the project's in upstream's way, so nothing stops applying (on a
-  release the project supports, it never redirected a name upstream had: only that would
-  be a patch). A binding of a dunder
+  same on every release, recorded (``added``), never held. Where every binding puts
+  upstream's own ``n`` back from its new home (``X.n = Z.n``) and upstream lacks ``X.n``
+  on every release of the declared range where one binds (a version test keeps it off
+  the others, or ``Z.n`` is missing there: reading it raises first), it is a compat
+  re-export: it adds the name and puts no code of the project's in upstream's way, and on
+  no release the project supports did it redirect a name upstream had, so nothing stops
+  applying. A binding of a dunder
   (``trl.__all__ = [...]``) is read by the interpreter itself, whatever upstream defines:
   it takes effect on every release. A binding of the project's own code there, never read
   back, is still held: a patch of a name upstream dropped (before the project's floor, or
@@ -335,7 +335,7 @@ def _added(
         why = f"{mine} is the project's own: it binds it there, and no release checked has it"
     elif (
         _replaces(reference)
-        and all(site.aliases for site in reference.sites)
+        and all(_reexports(reference, site) for site in reference.sites)
         and all(
             outcome is Outcome.MISSING
             for version, outcome in item.outcomes.items()
@@ -345,8 +345,8 @@ def _added(
     ):
         mine = reference.target
         why = (
-            "a compat alias: it binds upstream's own object under a name upstream lacks on "
-            "every release where it runs, so it adds the name and replaces nothing"
+            "a compat re-export: it puts upstream's own object back under its old name, which "
+            "upstream lacks on every release of the range where it binds: it replaces nothing"
         )
     elif _replaces(reference) and _dunder(reference.target.rpartition(".")[2]):
         mine = reference.target
@@ -366,6 +366,16 @@ def _added(
         elif version in gone:
             added[version] = f"{owner} is missing there too: the miss is that use's own"
     return added
+
+
+def _reexports(reference: Reference, site: Site) -> bool:
+    """The site binds upstream's own ``n`` from another home at this one (``X.n = Z.n``):
+    a moved name put back where it was. A different name (``X.a = X.b``) would redirect
+    upstream's reads of ``a`` to ``b``: a patch, dead wherever ``a`` is gone."""
+    return (
+        bool(site.aliases)
+        and site.aliases.rpartition(".")[2] == reference.target.rpartition(".")[2]
+    )
 
 
 def _binds(reference: Reference, site: Site, version: str, runs: Runs, known: Outcomes) -> bool:
