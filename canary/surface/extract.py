@@ -232,7 +232,7 @@ class Use:
     presence: bool = False  # hasattr(x, "y") / getattr(x, "y", default): asks, needs nothing
     unset: bool = False  # under a test that x.y is not there (yet)
     replaces: bool = False  # a PATCH that replaces the object (not an item in it)
-    aliases: str = ""  # ... with an upstream object (X.n = Y): Y's dotted path, no code of ours
+    aliases: str = ""  # ... with upstream's own object Y (X.n = Y): Y's dotted path
     stash: str | None = None  # X._orig_f = X.f: the original it keeps beside it (X.f)
     constant: bool = False  # set to a literal (True, a name): a marker
     versions: tuple[tuple[str, str], ...] = ()  # the window of the version tests around it

@@ -40,11 +40,11 @@ Three narrowings, each exactly as wide as its reason:
   the others, or ``Z.n`` is missing there: reading it raises first), it is a compat
   re-export: it adds the name and puts no code of the project's in upstream's way, and on
   no release the project supports did it redirect a name upstream had, so nothing stops
-  applying. A binding of a dunder
-  (``trl.__all__ = [...]``) is read by the interpreter itself, whatever upstream defines:
-  it takes effect on every release. A binding of the project's own code there, never read
-  back, is still held: a patch of a name upstream dropped (before the project's floor, or
-  before the oldest release checked) silently does nothing on every release it runs on.
+  applying. A binding of a dunder (``trl.__all__ = [...]``) is read by the interpreter
+  itself, whatever upstream defines: it takes effect on every release. A binding of the
+  project's own code there, never read back, is still held: a patch of a name upstream
+  dropped (before the project's floor, or before the oldest release checked) silently
+  does nothing on every release it runs on.
 """
 
 from __future__ import annotations
@@ -324,11 +324,11 @@ def _added(
     *,
     declared: SpecifierSet | None,
 ) -> dict[str, str]:
-    """The misses of ``item`` that are of a name the project adds -> why: a binding that
-    never replaced anything where it runs, or a use of the project's own attribute (or of
-    what lies in it). Only where what the name is bound on is there (``X`` of ``X.n``: a
-    binding on a missing ``X`` raises), or is itself a use of the project missing there
-    (the miss is that use's, found and judged as its own)."""
+    """The misses of ``item`` that are of a name the project adds -> why: a use of the
+    project's own attribute (or of what lies in it), a compat re-export, or a binding of
+    a dunder. Only where what the name is bound on is there (``X`` of ``X.n``: a binding
+    on a missing ``X`` raises), or is itself a use of the project missing there (the miss
+    is that use's, found and judged as its own)."""
     reference = item.reference
     mine = next((t for t in _prefixes(reference.target) if t in own), None)
     if mine is not None and reference.kind in (Kind.IMPORT, Kind.ATTRIBUTE, Kind.PATCH):
@@ -379,7 +379,7 @@ def _reexports(reference: Reference, site: Site) -> bool:
 
 
 def _binds(reference: Reference, site: Site, version: str, runs: Runs, known: Outcomes) -> bool:
-    """Whether an alias site binds on that release: it runs there, and what it binds is
+    """Whether a re-export site binds on that release: it runs there, and what it binds is
     not missing there (reading it raises first, or its import did). Only what is of the
     same package is asked: another package's releases are other labels."""
     if not runs(reference, site, version):
