@@ -236,6 +236,7 @@ def test_the_command_finds_a_patch_target_upstream_renamed(project, capsys):
             "guarded": False,
             "versions": {},
             "at_import": True,
+            "replaces": True,  # it binds the name: a miss does nothing, it does not raise
         }
     ]
     assert patch["outcomes"] == {"1.0": "ok", "2.0": "missing"}

@@ -215,6 +215,43 @@ def test_patch_targets(tmp_path):
     assert one(refs, Kind.PATCH, f"{flash}.forward").guarded
     assert one(refs, Kind.ATTRIBUTE, flash).guarded  # the hasattr itself
     assert not one(refs, Kind.PATCH, "transformers.modeling_utils.ALL_ATTENTION_FUNCTIONS").guarded
+    # which sites bind the name (and so cannot raise): not an item assignment, not +=
+    binds = {r.target for r in refs if r.kind is Kind.PATCH and r.sites[0].replaces}
+    assert binds == {
+        "transformers.models.llama.modeling_llama.LlamaAttention.forward",
+        "transformers.models.llama.modeling_llama.LlamaRMSNorm.forward",  # setattr
+        "transformers.models.llama.modeling_llama.LlamaFlashAttention2.forward",
+    }
+
+
+def test_which_bindings_alias_an_upstream_object(tmp_path):
+    refs = surface(
+        tmp_path,
+        {
+            "m.py": """\
+                import transformers
+                import trl.trainer
+                from transformers.initialization import no_init_weights
+                from trl.experimental.orpo import ORPOTrainer
+
+                def mine():
+                    pass
+
+                transformers.modeling_utils.no_init_weights = no_init_weights
+                setattr(trl.trainer, "ORPOTrainer", ORPOTrainer)
+                transformers.modeling_utils.PreTrainedModel.post_init = mine
+                transformers.models.llama.modeling_llama.LlamaFlashAttention2 = None
+                """
+        },
+    )
+    aliases = {r.target: r.sites[0].aliases for r in refs if r.kind is Kind.PATCH}
+    utils, initialization = "transformers.modeling_utils", "transformers.initialization"
+    assert aliases == {
+        f"{utils}.no_init_weights": f"{initialization}.no_init_weights",
+        "trl.trainer.ORPOTrainer": "trl.experimental.orpo.ORPOTrainer",
+        f"{utils}.PreTrainedModel.post_init": "",  # the project's code
+        "transformers.models.llama.modeling_llama.LlamaFlashAttention2": "",
+    }
 
 
 def test_guards_recognised(tmp_path):
@@ -495,6 +532,33 @@ def test_own_attributes_are_not_dependencies(tmp_path):
     # a marker read only (set elsewhere, on a copy) is the project's too; a public name is not
     assert "transformers.Trainer.train._myproj_done" not in targets(refs, Kind.ATTRIBUTE)
     assert "transformers.Trainer.myproj_public" in targets(refs, Kind.ATTRIBUTE)
+
+
+def test_a_backfill_under_a_name_bound_to_an_absence_test_is_the_projects_own(tmp_path):
+    # unsloth: added = not hasattr(cache_utils, "SlidingWindowCache"); if added: ... = Stub
+    refs = surface(
+        tmp_path,
+        {
+            "m.py": """\
+                import transformers.cache_utils as cache_utils
+
+                def stubs():
+                    added = not hasattr(cache_utils, "SlidingWindowCache")
+                    if added:
+                        cache_utils.SlidingWindowCache = type("S", (), {})
+                    present = hasattr(cache_utils, "DynamicCache")
+                    if not present:
+                        cache_utils.DynamicCache = type("D", (), {})
+                    try:
+                        yield
+                    finally:
+                        if added:
+                            del cache_utils.SlidingWindowCache
+                    cache_utils.OffloadedCache = None  # set with no test: upstream's name
+                """
+        },
+    )
+    assert targets(refs, Kind.PATCH) == {"transformers.cache_utils.OffloadedCache"}
 
 
 def test_only_the_targets_top_level_packages_name_its_own_attributes(tmp_path):

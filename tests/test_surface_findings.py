@@ -196,3 +196,117 @@ def test_a_site_that_requires_what_a_test_found_present_runs_only_where_it_is():
     assert [f.new for f in findings([test, gone], project)] == [(), ()]
     (finding,) = [f for f in findings([stays, stopped], project) if f.reference.target != BONE]
     assert finding.new == ("5.1.0", "5.2.0")
+
+
+NO_INIT = "transformers.modeling_utils.no_init_weights"
+ORIGIN = "transformers.masking_utils.origin_create_causal_mask"
+MODELING_UTILS = resolved("transformers.modeling_utils.PreTrainedModel", "oooo", kind=Kind.IMPORT)
+MASKING_UTILS = resolved("transformers.masking_utils", "oooo", kind=Kind.IMPORT)
+PATCHED = f"patch {NO_INIT}"
+INITIALIZATION = "transformers.initialization.no_init_weights"
+
+
+def binding(line: int = 10, *, window: str | None = None, aliases: str = "") -> Site:
+    """A patch site that binds the name (``X.n = v``; ``aliases``: ``v``, upstream's)."""
+    return replace(site(line, window=window), replaces=True, aliases=aliases)
+
+
+def held(*items: Resolved) -> dict[str, tuple[str, ...]]:
+    """``"kind target"`` -> the releases held, for each reference missing where it runs."""
+    found = findings(items, PROJECT)
+    return {
+        f"{f.reference.kind} {f.reference.target}": f.new for f in found if f.missing or f.added
+    }
+
+
+def test_a_reexport_bound_only_where_upstream_lacks_the_name_adds_it():
+    # auto-round: if version >= 5.0.0: modeling_utils.no_init_weights = initialization.no_...
+    shim = resolved(NO_INIT, "ommm", binding(window=">=5.0.0", aliases=INITIALIZATION))
+    (finding,) = findings([MODELING_UTILS, shim], PROJECT)
+    assert (finding.new, list(finding.added)) == ((), ["5.0.0", "5.1.0", "5.2.0"])
+    assert "a compat re-export" in finding.added["5.0.0"]
+    # run on 5.0.0 too, which had the name: there it redirected it, and it stopped applying
+    alias = binding(aliases=INITIALIZATION)
+    assert held(MODELING_UTILS, resolved(NO_INIT, "oomm", alias)) == {PATCHED: RELEASES[2:]}
+    # an unknown where it runs may have had it: it may have applied
+    assert held(MODELING_UTILS, resolved(NO_INIT, "mumm", alias)) == {PATCHED: ("5.1.0", "5.2.0")}
+    # upstream's object under another name redirects it: a patch, dead where the name is gone
+    redirect = binding(window=">=5.0.0", aliases="transformers.initialization.skip_init")
+    assert held(MODELING_UTILS, resolved(NO_INIT, "ommm", redirect)) == {PATCHED: RELEASES[1:]}
+    # liger: `modeling_qwen2_vl.CrossEntropyLoss = LigerCrossEntropyLoss` past a floor test
+    # the name's last release fails: its own code where upstream dropped the name, a dead
+    # patch on every release it runs on
+    dead = resolved(NO_INIT, "ommm", binding(window=">=5.0.0"))
+    assert held(MODELING_UTILS, dead) == {PATCHED: RELEASES[1:]}
+
+
+def test_a_reexport_binds_only_where_what_it_binds_is_there():
+    # axolotl: from trl.experimental.orpo import ORPOTrainer; trl.trainer.ORPOTrainer = it
+    # (the import fails where the new home is missing: the binding never runs there)
+    new_home = "transformers.initialization.no_init_weights"
+    moved = resolved(new_home, "mmoo", site(5), kind=Kind.IMPORT)
+    shim = resolved(NO_INIT, "oomm", binding(aliases=new_home))
+    assert held(MODELING_UTILS, moved, shim) == {f"import {new_home}": RELEASES[1:2], PATCHED: ()}
+    # where the new home is there while the old name is too, the alias replaced it there
+    early = resolved(new_home, "oooo", site(5), kind=Kind.IMPORT)
+    assert held(MODELING_UTILS, early, shim) == {PATCHED: RELEASES[2:]}
+    # ... unless that was only before the declared range (>=5.0.0): none it supports
+    older = resolved(NO_INIT, "ommm", binding(aliases=new_home))
+    assert held(MODELING_UTILS, early, older) == {PATCHED: ()}
+
+
+def test_an_item_assignment_or_a_binding_on_what_may_be_absent_is_held():
+    # X.n[k] = v reads X.n first: it raises where upstream lacks it
+    assert held(MODELING_UTILS, resolved(NO_INIT, "mmmm", site())) == {PATCHED: RELEASES[1:]}
+    # nothing says modeling_utils is there: binding on a missing object raises
+    assert held(resolved(NO_INIT, "mmmm", binding())) == {PATCHED: RELEASES[1:]}
+
+
+def test_the_projects_own_attribute_is_held_neither_where_bound_nor_where_read():
+    # ms-swift: masking_utils.origin_create_causal_mask = masking_utils.create_causal_mask,
+    # then calls masking_utils.origin_create_causal_mask(...) from its replacement
+    bound = resolved(ORIGIN, "mmmm", binding(148))
+    read = resolved(ORIGIN, "mmmm", site(133), kind=Kind.ATTRIBUTE)
+    inner = resolved(f"{ORIGIN}.__kwdefaults__", "mmmm", site(139), kind=Kind.ATTRIBUTE)
+    assert set(held(MASKING_UTILS, bound, read, inner).values()) == {()}
+    # where masking_utils itself is missing, that miss is the import's own finding
+    older = resolved("transformers.masking_utils", "mmoo", kind=Kind.IMPORT)
+    assert held(older, bound, read) == {
+        "import transformers.masking_utils": RELEASES[1:2],
+        f"patch {ORIGIN}": (),
+        f"attribute {ORIGIN}": (),
+    }
+    # one release had it: a name upstream has, not the project's own; bound and read, held
+    assert held(MASKING_UTILS, resolved(ORIGIN, "ommm", binding(148)), read) == {
+        f"patch {ORIGIN}": RELEASES[1:],
+        f"attribute {ORIGIN}": RELEASES[1:],
+    }
+
+
+LOSS = "transformers.models.llama4.modeling_llama4.CrossEntropyLoss"
+
+
+def test_a_name_no_release_has_is_the_projects_own_only_on_evidence_that_it_owns_it():
+    owner = resolved("transformers.models.llama4.modeling_llama4.Llama4Model", "oooo")
+    # liger: modeling_llama4.CrossEntropyLoss = LigerCrossEntropyLoss, never read back: a
+    # patch of a name upstream dropped before the oldest release checked, dead everywhere
+    assert held(owner, resolved(LOSS, "mmmm", binding())) == {f"patch {LOSS}": RELEASES[1:]}
+    # asked for with getattr(..., None) first: how a patch keeps the original, no evidence
+    asked = Site("proj/patch.py", 5, True, requires=(LOSS,))
+    found = held(
+        owner, resolved(LOSS, "mmmm", binding()), resolved(LOSS, "mmmm", asked, kind=Kind.ATTRIBUTE)
+    )
+    assert found[f"patch {LOSS}"] == RELEASES[1:]
+    # upstream's own object kept under a name upstream never had: no code of the project's
+    kept = binding(aliases="transformers.loss.ForCausalLMLoss")
+    assert held(owner, resolved(LOSS, "mmmm", kept)) == {f"patch {LOSS}": ()}
+
+
+def test_a_dunder_binding_takes_effect_whatever_upstream_defines():
+    # unsloth: trl.__all__ = [...] (trl has none): `from trl import *` reads it, not trl
+    star = resolved("transformers.__all__", "mmmm", binding())
+    (finding,) = findings([MODELING_UTILS, star], PROJECT)
+    assert (finding.new, list(finding.added)) == ((), list(RELEASES[1:]))
+    # a read of it still raises where upstream lacks it
+    read = resolved("transformers.__all__", "mmmm", site(), kind=Kind.ATTRIBUTE)
+    assert held(MODELING_UTILS, read) == {"attribute transformers.__all__": RELEASES[1:]}

@@ -2,10 +2,11 @@
 ``surface --uncovered`` read a project with its own ``[tool.canary.surface]`` alike.
 
 The project below needs its configuration twice: its own ``Version`` wrapper gates a patch
-to toy<2 (``version_parsers``), and it hangs ``_cached_loss`` on toy's Trainer itself
-(``own_attributes``). Read with the configuration, nothing it uses is missing inside its
-range; read without (``--config`` of an empty file replaces it), the attribute is a
-finding and the patch under an undeclared ``Version`` a possible one.
+to toy<2 (``version_parsers``), and it reads ``_cached_loss``, which it hangs on toy's
+Trainer itself at run time under a name no assignment spells (``own_attributes``). Read
+with the configuration, nothing it uses is missing inside its range; read without
+(``--config`` of an empty file replaces it), the attribute is a finding and the patch
+under an undeclared ``Version`` a possible one.
 """
 
 from __future__ import annotations
@@ -58,7 +59,10 @@ def compute_loss(self, model, inputs):
 
 if Version(toy.__version__) < Version("2.0"):
     Trainer.compute_loss = compute_loss
-Trainer._cached_loss = None
+
+
+def last_loss():
+    return Trainer._cached_loss  # hung on Trainer at run time, under a name it builds
 """
 PYPROJECT = """\
 [project]

@@ -255,8 +255,13 @@ def test_a_miss_where_no_site_runs_is_no_break_and_one_that_came_later_is_its_ow
     assert "toy 1.0.0 breaks (needs toy>=1.1.0)" in error
 
 
+def binding(target: str) -> Reference:
+    """``target = mine`` at one unguarded site: it binds the name."""
+    return Reference("toy", target, Kind.PATCH, (Site("proj/patch.py", 10, replaces=True),))
+
+
 def test_an_assignment_silently_stops_applying_unless_what_it_assigns_on_is_gone():
-    unguarded = ref("toy.core.Engine.step", Kind.PATCH)
+    unguarded = binding("toy.core.Engine.step")
     stops = result(
         resolved(unguarded, OK, OK, MISSING, MISSING, MISSING),
         resolved(ref("toy.core.Engine"), OK, OK, OK, OK, OK),
@@ -270,6 +275,24 @@ def test_an_assignment_silently_stops_applying_unless_what_it_assigns_on_is_gone
     )
     (entry,) = [e for e in report.build(breaks).entries if e.reference == unguarded]
     assert entry.section == report.HARD
+    # Engine.step[k] = v (or += v) reads Engine.step first: it raises where that is gone
+    item = ref("toy.core.Engine.step", Kind.PATCH)
+    reads = result(
+        resolved(item, OK, OK, MISSING, MISSING, MISSING),
+        resolved(ref("toy.core.Engine"), OK, OK, OK, OK, OK),
+    )
+    (entry,) = [e for e in report.build(reads).entries if e.reference == item]
+    assert entry.section == report.HARD
+
+
+def test_an_assignment_that_came_later_does_nothing_there_it_does_not_break():
+    # ms-swift: modeling_utils.ALL_ATTENTION_FUNCTIONS = ... on releases before it existed
+    later = binding("toy.core.NEW_TABLE")
+    built = report.build(result(resolved(later, MISSING, MISSING, OK, OK, OK)))
+    (entry,) = built.entries
+    assert (entry.section, entry.silently) == (report.LATER, True)
+    (error,) = [line for line in report.github(built).splitlines() if line.startswith("::error")]
+    assert "toy 1.0.0 silently does nothing (needs toy>=1.1.0)" in error
 
 
 def test_a_reference_to_a_package_no_release_of_which_was_checked_is_not_fine():
@@ -282,3 +305,19 @@ def test_a_reference_to_a_package_no_release_of_which_was_checked_is_not_fine():
     line = report.summary(built)
     assert "0 fine everywhere; 1 on no release checked" in line
     assert report.summary(report.build(EVERYTHING)).endswith("fine everywhere")
+
+
+def test_a_name_the_project_adds_itself_is_not_counted_and_says_why():
+    # auto-round: modeling_utils.no_init_weights = initialization.no_init_weights, >=1.1
+    window = (("toy", ">=1.1.0"),)
+    site = Site("proj/patch.py", 10, versions=window, replaces=True, aliases="toy.init.no_init")
+    alias = Reference("toy", "toy.core.no_init", Kind.PATCH, (site,))
+    shim = result(
+        resolved(alias, OK, OK, MISSING, MISSING, MISSING),
+        resolved(ref("toy.core.Engine"), OK, OK, OK, OK, OK),
+    )
+    built = report.build(shim, everything=True)
+    (entry,) = [e for e in built.entries if e.reference == alias]
+    assert (entry.section, entry.held) == (report.REST, ())
+    assert "not counted: a compat re-export" in report.terminal(built)
+    assert "not counted: a compat re-export" in report.markdown(built)

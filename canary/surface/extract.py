@@ -232,6 +232,7 @@ class Use:
     presence: bool = False  # hasattr(x, "y") / getattr(x, "y", default): asks, needs nothing
     unset: bool = False  # under a test that x.y is not there (yet)
     replaces: bool = False  # a PATCH that replaces the object (not an item in it)
+    aliases: str = ""  # ... with upstream's own object Y (X.n = Y): Y's dotted path
     stash: str | None = None  # X._orig_f = X.f: the original it keeps beside it (X.f)
     constant: bool = False  # set to a literal (True, a name): a marker
     versions: tuple[tuple[str, str], ...] = ()  # the window of the version tests around it
@@ -892,6 +893,15 @@ class _Bound:
 
     window: guards.Window = guards.EVERY_RELEASE
     fallback_of: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Presence:
+    """A name bound to a presence test (``added = not hasattr(x, "y")``): what holds about
+    upstream attributes where it is true, and where it is false ("+x.y", "-x.y")."""
+
+    true: frozenset[str]
+    false: frozenset[str]
 
 
 @dataclass
@@ -1632,8 +1642,18 @@ class _Walker:
                 kind = Kind.PATCH if complete else Kind.ATTRIBUTE
                 stash = self._stash(binding.path, value)
                 constant = isinstance(value, ast.Constant)
+                # x.y += 1 reads x.y first: it replaces nothing upstream lacks, it raises
+                binds = complete and augmented is None
+                bound = self.binding(value) if binds else None
+                aliases = bound.path if isinstance(bound, Upstream) else ""
                 self.use(
-                    kind, binding.path, target, replaces=complete, stash=stash, constant=constant
+                    kind,
+                    binding.path,
+                    target,
+                    replaces=binds,
+                    aliases=aliases,
+                    stash=stash,
+                    constant=constant,
                 )
                 if augmented is not None and complete:
                     self.use(Kind.ATTRIBUTE, binding.path, target)
@@ -1675,11 +1695,17 @@ class _Walker:
         # a version test or an installed version is kept like a constant (imported with it
         # too): IS_V5 = Version(transformers.__version__) >= ... gates where it is tested
         fact = None if text is not None or value is None else self._version_fact(value)
+        presence = None
+        if text is None and fact is None and binding is None and value is not None:
+            true, false = self._present(value, positive=True), self._present(value, positive=False)
+            presence = _Presence(true, false) if true or false else None
         self.bind(name, binding)
         if text is not None:
             self.scope.values[name] = text
         elif fact is not None:
             self.scope.values[name] = fact  # type: ignore[assignment]
+        elif presence is not None:
+            self.scope.values[name] = presence  # type: ignore[assignment]
         elif not self.conditional:
             self.scope.values.pop(name, None)
 
@@ -1878,6 +1904,12 @@ class _Walker:
     def _present(self, test: ast.expr, *, positive: bool) -> frozenset[str]:
         """What holds about upstream attributes where ``test`` is ``positive``: "+x.y" (it is
         there), "-x.y" (it is not)."""
+        while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test, positive = test.operand, not positive
+        if isinstance(test, ast.Name):
+            bound = self.scope.value(test.id)
+            if isinstance(bound, _Presence):  # if added: ... (added = not hasattr(...))
+                return bound.true if positive else bound.false
         found = set()
         for obj, name, present in guards.presence_tested(test, positive=positive):
             binding, _, complete = self.chain(obj)
@@ -1995,7 +2027,10 @@ class _Walker:
             binding, _, complete = self.chain(args[0])
             name = self._literal_string(args[1])
             if isinstance(binding, Upstream) and complete and name is not None:
-                self.use(Kind.PATCH, f"{binding.path}.{name}", node, replaces=True)
+                value = args[2] if len(args) > 2 else None
+                bound = self.binding(value)
+                aliases = bound.path if isinstance(bound, Upstream) else ""
+                self.use(Kind.PATCH, f"{binding.path}.{name}", node, replaces=True, aliases=aliases)
         if (module := self._imported_module(node)) is not None and self.project.is_upstream(module):
             self.use(Kind.IMPORT, module, node)
         callee = self.binding(func)
@@ -2343,6 +2378,7 @@ class _Walker:
         match: Match | None = None,
         presence: bool = False,
         replaces: bool = False,
+        aliases: str = "",
         stash: str | None = None,
         constant: bool = False,
     ) -> None:
@@ -2369,6 +2405,7 @@ class _Walker:
                 presence=presence,
                 unset=f"-{target}" in self.present,
                 replaces=replaces,
+                aliases=aliases,
                 stash=stash,
                 constant=constant,
                 versions=bound.window.specifiers(),
@@ -2566,6 +2603,8 @@ def _merge(uses: Iterable[Use]) -> tuple[Reference, ...]:
                     undecided=use.undecided,
                     fallback_of=use.fallback_of,
                     requires=use.requires,
+                    replaces=use.kind is Kind.PATCH and use.replaces,
+                    aliases=use.aliases if use.kind is Kind.PATCH else "",
                 ),
             ),
             use.anchor,

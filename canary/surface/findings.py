@@ -7,7 +7,7 @@ accepted (``expected_absent`` in its configuration, or a baseline). A package th
 does not declare constrains nothing: it imports it, so every release of it counts.
 ``unknown`` is never a finding.
 
-Two narrowings, each exactly as wide as its reason:
+Three narrowings, each exactly as wide as its reason:
 
 - **Gated away.** A miss on a release where no site of the reference runs (every site sits
   in a branch whose version test excludes that release: ``Site.versions``) is nobody's
@@ -28,11 +28,28 @@ Two narrowings, each exactly as wide as its reason:
      module-level import would fail for every user.
 
   A miss *after* an ok release (removed) is always held, as is one that never was ok.
+
+- **Adds a name, never replaced one.** An assignment that binds an upstream name (``X.n =
+  v``, every site of it: an item assignment or ``+=`` reads ``X.n`` first) cannot raise
+  while ``X`` is there. Where no release checked ever had ``n`` and the project reads it
+  back itself or binds only upstream's own objects to it, ``n`` is the project's own
+  attribute: its bindings and its reads and imports of it (and of what lies in it) are the
+  same on every release, recorded (``added``), never held. Where every binding puts
+  upstream's own ``n`` back from its new home (``X.n = Z.n``) and upstream lacks ``X.n``
+  on every release of the declared range where one binds (a version test keeps it off
+  the others, or ``Z.n`` is missing there: reading it raises first), it is a compat
+  re-export: it adds the name and puts no code of the project's in upstream's way, and on
+  no release the project supports did it redirect a name upstream had, so nothing stops
+  applying. A binding of a dunder (``trl.__all__ = [...]``) is read by the interpreter
+  itself, whatever upstream defines: it takes effect on every release. A binding of the
+  project's own code there, never read back, is still held: a patch of a name upstream
+  dropped (before the project's floor, or before the oldest release checked) silently
+  does nothing on every release it runs on.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -64,6 +81,9 @@ class Finding:
     since: str | None = None  # the first release checked where it is ok (None: none is)
     excused: Mapping[str, str] = field(default_factory=dict)  # came later, not counted -> why
     gated: tuple[str, ...] = ()  # missing inside the range where no site runs: never held
+    # missing inside the range where a site runs, on a name the project itself adds there
+    # (a compat shim, its own attribute): never held -> why
+    added: Mapping[str, str] = field(default_factory=dict)
     # why it is only *possible*: every site that runs there may not (a test canary cannot
     # evaluate decides); "": proven, the site runs there
     possible: str = ""
@@ -133,6 +153,8 @@ def findings(
     found = []
     resolved = list(resolved)
     runs = _runs(resolved)
+    own = _own_attributes(resolved)
+    known = _outcomes(resolved)
     for item in resolved:
         reference = item.reference
         package = reference.package
@@ -151,19 +173,23 @@ def findings(
             if not reference.sites or any(runs(reference, site, v) for site in reference.sites)
         }
         gated = tuple(v for v in inside if v not in missing)
+        added = _added(item, missing, runs, own, known, declared=ranges[package])
+        missing = {v: why for v, why in missing.items() if v not in added}
         accepted = {}
         for version in missing:
             reason = next((r for accept in accepts if (r := accept(reference, version))), None)
             if reason:
                 accepted[version] = reason
         since = next((v for v, o in item.outcomes.items() if o is Outcome.OK), None)
-        finding = Finding(target.name, reference, missing, accepted, since, gated=gated)
+        finding = Finding(
+            target.name, reference, missing, accepted, since, gated=gated, added=added
+        )
         home = _home(reference.target, homes)
         excused = {
             v: why for v in finding.came_later if (why := _excused(finding, v, absent, home, runs))
         }
         if excused:
-            finding = Finding(target.name, reference, missing, accepted, since, excused, gated)
+            finding = replace(finding, excused=excused)
         finding = replace(finding, possible=_undecided(finding, runs), proof=_proof(finding, runs))
         found.append(finding)
     return tuple(found)
@@ -242,6 +268,148 @@ def _runs(resolved: Sequence[Resolved]) -> Runs:
         return not (fallback and inside and all(version in ok.get(t, ()) for t in fallback))
 
     return runs
+
+
+def _replaces(reference: Reference) -> bool:
+    """A patch every site of which binds the name: it cannot raise while what it binds on
+    is there, and adds the name where upstream lacks it."""
+    return (
+        reference.kind is Kind.PATCH
+        and bool(reference.sites)
+        and all(site.replaces for site in reference.sites)
+    )
+
+
+Outcomes = Mapping[str, Mapping[str, Outcome]]
+"""Per upstream target the project uses, its outcome per release."""
+
+
+def _outcomes(resolved: Sequence[Resolved]) -> Outcomes:
+    known: dict[str, Mapping[str, Outcome]] = {}
+    for item in resolved:
+        if item.reference.kind in (Kind.IMPORT, Kind.ATTRIBUTE, Kind.PATCH):
+            known.setdefault(item.reference.target, item.outcomes)
+    return known
+
+
+def _own_attributes(resolved: Sequence[Resolved]) -> frozenset[str]:
+    """The names the project binds on upstream objects that no release checked ever had
+    (missing on every one: an unknown may have it) and that are its own: it reads them
+    back itself (not a presence test: ``getattr(x, "n", None)`` before a patch is how a
+    patch keeps upstream's original), or binds only upstream's own objects to them (no code
+    of its own that upstream was meant to run). A binding of its own code that it never
+    reads is a patch of a name upstream dropped before the oldest release checked."""
+    read = {
+        item.reference.target
+        for item in resolved
+        if item.reference.kind in (Kind.IMPORT, Kind.ATTRIBUTE)
+        and any(item.reference.target not in site.requires for site in item.reference.sites)
+    }
+    return frozenset(
+        reference.target
+        for item in resolved
+        if _replaces(reference := item.reference)
+        and item.outcomes
+        and all(outcome is Outcome.MISSING for outcome in item.outcomes.values())
+        and (reference.target in read or all(site.aliases for site in reference.sites))
+    )
+
+
+def _added(
+    item: Resolved,
+    missing: Iterable[str],
+    runs: Runs,
+    own: frozenset[str],
+    known: Outcomes,
+    *,
+    declared: SpecifierSet | None,
+) -> dict[str, str]:
+    """The misses of ``item`` that are of a name the project adds -> why: a use of the
+    project's own attribute (or of what lies in it), a compat re-export, or a binding of
+    a dunder. Only where what the name is bound on is there (``X`` of ``X.n``: a binding
+    on a missing ``X`` raises), or is itself a use of the project missing there (the miss
+    is that use's, found and judged as its own)."""
+    reference = item.reference
+    mine = next((t for t in _prefixes(reference.target) if t in own), None)
+    if mine is not None and reference.kind in (Kind.IMPORT, Kind.ATTRIBUTE, Kind.PATCH):
+        why = f"{mine} is the project's own: it binds it there, and no release checked has it"
+    elif (
+        _replaces(reference)
+        and all(_reexports(reference, site) for site in reference.sites)
+        and all(
+            outcome is Outcome.MISSING
+            for version, outcome in item.outcomes.items()
+            if in_range(version, declared)
+            and any(_binds(reference, site, version, runs, known) for site in reference.sites)
+        )
+    ):
+        mine = reference.target
+        why = (
+            "a compat re-export: it puts upstream's own object back under its old name, which "
+            "upstream lacks on every release of the range where it binds: it replaces nothing"
+        )
+    elif _replaces(reference) and _dunder(reference.target.rpartition(".")[2]):
+        mine = reference.target
+        why = (
+            "the interpreter reads a dunder itself (``__all__`` for a star import, "
+            "``__init__`` for a call), whatever upstream defines: the binding takes effect"
+        )
+    else:
+        return {}
+    owner = mine.rpartition(".")[0]
+    there = _there(owner, known)
+    gone = {v for v, outcome in known.get(owner, {}).items() if outcome is Outcome.MISSING}
+    added = {}
+    for version in missing:
+        if version in there:
+            added[version] = why
+        elif version in gone:
+            added[version] = f"{owner} is missing there too: the miss is that use's own"
+    return added
+
+
+def _reexports(reference: Reference, site: Site) -> bool:
+    """The site binds upstream's own ``n`` from another home at this one (``X.n = Z.n``):
+    a moved name put back where it was. A different name (``X.a = X.b``) would redirect
+    upstream's reads of ``a`` to ``b``: a patch, dead wherever ``a`` is gone."""
+    return (
+        bool(site.aliases)
+        and site.aliases.rpartition(".")[2] == reference.target.rpartition(".")[2]
+    )
+
+
+def _binds(reference: Reference, site: Site, version: str, runs: Runs, known: Outcomes) -> bool:
+    """Whether a re-export site binds on that release: it runs there, and what it binds is
+    not missing there (reading it raises first, or its import did). Only what is of the
+    same package is asked: another package's releases are other labels."""
+    if not runs(reference, site, version):
+        return False
+    if site.aliases.split(".", 1)[0] != reference.package:
+        return True
+    return known.get(site.aliases, {}).get(version) is not Outcome.MISSING
+
+
+def _dunder(name: str) -> bool:
+    return len(name) > 4 and name.startswith("__") and name.endswith("__")
+
+
+def _there(owner: str, known: Outcomes) -> set[str]:
+    """The releases where ``owner`` is known to be there: it, or something in it, is ok."""
+    inside = f"{owner}."
+    return {
+        version
+        for target, outcomes in known.items()
+        if target == owner or target.startswith(inside)
+        for version, outcome in outcomes.items()
+        if outcome is Outcome.OK
+    }
+
+
+def _prefixes(target: str) -> Iterator[str]:
+    """``a.b.c``, ``a.b``, ``a``."""
+    while target:
+        yield target
+        target = target.rpartition(".")[0]
 
 
 def _undecided(finding: Finding, runs: Runs) -> str:

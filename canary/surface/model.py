@@ -8,7 +8,7 @@ a :class:`SurfaceResult` holds both and reads/writes the JSON other tools rely o
      "packages": {pkg: [versions checked]},
      "references": [{"package", "target", "kind", "anchor", "sites": [{"path", "line",
                      "guarded", "versions", "at_import", "undecided",
-                     "fallback_of", "requires"}],
+                     "fallback_of", "requires", "replaces", "aliases"}],
                      "outcomes": {version: "ok" | "missing" | "unknown"}}]}
 """
 
@@ -90,6 +90,13 @@ class Site:
     # upstream binding, an import whose ImportError leaves): where one is missing, it does
     # not run; a presence test requires what it tests
     requires: tuple[str, ...] = ()
+    # a PATCH site that binds the name (``X.n = v``, ``setattr(X, "n", v)``): it cannot
+    # raise while ``X`` is there, and where upstream lacks ``n`` it adds it; an item
+    # assignment (``X.n[k] = v``) reads ``X.n`` first
+    replaces: bool = False
+    # a binding of upstream's own object (``X.n = Y``): ``Y``'s dotted path (""; none); it
+    # puts no code of the project's in upstream's way, and binds only where ``Y`` is there
+    aliases: str = ""
 
     def runs_on(self, package: str, label: str) -> bool:
         """Whether the site can run on release ``label`` of ``package``: every bound of its
@@ -117,6 +124,10 @@ class Site:
             data["fallback_of"] = list(self.fallback_of)
         if self.requires:
             data["requires"] = list(self.requires)
+        if self.replaces:
+            data["replaces"] = True
+        if self.aliases:
+            data["aliases"] = self.aliases
         return data
 
     @classmethod
@@ -131,6 +142,8 @@ class Site:
             str(data.get("undecided") or ""),
             tuple(str(t) for t in data.get("fallback_of") or ()),
             tuple(str(t) for t in data.get("requires") or ()),
+            bool(data.get("replaces", False)),
+            str(data.get("aliases") or ""),
         )
 
 

@@ -2,21 +2,24 @@
 order a maintainer should read them.
 
 1. **Hard breaks**: a reference missing on a release inside the target's declared range
-   that crashes where it is used (an import, an attribute, a patch target): the releases
-   the project pins itself (``==``) first of all.
+   that crashes where it is used (an import, an attribute read, an assignment on what is
+   gone, an item assignment): the releases the project pins itself (``==``) first of all.
 2. **Silent breaks**: missing inside the range where the miss does not crash: every site
-   is guarded (``try/except``, ``hasattr``, a version test), or an anchor no longer
-   applies. The patch silently does nothing, which is what a canary exists to catch. An
-   anchor's entry shows the upstream diff of the function it is applied to between the
-   last release where it applied and the first where it does not.
+   is guarded (``try/except``, ``hasattr``, a version test), an assignment binds the name
+   (it never raises), or an anchor no longer applies. The patch silently does nothing,
+   which is what a canary exists to catch. An anchor's entry shows the upstream diff of
+   the function it is applied to between the last release where it applied and the first
+   where it does not.
 3. **Came later than the declared floor**: missing inside the range only on releases
    older than the first that has it: the project needs a newer upstream for it ("needs
-   transformers>=X"): raise the floor or guard the use. Each says whether it counts (it
-   fails the run) or not (every site that runs there is guarded, or a model package the
-   release lacks, used only where that model runs: :mod:`canary.surface.findings`).
+   transformers>=X"; an assignment that binds it does nothing there, it does not break):
+   raise the floor or guard the use. Each says whether it counts (it fails the run) or not
+   (every site that runs there is guarded, or a model package the release lacks, used
+   only where that model runs: :mod:`canary.surface.findings`).
 4. **The rest**: misses outside the declared range or where no site runs (a version test
-   excludes the release), and what could not be decided (``unknown``, never reported as
-   missing); references fine everywhere are counted.
+   excludes the release), of a name the project adds itself (a compat shim, its own
+   attribute), and what could not be decided (``unknown``, never reported as missing);
+   references fine everywhere are counted.
 
 Which misses are held against the target (the *findings*) is the caller's to say (the
 resolver knows the configuration's accepted entries and the baseline); without it, every
@@ -114,6 +117,8 @@ class Entry:
     since: str | None = None  # came later: the first release that has it
     excused: dict[str, str] | None = None  # came later, not counted: release -> why
     possible: str = ""  # why a miss inside the range is only possible (POSSIBLE)
+    silently: bool = False  # a miss does not raise: the patch or anchor does nothing there
+    added: str = ""  # why its misses are of a name the project adds itself, not held
 
     @property
     def reference(self) -> Reference:
@@ -197,10 +202,12 @@ def own_pins(result: SurfaceResult) -> dict[str, frozenset[str]]:
 
 
 def silent(reference: Reference, owner_missing: bool = False) -> bool:
-    """A miss of this reference does not crash: the patch silently stops applying. An
-    anchor that no longer matches, a guarded use, and an assignment (``X.f = mine`` never
-    raises while ``X`` is there; ``owner_missing``: it is not, and that raises)."""
-    if reference.kind is Kind.PATCH and not owner_missing:
+    """A miss of this reference does not crash: the patch silently does nothing. An
+    anchor that no longer matches, a guarded use, and an assignment that binds the name at
+    every site (``X.f = mine`` never raises while ``X`` is there; ``owner_missing``: it is
+    not, and that raises; ``X.f[k] = v`` and ``X.f += v`` read ``X.f`` first, and raise)."""
+    binds = bool(reference.sites) and all(site.replaces for site in reference.sites)
+    if reference.kind is Kind.PATCH and binds and not owner_missing:
         return True
     return reference.kind is Kind.ANCHOR or reference.guarded
 
@@ -220,6 +227,8 @@ def build(
     since = {f.reference.key: f.since for f in found if f.came_later}
     excused = {(f.reference.key, v): why for f in found for v, why in f.excused.items()}
     possible = {f.reference.key: f.possible for f in found if f.possible and f.new}
+    # a name the project adds itself: why its misses are not held (one reason per reference)
+    added = {f.reference.key: next(iter(f.added.values())) for f in found if f.added}
     pins = own_pins(result)
     gone: dict[str, set[str]] = {}  # target -> releases where it is missing
     for item in result.references:
@@ -242,11 +251,12 @@ def build(
             fine += 1
             continue
         removed = [v for v in held if (reference.key, v) not in later]
+        owner = gone.get(reference.target.rpartition(".")[0], ())
+        quiet = silent(reference, (removed or came_later or [""])[0] in owner)
         if reference.key in possible:
             section = POSSIBLE
         elif removed:
-            owner = gone.get(reference.target.rpartition(".")[0], ())
-            section = SILENT if silent(reference, removed[0] in owner) else HARD
+            section = SILENT if quiet else HARD
         else:
             section = LATER if came_later else REST
         spans = tuple(Span(o, vs) for o, vs in runs(order, resolved.outcomes.__getitem__))
@@ -266,6 +276,8 @@ def build(
                 since.get(reference.key),
                 waived,
                 possible.get(reference.key, ""),
+                quiet,
+                added.get(reference.key, ""),
             )
         )
     entries.sort(key=lambda entry: _reading_order(result, entry))
@@ -454,7 +466,10 @@ _TITLES = {
         "Came later than the declared floor (the project needs a newer upstream for "
         "these: raise the floor, or guard the use)"
     ),
-    REST: "Misses outside the declared range or where no site runs, and what could not be decided",
+    REST: (
+        "Misses outside the declared range, where no site runs or of a name the project adds "
+        "itself, and what could not be decided"
+    ),
 }
 
 
@@ -471,6 +486,11 @@ def later_text(entry: Entry) -> str | None:
         waived = list(entry.excused)
         parts.append(f"not counted on {_range(waived)}: {entry.excused[waived[0]]}")
     return "; ".join(parts)
+
+
+def added_text(entry: Entry) -> str | None:
+    """``not counted: a compat alias: ...`` for a name the project adds (None otherwise)."""
+    return f"not counted: {entry.added}" if entry.added else None
 
 
 def _range(labels: Sequence[str]) -> str:
@@ -493,6 +513,8 @@ def terminal(report: SurfaceReport) -> str:
                 out.append(f"  {text}")
             if entry.possible:
                 out.append(f"  possible: {entry.possible}")
+            if (text := added_text(entry)) is not None:
+                out.append(f"  {text}")
             out.append(f"  {spans_text(entry)}")
             if (text := why(entry)) is not None:
                 out.append(f"  upstream: {text}")
@@ -521,7 +543,11 @@ def markdown(report: SurfaceReport) -> str:
                 reference.package,
                 f"`{markdown_cell(heading(reference))}`{pinned}",
                 markdown_cell(sites(reference)),
-                markdown_cell("; ".join(filter(None, (later_text(entry), spans_text(entry))))),
+                markdown_cell(
+                    "; ".join(
+                        filter(None, (later_text(entry), added_text(entry), spans_text(entry)))
+                    )
+                ),
                 markdown_cell(why(entry) or ""),
             )
             out.append("| " + " | ".join(cells) + " |")
@@ -561,9 +587,9 @@ def github(report: SurfaceReport) -> str:
             continue  # a came-later miss that does not count is in the summary's count
         reference = entry.reference
         site = reference.sites[0] if reference.sites else None
-        kind = "silently does nothing" if entry.section == SILENT else "breaks"
+        kind = "silently does nothing" if entry.silently else "breaks"
         if entry.section == LATER:
-            kind = f"breaks (needs {reference.package}>={entry.since})"
+            kind = f"{kind} (needs {reference.package}>={entry.since})"
         title = f"canary surface: {reference.package} {_held_range(entry)} {kind}"
         body = f"{heading(reference)}: {spans_text(entry)}"
         if (text := why(entry)) is not None:
