@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import ast
 import enum
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -97,6 +98,7 @@ def spot(node: ast.AST) -> Spot:
     return (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
 
 
+@functools.lru_cache(maxsize=4096)  # a helper is walked once per call that gives it a text
 def read(function: ast.FunctionDef | ast.AsyncFunctionDef) -> Reading:
     """The anchor tests of ``function``'s own body (nested definitions are read on their own)."""
     reader = _Reader()

@@ -90,7 +90,7 @@ from typing import Any
 
 from canary.errors import ParseError
 from canary.gcpause import no_collections
-from canary.surface import guards, versiontests
+from canary.surface import anchortests, guards, versiontests
 from canary.surface.config import SourceRegistry
 from canary.surface.model import Kind, Match, Reference, Site, merge_references
 from canary.surface.segments import Definition, Statement, split_module
@@ -238,6 +238,8 @@ class Use:
     undecided: str = ""  # a test around it canary cannot evaluate decides whether it runs
     fallback_of: tuple[str, ...] = ()  # runs only where one of these upstream imports fails
     requires: tuple[str, ...] = ()  # runs only where these upstream things exist
+    spot: anchortests.Spot = (0, 0)  # ANCHOR: where it is applied (line, column)
+    partners: tuple[anchortests.Spot, ...] = ()  # ANCHOR: the spots of its alternatives
 
 
 @dataclass(frozen=True)
@@ -972,6 +974,8 @@ class _Walker:
         self.selector: str | None = None
         self.selected: frozenset[str] | None = None
         self.done_test = False  # evaluating the test of an if whose body returns
+        self.anchor_tests = anchortests.EMPTY  # how the current function tests its anchors
+        self.tested = 0  # in code that runs only where an anchor a test asked about is there
         self.helper_depth = 0  # evaluating a version helper called from helpers this deep
         self.undecided = ""  # why the current branch may not run: a test not evaluated
         self.fallback_of: tuple[str, ...] = ()  # in an except ImportError of these imports
@@ -1121,6 +1125,7 @@ class _Walker:
         self.selector = names[selector] if selector is not None and selector < len(names) else None
         self.selected = selected
         self.applying, self.depth, self.function = True, depth, id(node)
+        self.anchor_tests = anchortests.read(node)
         self.block(node.body)
 
     def evaluate(
@@ -1310,6 +1315,7 @@ class _Walker:
 
     def block(self, statements: list[ast.stmt]) -> None:
         saved = (self.guarded, self.present, self.selected, self.window, self.undecided)
+        tested = self.tested
         for node in statements:
             self.statement(node)
             if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
@@ -1325,6 +1331,7 @@ class _Walker:
                     # except ImportError: return: what follows runs where they imported
                     self.present |= {f"+{target}" for target in imports}
             if isinstance(node, ast.If) and guards.exits(node.body):
+                self.tested += self.anchor_tests.branches(node).rest
                 self.undecided = self.undecided or self._undecided(node.test)
                 # what follows runs only where the test failed
                 if guards.exits(node.body, silently=True) and guards.is_guard_test(node.test):
@@ -1333,6 +1340,7 @@ class _Walker:
                 self.selected = self._narrowed(node.test, positive=False)
                 self.window &= self._window(node.test, positive=False)
         self.guarded, self.present, self.selected, self.window, self.undecided = saved
+        self.tested = tested
 
     def statement(self, node: ast.stmt, *, nested: bool = True) -> None:
         """One statement; ``nested`` False: the module-level binding pass, which enters
@@ -1454,6 +1462,7 @@ class _Walker:
             self.done_test = False
         guard = guards.is_guard_test(node.test)
         saved = (self.present, self.selected, self.window)
+        branches = self.anchor_tests.branches(node)
         undecided = self.undecided
         self.undecided = undecided or self._undecided(node.test)
         self.guarded += guard
@@ -1461,12 +1470,15 @@ class _Walker:
         self.present = saved[0] | self._present(node.test, positive=True)
         self.selected = self._narrowed(node.test, positive=True)
         self.window = saved[2] & self._window(node.test, positive=True)
+        self.tested += branches.body
         self.body(node.body, nested)
+        self.tested += branches.orelse - branches.body
         self.present = saved[0] | self._present(node.test, positive=False)
         self.selected = saved[1]
         self.selected = self._narrowed(node.test, positive=False)
         self.window = saved[2] & self._window(node.test, positive=False)
         self.body(node.orelse, nested)
+        self.tested -= branches.orelse
         self.present, self.selected, self.window = saved
         self.undecided = undecided
         self.conditional -= 1
@@ -1531,8 +1543,10 @@ class _Walker:
         for arg in _arguments(node.args):
             self.scope.names[arg] = None
         self.conditional, self.function = 0, id(node)
+        tests, self.anchor_tests = self.anchor_tests, anchortests.read(node)
         self.block(node.body)
         self.scope, self.conditional, self.function = outer
+        self.anchor_tests = tests
 
     def s_class(self, node: ast.ClassDef, nested: bool) -> None:
         self.scope.names[node.name] = None
@@ -2153,6 +2167,13 @@ class _Walker:
                 self.skip("anchor on a registered source where no test selected the method", node)
             else:
                 origins |= {text.pending.replace("{name}", name) for name in self.selected}
+        role = self.anchor_tests.role(node)
+        if role is anchortests.Role.TRIGGER:
+            self.skip("'if x not in source: <patch>' (absent x is when the patch applies)", node)
+            return
+        # a presence test of it, or code that runs only where a tested anchor is there
+        tested = role is anchortests.Role.TESTED or self.tested > 0
+        spot, partners = anchortests.spot(node), self.anchor_tests.alternatives(node)
         for literal in anchor.strings():
             if any(literal in inserted for inserted in text.inserted):
                 continue  # the project's own text, put there by an earlier replace
@@ -2160,7 +2181,16 @@ class _Walker:
                 self.skip("anchor naming the project's own marker (_unsloth_...)", node)
                 continue
             for origin in sorted(origins):
-                self.use(Kind.ANCHOR, origin, node, anchor=prefix + literal, match=match)
+                self.use(
+                    Kind.ANCHOR,
+                    origin,
+                    node,
+                    guarded=self.guarded > 0 or tested,
+                    anchor=prefix + literal,
+                    match=match,
+                    spot=spot,
+                    partners=partners,
+                )
 
     # values
 
@@ -2345,6 +2375,8 @@ class _Walker:
         replaces: bool = False,
         stash: str | None = None,
         constant: bool = False,
+        spot: anchortests.Spot = (0, 0),
+        partners: tuple[anchortests.Spot, ...] = (),
     ) -> None:
         if not self.emit:
             return
@@ -2375,6 +2407,8 @@ class _Walker:
                 undecided=self.undecided,
                 fallback_of=bound.fallback_of,
                 requires=self._required(target, presence=presence),
+                spot=spot,
+                partners=partners,
             )
         )
 
@@ -2551,6 +2585,8 @@ def _is_own(use: Use, own: frozenset[str]) -> bool:
 
 
 def _merge(uses: Iterable[Use]) -> tuple[Reference, ...]:
+    uses = list(uses)
+    alternatives = _alternatives(uses)
     merged = merge_references(
         Reference(
             use.target.split(".", 1)[0],
@@ -2566,6 +2602,7 @@ def _merge(uses: Iterable[Use]) -> tuple[Reference, ...]:
                     undecided=use.undecided,
                     fallback_of=use.fallback_of,
                     requires=use.requires,
+                    alternatives=alternatives.get(use, ()),
                 ),
             ),
             use.anchor,
@@ -2574,3 +2611,20 @@ def _merge(uses: Iterable[Use]) -> tuple[Reference, ...]:
         for use in uses
     )
     return tuple(sorted(merged, key=lambda r: (r.key[:3], r.anchor or "")))
+
+
+def _alternatives(uses: list[Use]) -> dict[Use, tuple[str, ...]]:
+    """Each anchor use's alternatives (:mod:`canary.surface.anchortests`): the anchors
+    applied at its partners' spots to the same source, as the walk found them."""
+    at: dict[tuple[str, str, anchortests.Spot], set[str]] = {}
+    for use in uses:
+        if use.kind is Kind.ANCHOR and use.anchor is not None:
+            at.setdefault((use.path, use.target, use.spot), set()).add(use.anchor)
+    found = {}
+    for use in uses:
+        if use.partners:
+            anchors = set().union(*(at.get((use.path, use.target, p), ()) for p in use.partners))
+            anchors.discard(use.anchor)
+            if anchors:
+                found[use] = tuple(sorted(anchors))
+    return found
