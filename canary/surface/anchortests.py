@@ -34,7 +34,7 @@ import enum
 import functools
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 # Calls whose result says whether their anchor was found (or what became of the text).
 _RESULT_METHODS = frozenset(
@@ -70,6 +70,9 @@ class Branches:
     body: bool = False
     orelse: bool = False
     rest: bool = False  # the statements after it in its block (its body exits silently)
+    # the nodes its test asks about: the walker counts the branches only where one of them
+    # is applied to a source text (``name in ("a", "b")`` asks nothing of upstream)
+    asks: tuple[ast.expr, ...] = field(default=(), compare=False)
 
 
 @dataclass
@@ -123,7 +126,7 @@ class _Reader:
                 self.pair(found, _anchor_nodes(rest))
             if _exits(node.body, silently=True) and self.found(node.test, when=False):
                 branches = self.reading.branches(node)
-                self.reading.guarding[id(node)] = Branches(branches.body, branches.orelse, True)
+                self.reading.guarding[id(node)] = replace(branches, rest=True)
 
     def statement(self, node: ast.stmt) -> None:
         if isinstance(node, _NESTED):
@@ -154,16 +157,18 @@ class _Reader:
         single = _in_test(test)
         if single is not None and single[1] and _patches(node.body):
             self.reading.roles[id(single[0])] = Role.TRIGGER  # if A not in t: <patch>
-        elif single is not None and _raises_where_absent(node, negated=single[1]):
-            self.reading.roles.pop(id(single[0]), None)
+        for when, absent in ((True, node.orelse), (False, node.body)):
+            if _exits(absent) and not _exits(absent, silently=True):
+                for raising in self.found(test, when=when):  # absent raises: no silent miss
+                    self.reading.roles.pop(id(raising), None)
         self.pair_all(_alternatives_of(test))
         chain = self.chain(node)
         if len(chain) > 1:
             self.pair_all(chain)
+        present, absent = self.found(test, when=True), self.found(test, when=False)
         self.reading.guarding[id(node)] = Branches(
-            body=bool(self.found(test, when=True)), orelse=bool(self.found(test, when=False))
+            body=bool(present), orelse=bool(absent), asks=(*present, *absent)
         )
-        absent = self.found(test, when=False)
         self.block(node.body)
         if absent:  # if <A found nothing>: <another spelling>
             self.pair(absent, _anchor_nodes(node.body))
@@ -230,11 +235,16 @@ class _Reader:
         op, left, right = test.ops[0], test.left, test.comparators[0]
         if isinstance(op, (ast.Is, ast.IsNot)) and _is_none(right):
             return self.held(left) if isinstance(op, ast.IsNot) == when else []
-        if isinstance(op, (ast.Eq, ast.NotEq, ast.Gt)):
-            # x != text: the replace changed it; n == 0: subn found nothing
-            changed = isinstance(op, (ast.NotEq, ast.Gt))
-            held = self.latest(left, right)
-            return held if changed == when else []
+        if isinstance(right, ast.Constant):
+            # n == 0: subn/count found nothing; n > 0, n != 0: it found some
+            if right.value != 0 or isinstance(right.value, bool):
+                return []
+            if not isinstance(op, (ast.Eq, ast.NotEq, ast.Gt)):
+                return []
+            return self.held(left) if isinstance(op, (ast.NotEq, ast.Gt)) == when else []
+        if isinstance(op, (ast.Eq, ast.NotEq)):
+            # new != text: the replace changed it
+            return self.latest(left, right) if isinstance(op, ast.NotEq) == when else []
         return []
 
     def latest(self, *operands: ast.expr) -> list[ast.expr]:
@@ -299,11 +309,6 @@ def _patches(body: Sequence[ast.stmt]) -> bool:
         )
         for s in body
     )
-
-
-def _raises_where_absent(node: ast.If, *, negated: bool) -> bool:
-    absent = node.body if negated else node.orelse
-    return _exits(absent) and not _exits(absent, silently=True)
 
 
 def _result_nodes(value: ast.expr) -> list[ast.expr]:

@@ -1331,7 +1331,7 @@ class _Walker:
                     # except ImportError: return: what follows runs where they imported
                     self.present |= {f"+{target}" for target in imports}
             if isinstance(node, ast.If) and guards.exits(node.body):
-                self.tested += self.anchor_tests.branches(node).rest
+                self.tested += self.anchor_branches(node).rest
                 self.undecided = self.undecided or self._undecided(node.test)
                 # what follows runs only where the test failed
                 if guards.exits(node.body, silently=True) and guards.is_guard_test(node.test):
@@ -1462,7 +1462,7 @@ class _Walker:
             self.done_test = False
         guard = guards.is_guard_test(node.test)
         saved = (self.present, self.selected, self.window)
-        branches = self.anchor_tests.branches(node)
+        branches = self.anchor_branches(node)
         undecided = self.undecided
         self.undecided = undecided or self._undecided(node.test)
         self.guarded += guard
@@ -1483,6 +1483,25 @@ class _Walker:
         self.undecided = undecided
         self.conditional -= 1
         self.guarded -= guard
+
+    def anchor_branches(self, node: ast.If) -> anchortests.Branches:
+        """The parts of an ``if`` that run only where an anchor its test asks about is
+        there, when one of those is applied to a source text (the syntax alone cannot tell
+        ``x in source`` from ``x in ("a", "b")``)."""
+        branches = self.anchor_tests.branches(node)
+        if any(self._on_text(asked) for asked in branches.asks):
+            return branches
+        return anchortests.Branches()
+
+    def _on_text(self, node: ast.expr) -> bool:
+        """Whether an ``in`` test or anchor call is applied to a source text."""
+        if isinstance(node, ast.Compare):
+            return isinstance(self.value(node.comparators[0]), Text)
+        if not isinstance(node, ast.Call):
+            return False
+        func = node.func
+        operands = [*node.args, *([func.value] if isinstance(func, ast.Attribute) else [])]
+        return any(isinstance(self.value(operand), Text) for operand in operands)
 
     def s_try(self, node: ast.Try, nested: bool) -> None:
         caught = bool(node.handlers)
