@@ -364,7 +364,7 @@ PATCH_HEAD = """\
 """
 
 
-def tested(tmp_path: Path, body: str) -> dict[str, list[tuple[int, bool, tuple[str, ...]]]]:
+def anchor_sites(tmp_path: Path, body: str) -> dict[str, list[tuple[int, bool, tuple[str, ...]]]]:
     """Each anchor of ``body`` (the rest of ``patch()``, after it read ``src``): its sites'
     (line, guarded, alternatives)."""
     text = PATCH_HEAD + textwrap.indent(textwrap.dedent(body), " " * 8)
@@ -377,7 +377,7 @@ def tested(tmp_path: Path, body: str) -> dict[str, list[tuple[int, bool, tuple[s
 
 
 def test_two_spellings_tested_with_or_are_alternatives_of_each_other(tmp_path):
-    found = tested(tmp_path, 'if "loss *=" in src or "loss*=" in src:\n    pass\n')
+    found = anchor_sites(tmp_path, 'if "loss *=" in src or "loss*=" in src:\n    pass\n')
     assert found == {"loss *=": [(6, True, ("loss*=",))], "loss*=": [(6, True, ("loss *=",))]}
 
 
@@ -389,7 +389,10 @@ def test_a_search_tried_where_the_first_found_nothing_is_its_alternative(tmp_pat
         if m is None:
             return src
     """
-    assert tested(tmp_path, body) == {"a = 1": [(6, True, ("a=1",))], "a=1": [(8, True, ("a = 1",))]}
+    assert anchor_sites(tmp_path, body) == {
+        "a = 1": [(6, True, ("a=1",))],
+        "a=1": [(8, True, ("a = 1",))],
+    }
 
 
 def test_the_rest_after_a_replace_that_applied_returned_is_the_other_spelling(tmp_path):
@@ -400,26 +403,29 @@ def test_the_rest_after_a_replace_that_applied_returned_is_the_other_spelling(tm
         return src.replace("x=1", "x=2")
     """
     # neither is tested for presence: a miss of both where either existed still counts
-    assert tested(tmp_path, body) == {"x = 1": [(6, True, ("x=1",))], "x=1": [(9, False, ("x = 1",))]}
+    assert anchor_sites(tmp_path, body) == {
+        "x = 1": [(6, True, ("x=1",))],
+        "x=1": [(9, False, ("x = 1",))],
+    }
 
 
 def test_an_elif_chain_of_in_tests_is_one_group_of_alternatives(tmp_path):
-    body = 'if "kv[a]" in src:\n    mode = 1\nelif "kv[b]" in src:\n    mode = 2\nelse:\n    return\n'
-    assert {a: s[0][2] for a, s in tested(tmp_path, body).items()} == {
+    body = 'if "kv[a]" in src:\n    m = 1\nelif "kv[b]" in src:\n    m = 2\nelse:\n    return\n'
+    assert {a: s[0][2] for a, s in anchor_sites(tmp_path, body).items()} == {
         "kv[a]": ("kv[b]",),
         "kv[b]": ("kv[a]",),
     }
 
 
 def test_a_text_whose_absence_triggers_the_patch_is_no_anchor(tmp_path):
-    text = PATCH_HEAD + '        if "for m in self.modules()" not in src:\n            Trainer.x = 1\n'
-    result = run(tmp_path, {"pkg/patch.py": text})
+    trigger = 'if "for m in self.modules()" not in src:\n    Trainer.x = 1\n'
+    result = run(tmp_path, {"pkg/patch.py": PATCH_HEAD + textwrap.indent(trigger, " " * 8)})
     assert not [r for r in result.references if r.kind is Kind.ANCHOR]
     assert any("absent x is when the patch applies" in why for why in result.skipped)
 
 
 def test_a_missing_text_that_is_only_reported_is_a_presence_test_not_a_trigger(tmp_path):
-    found = tested(tmp_path, 'if "a = 1" not in src:\n    logging.warning("patch failed")\n')
+    found = anchor_sites(tmp_path, 'if "a = 1" not in src:\n    logging.warning("patch failed")\n')
     assert found == {"a = 1": [(6, True, ())]}
 
 
@@ -429,7 +435,7 @@ def test_an_early_return_where_the_anchor_is_absent_guards_the_rewrite_after_it(
             return src
         src = src.replace("a = 1", "a = 2").replace("b = 1", "b = 2")
     """
-    assert tested(tmp_path, body) == {
+    assert anchor_sites(tmp_path, body) == {
         "a = 1": [(6, True, ()), (8, True, ())],
         "b = 1": [(8, True, ())],
     }
@@ -437,9 +443,9 @@ def test_an_early_return_where_the_anchor_is_absent_guards_the_rewrite_after_it(
 
 def test_an_anchor_whose_absence_raises_is_not_guarded(tmp_path):
     body = 'if "a = 1" not in src:\n    raise RuntimeError("drift")\nsrc = src.replace("b", "c")\n'
-    assert tested(tmp_path, body) == {"a = 1": [(6, False, ())], "b": [(8, False, ())]}
+    assert anchor_sites(tmp_path, body) == {"a = 1": [(6, False, ())], "b": [(8, False, ())]}
 
 
 def test_a_test_on_something_other_than_the_source_guards_no_anchor(tmp_path):
     body = 'if name not in ("forward", "loss"):\n    return src\nsrc = src.replace("b", "c")\n'
-    assert tested(tmp_path, body.replace("name", "src.__class__")) == {"b": [(8, False, ())]}
+    assert anchor_sites(tmp_path, body.replace("name", "src.__class__")) == {"b": [(8, False, ())]}
