@@ -449,3 +449,12 @@ def test_an_anchor_whose_absence_raises_is_not_guarded(tmp_path):
 def test_a_test_on_something_other_than_the_source_guards_no_anchor(tmp_path):
     body = 'if name not in ("forward", "loss"):\n    return src\nsrc = src.replace("b", "c")\n'
     assert anchor_sites(tmp_path, body.replace("name", "src.__class__")) == {"b": [(8, False, ())]}
+
+
+def test_an_anchor_spanning_text_an_earlier_replace_inserted_matches_only_the_rewrite(tmp_path):
+    body = """\
+        src = src.replace("run(self.row)", "run(unsloth_row)")
+        if "x = 1\\nrun(unsloth_row)" in src:
+            src = src.replace("x = 1\\nrun(unsloth_row)", "x = 2")
+    """
+    assert anchor_sites(tmp_path, body) == {"run(self.row)": [(6, False, ())]}

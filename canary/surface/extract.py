@@ -32,7 +32,8 @@ What is followed, and where it stops:
   project module's), dict/list literals and subscripts of them, loops and comprehensions
   over lists or dicts of ``(old, new)`` pairs, concatenation, and f-strings: fully literal
   ones whole, others as their literal fragments, each of which must be there. Text the
-  project inserted itself (the new side of an earlier ``.replace``) is not an anchor.
+  project inserted itself (the new side of an earlier ``.replace``), or an anchor spanning
+  it (it matches only the rewritten text), is not an anchor.
 - **Across functions**: a project function called with a source text, or with an upstream
   object, is walked as called (literal arguments too): the anchors it applies to the text,
   and the sources it reads and patches it makes through the object (``patch_function(cls,
@@ -42,9 +43,13 @@ What is followed, and where it stops:
   ``[tool.canary.surface]``, narrowed by the tests on the method-name parameter.
 - **Not anchors** (skipped and counted in :class:`Survey`, never guessed): ``x in source``
   in the test of an ``if`` that returns (x is what the patch would add: without it the patch
-  goes on), text naming the project's own markers (``_unsloth_*``), an anchor on a
-  registered source where no test selected the method, ``getsource(eval(...))`` of a string
-  not known statically.
+  goes on), ``x not in source`` in the test of an ``if`` that patches (absent x is when the
+  patch applies: :mod:`canary.surface.anchortests`), text naming the project's own markers
+  (``_unsloth_*``), an anchor on a registered source where no test selected the method,
+  ``getsource(eval(...))`` of a string not known statically.
+- **Anchor tests** (:mod:`canary.surface.anchortests`): spellings the project tries in turn
+  are each other's ``alternatives`` on their sites; an anchor whose presence is tested, and
+  the code that runs only where such a test found it, is guarded.
 - **Guarded** sites: inside ``try`` with a handler or ``with suppress(...)``, under a test
   :mod:`canary.surface.guards` recognises, or in a ``hasattr`` / three-argument ``getattr``
   itself. ``if TYPE_CHECKING:`` blocks never run and are skipped.
@@ -2196,6 +2201,11 @@ class _Walker:
         for literal in anchor.strings():
             if any(literal in inserted for inserted in text.inserted):
                 continue  # the project's own text, put there by an earlier replace
+            if any(_inside(inserted, literal) for inserted in text.inserted):
+                # it spans what an earlier replace put there: it matches the rewritten
+                # text, which upstream's source cannot be asked about
+                self.skip("anchor spanning text the project inserted itself", node)
+                continue
             if _carries_own_name(literal, self.project.own_tokens):
                 self.skip("anchor naming the project's own marker (_unsloth_...)", node)
                 continue
@@ -2500,6 +2510,12 @@ def _dedented(value: Value | None) -> Value | None:
     if isinstance(value, Param):
         return Param(value.index, value.source, True)
     return None
+
+
+def _inside(inserted: str, literal: str) -> bool:
+    """Whether a text the project inserted lies inside an anchor (a blank or one-word
+    insertion says nothing: upstream may have it too)."""
+    return len(inserted.strip()) >= 8 and inserted in literal
 
 
 def _with_inserted(text: Value | None, inserted: Value | None) -> Value | None:
