@@ -36,14 +36,14 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
-# Calls whose result says whether their anchor was found (or what became of the text).
-_RESULT_METHODS = frozenset(
-    {"search", "match", "fullmatch", "findall", "sub", "subn", "replace", "find", "rfind",
-     "count"}
-)  # fmt: skip
+# Calls whose result is empty, None or zero exactly where their anchor is not there.
+_FOUND_BY_TRUTH = frozenset({"search", "match", "fullmatch", "findall", "count", "subn"})
+# Calls whose result equals the text they were given exactly where their anchor is not there.
+_FOUND_BY_CHANGE = frozenset({"replace", "sub"})
+_RESULT_METHODS = _FOUND_BY_TRUTH | _FOUND_BY_CHANGE
 # Calls that apply an anchor (extract.py's anchor methods and re functions/pattern methods).
-_ANCHOR_METHODS = _RESULT_METHODS | {"index", "rindex", "split", "rsplit", "partition",
-                                     "rpartition", "finditer"}  # fmt: skip
+_ANCHOR_METHODS = _RESULT_METHODS | {"find", "rfind", "index", "rindex", "split", "rsplit",
+                                     "partition", "rpartition", "finditer"}  # fmt: skip
 _EXITS = (ast.Return, ast.Raise, ast.Continue, ast.Break)
 _SILENT_EXITS = (ast.Return, ast.Continue, ast.Break)
 _REPORTS = re.compile(r"warn|log|print|debug|info|error", re.IGNORECASE)
@@ -114,6 +114,7 @@ class _Reader:
         self.reading = Reading()
         self.results: dict[str, list[ast.expr]] = {}  # name -> the anchor nodes it holds
         self.order: dict[str, int] = {}  # name -> when it was last bound
+        self.bound = 0  # bindings of results so far
 
     def block(self, statements: Sequence[ast.stmt]) -> None:
         for index, node in enumerate(statements):
@@ -194,8 +195,8 @@ class _Reader:
         held = _result_nodes(value)
         for name in names:
             if held:
-                self.results[name] = held
-                self.order[name] = len(self.order) + 1
+                self.bound += 1
+                self.results[name], self.order[name] = held, self.bound
             else:
                 self.results.pop(name, None)
 
@@ -248,18 +249,25 @@ class _Reader:
         return []
 
     def latest(self, *operands: ast.expr) -> list[ast.expr]:
-        """The anchor nodes of the operand bound last (``new != function``: new)."""
+        """The replace/sub nodes of the operand bound last (``new != function``: new)."""
         named = [o for o in operands if isinstance(o, ast.Name) and o.id in self.results]
-        if named:
-            return self.results[max(named, key=lambda o: self.order.get(o.id, 0)).id]
-        return next((self.held(o) for o in operands if self.held(o)), [])
+        if not named:
+            return []
+        last = max(named, key=lambda o: self.order.get(o.id, 0))
+        return [n for n in self.results[last.id] if _by(n, _FOUND_BY_CHANGE)]
 
     def held(self, node: ast.expr) -> list[ast.expr]:
+        """The anchor nodes ``node`` holds as a value that is falsy where they are not
+        there (a match, a list of matches, a count, an ``in`` test)."""
         if isinstance(node, ast.Call) and _callee(node) == "len" and node.args:
             node = node.args[0]
         if isinstance(node, ast.Name):
-            return list(self.results.get(node.id, ()))
-        return _result_nodes(node) if isinstance(node, ast.Call) else []
+            held = self.results.get(node.id, ())
+        elif isinstance(node, ast.Call):
+            held = _result_nodes(node)
+        else:
+            return []
+        return [n for n in held if isinstance(n, ast.Compare) or _by(n, _FOUND_BY_TRUTH)]
 
     def pair(self, first: Iterable[ast.expr], second: Iterable[ast.expr]) -> None:
         second = list(second)
@@ -316,6 +324,10 @@ def _result_nodes(value: ast.expr) -> list[ast.expr]:
     if isinstance(value, ast.Call) and _callee(value) in _RESULT_METHODS:
         return [value]
     return [single[0] for node in _walk(value) if (single := _in_test(node)) is not None]
+
+
+def _by(node: ast.expr, methods: frozenset[str]) -> bool:
+    return isinstance(node, ast.Call) and _callee(node) in methods
 
 
 def _anchor_nodes(statements: Iterable[ast.stmt]) -> list[ast.expr]:
