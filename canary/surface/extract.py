@@ -979,7 +979,9 @@ class _Walker:
         self.selector: str | None = None
         self.selected: frozenset[str] | None = None
         self.done_test = False  # evaluating the test of an if whose body returns
-        self.anchor_tests = anchortests.EMPTY  # how the current function tests its anchors
+        # the function walked, whose anchor tests are read when first needed (most
+        # functions never hold a source text)
+        self.anchor_function: ast.FunctionDef | ast.AsyncFunctionDef | None = None
         self.tested = 0  # in code that runs only where an anchor a test asked about is there
         self.helper_depth = 0  # evaluating a version helper called from helpers this deep
         self.undecided = ""  # why the current branch may not run: a test not evaluated
@@ -1130,7 +1132,7 @@ class _Walker:
         self.selector = names[selector] if selector is not None and selector < len(names) else None
         self.selected = selected
         self.applying, self.depth, self.function = True, depth, id(node)
-        self.anchor_tests = anchortests.read(node)
+        self.anchor_function = node
         self.block(node.body)
 
     def evaluate(
@@ -1489,11 +1491,18 @@ class _Walker:
         self.conditional -= 1
         self.guarded -= guard
 
+    def anchor_tests(self) -> anchortests.Reading:
+        """How the function walked tests its anchors (module level: not read)."""
+        function = self.anchor_function
+        return anchortests.EMPTY if function is None else anchortests.read(function)
+
     def anchor_branches(self, node: ast.If) -> anchortests.Branches:
         """The parts of an ``if`` that run only where an anchor its test asks about is
         there, when one of those is applied to a source text (the syntax alone cannot tell
         ``x in source`` from ``x in ("a", "b")``)."""
-        branches = self.anchor_tests.branches(node)
+        if not any(isinstance(v, Text) for v in self.scope.values.values()):
+            return anchortests.Branches()  # no test here can ask about a source text
+        branches = self.anchor_tests().branches(node)
         if any(self._on_text(asked) for asked in branches.asks):
             return branches
         return anchortests.Branches()
@@ -1567,10 +1576,10 @@ class _Walker:
         for arg in _arguments(node.args):
             self.scope.names[arg] = None
         self.conditional, self.function = 0, id(node)
-        tests, self.anchor_tests = self.anchor_tests, anchortests.read(node)
+        tests, self.anchor_function = self.anchor_function, node
         self.block(node.body)
         self.scope, self.conditional, self.function = outer
-        self.anchor_tests = tests
+        self.anchor_function = tests
 
     def s_class(self, node: ast.ClassDef, nested: bool) -> None:
         self.scope.names[node.name] = None
@@ -2191,13 +2200,13 @@ class _Walker:
                 self.skip("anchor on a registered source where no test selected the method", node)
             else:
                 origins |= {text.pending.replace("{name}", name) for name in self.selected}
-        role = self.anchor_tests.role(node)
+        role = self.anchor_tests().role(node)
         if role is anchortests.Role.TRIGGER:
             self.skip("'if x not in source: <patch>' (absent x is when the patch applies)", node)
             return
         # a presence test of it, or code that runs only where a tested anchor is there
         tested = role is anchortests.Role.TESTED or self.tested > 0
-        spot, partners = anchortests.spot(node), self.anchor_tests.alternatives(node)
+        spot, partners = anchortests.spot(node), self.anchor_tests().alternatives(node)
         for literal in anchor.strings():
             if any(literal in inserted for inserted in text.inserted):
                 continue  # the project's own text, put there by an earlier replace
