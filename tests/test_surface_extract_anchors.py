@@ -458,3 +458,16 @@ def test_an_anchor_spanning_text_an_earlier_replace_inserted_matches_only_the_re
             src = src.replace("x = 1\\nrun(unsloth_row)", "x = 2")
     """
     assert anchor_sites(tmp_path, body) == {"run(self.row)": [(6, False, ())]}
+
+
+def test_a_subn_whose_count_decides_is_a_presence_test_and_a_find_index_is_not(tmp_path):
+    body = """\
+        where = src.find("b = 1")
+        if where:
+            return src
+        src, n = re.subn(r"a = 1", "a = 2", src)
+        if n == 0:
+            return src
+    """
+    # find() is -1 (truthy) where the text is absent: no presence test
+    assert anchor_sites(tmp_path, body) == {"b = 1": [(6, False, ())], "a = 1": [(9, True, ())]}
