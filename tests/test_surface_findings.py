@@ -237,3 +237,9 @@ def test_an_alternative_that_cannot_be_decided_makes_the_miss_only_possible():
     (finding,) = [f for f in findings(items, PROJECT) if f.reference.anchor == "a=1"]
     assert (finding.fails, finding.confidence) == (False, "possible")
     assert "alternative anchor" in finding.possible
+
+
+def test_a_sites_alternatives_survive_the_json_contract():
+    tried = replace(site(guarded=True), alternatives=("a = 1", "a=1"))
+    assert Site.from_json(tried.to_json()) == tried
+    assert "alternatives" not in site().to_json()  # only where there are some
