@@ -402,10 +402,10 @@ def test_the_rest_after_a_replace_that_applied_returned_is_the_other_spelling(tm
             return new
         return src.replace("x=1", "x=2")
     """
-    # neither is tested for presence: a miss of both where either existed still counts
+    # the rest is the code for the other shape: guarded, as after a version test
     assert anchor_sites(tmp_path, body) == {
         "x = 1": [(6, True, ("x=1",))],
-        "x=1": [(9, False, ("x = 1",))],
+        "x=1": [(9, True, ("x = 1",))],
     }
 
 
@@ -471,3 +471,8 @@ def test_a_subn_whose_count_decides_is_a_presence_test_and_a_find_index_is_not(t
     """
     # find() is -1 (truthy) where the text is absent: no presence test
     assert anchor_sites(tmp_path, body) == {"b = 1": [(6, False, ())], "a = 1": [(9, True, ())]}
+
+
+def test_the_fallback_where_a_findall_found_nothing_is_code_for_the_other_shape(tmp_path):
+    body = 'found = re.findall(r"a = 1", src)\nif not found:\n    found = re.findall(r"a=1", src)\n'
+    assert anchor_sites(tmp_path, body)["a=1"] == [(8, True, ("a = 1",))]

@@ -18,7 +18,10 @@ and no alternative the project gives applies. What this module reads, and why ea
 - **Tested** (:attr:`Role.TESTED`, and :attr:`Reading.guarding`): an anchor whose presence the
   project asks (an ``in`` test, a search/findall/replace/subn result compared with ``None``,
   emptiness, the text it came from or zero), and the code under such a test or after ``if
-  A not in t: return``, is *guarded* as a ``hasattr`` test is (:mod:`canary.surface.findings`):
+  A not in t: return`` (for a result, both branches and the rest after either: the one
+  where it found nothing is the code for the other shape, as the ``else`` of a version
+  test in :mod:`canary.surface.guards`), is *guarded* as a ``hasattr`` test is
+  (:mod:`canary.surface.findings`):
   on a release where the anchor never existed the project expects it absent (came later, not
   counted); where it existed and vanished the rewrite silently stops applying (counted). An
   ``in`` test under ``assert``, or whose absence raises, is no silent miss and is left alone.
@@ -125,7 +128,10 @@ class _Reader:
             found = self.found(node.test, when=True)
             if found:  # if <A applied>: return: the rest runs only where A is missing
                 self.pair(found, _anchor_nodes(rest))
-            if _exits(node.body, silently=True) and self.found(node.test, when=False):
+            # the rest runs where the test failed: where A is there, or (a result) where
+            # it is not, which is code for the other shape, as after a version test
+            other = self.found(node.test, when=False) or _results(found)
+            if _exits(node.body, silently=True) and other:
                 branches = self.reading.branches(node)
                 self.reading.guarding[id(node)] = replace(branches, rest=True)
 
@@ -167,8 +173,13 @@ class _Reader:
         if len(chain) > 1:
             self.pair_all(chain)
         present, absent = self.found(test, when=True), self.found(test, when=False)
+        # both branches of a test of a result are guarded (the one where it found nothing
+        # is the code for the other shape, as the else of a version test); of an ``in``
+        # test only where it holds: ``if A not in t: <patch>`` is no shape test (a trigger)
         self.reading.guarding[id(node)] = Branches(
-            body=bool(present), orelse=bool(absent), asks=(*present, *absent)
+            body=bool(present or _results(absent)),
+            orelse=bool(absent or _results(present)),
+            asks=(*present, *absent),
         )
         self.block(node.body)
         if absent:  # if <A found nothing>: <another spelling>
@@ -324,6 +335,11 @@ def _result_nodes(value: ast.expr) -> list[ast.expr]:
     if isinstance(value, ast.Call) and _callee(value) in _RESULT_METHODS:
         return [value]
     return [single[0] for node in _walk(value) if (single := _in_test(node)) is not None]
+
+
+def _results(nodes: Iterable[ast.expr]) -> list[ast.expr]:
+    """The calls among anchor nodes (not ``in`` tests)."""
+    return [n for n in nodes if isinstance(n, ast.Call)]
 
 
 def _by(node: ast.expr, methods: frozenset[str]) -> bool:
