@@ -21,10 +21,11 @@ and no alternative the project gives applies. What this module reads, and why ea
   A not in t: return`` (for a result, both branches and the rest after either: the one
   where it found nothing is the code for the other shape, as the ``else`` of a version
   test in :mod:`canary.surface.guards`), is *guarded* as a ``hasattr`` test is
-  (:mod:`canary.surface.findings`):
-  on a release where the anchor never existed the project expects it absent (came later, not
-  counted); where it existed and vanished the rewrite silently stops applying (counted). An
-  ``in`` test under ``assert``, or whose absence raises, is no silent miss and is left alone.
+  (:mod:`canary.surface.findings`): on a release where the anchor never existed the project
+  expects it absent (came later, not counted); where it existed and vanished the rewrite
+  silently stops applying (counted). An ``in`` test under ``assert``, or whose absence
+  raises, is no silent miss and is left alone. A find() index is no presence test (-1 is
+  truthy), nor is a count compared with anything but zero.
 
 Only a test the syntax shows is read; one through a helper or a flag set elsewhere is not,
 and its anchors count as before (a miss is held: never hidden on a guess).
