@@ -476,3 +476,14 @@ def test_a_subn_whose_count_decides_is_a_presence_test_and_a_find_index_is_not(t
 def test_the_fallback_where_a_findall_found_nothing_is_code_for_the_other_shape(tmp_path):
     body = 'found = re.findall(r"a = 1", src)\nif not found:\n    found = re.findall(r"a=1", src)\n'
     assert anchor_sites(tmp_path, body)["a=1"] == [(8, True, ("a = 1",))]
+
+
+def test_in_the_body_of_an_or_of_spellings_applying_one_is_the_others_alternative(tmp_path):
+    body = """\
+        if "a = 1" in src or "a=1" in src:
+            src = src.replace("a = 1", "a = 2").replace("a=1", "a=2")
+    """
+    assert anchor_sites(tmp_path, body) == {
+        "a = 1": [(6, True, ("a=1",)), (7, True, ("a=1",))],
+        "a=1": [(6, True, ("a = 1",)), (7, True, ("a = 1",))],
+    }

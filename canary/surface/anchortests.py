@@ -4,9 +4,10 @@ tries in turn, the texts whose absence triggers its patch, and the tests that ma
 An anchor is missed on a release only when the rewrite it drives was meant to apply there
 and no alternative the project gives applies. What this module reads, and why each is sound:
 
-- **Alternatives** (:attr:`Reading.partners`): ``A in t or B in t``, an ``if A in t: ...
-  elif B in t: ...`` chain, a fallback tried where the first found nothing (``m =
-  re.search(A, t); if m is None: m = re.search(B, t)``, ``if not matches: matches =
+- **Alternatives** (:attr:`Reading.partners`): ``A in t or B in t`` (and, in its body, the
+  call applying A is B's alternative: it misses only where B is the spelling there), an ``if
+  A in t: ... elif B in t: ...`` chain, a fallback tried where the first found nothing (``m
+  = re.search(A, t); if m is None: m = re.search(B, t)``, ``if not matches: matches =
   q.findall(t)``), and the rest of a block after ``if <A applied>: return`` (``new =
   t.replace(A, x); if new != t: return new; return t.replace(B, y)``). Where a partner is
   there, the anchor's miss changes nothing: the project applies the other spelling, or (for
@@ -169,7 +170,11 @@ class _Reader:
             if _exits(absent) and not _exits(absent, silently=True):
                 for raising in self.found(test, when=when):  # absent raises: no silent miss
                     self.reading.roles.pop(id(raising), None)
-        self.pair_all(_alternatives_of(test))
+        spellings = _alternatives_of(test)
+        self.pair_all(spellings)
+        for member in spellings:  # the body applies each spelling where it is the one there
+            others = [m for m in spellings if m is not member]
+            self.pair(others, _applying(member, node.body))
         chain = self.chain(node)
         if len(chain) > 1:
             self.pair_all(chain)
@@ -177,10 +182,11 @@ class _Reader:
         # both branches of a test of a result are guarded (the one where it found nothing
         # is the code for the other shape, as the else of a version test); of an ``in``
         # test only where it holds: ``if A not in t: <patch>`` is no shape test (a trigger)
+        # ``if A in t or B in t``: its body runs only where one spelling is there
         self.reading.guarding[id(node)] = Branches(
-            body=bool(present or _results(absent)),
+            body=bool(present or _results(absent) or spellings),
             orelse=bool(absent or _results(present)),
-            asks=(*present, *absent),
+            asks=(*present, *absent, *spellings),
         )
         self.block(node.body)
         if absent:  # if <A found nothing>: <another spelling>
@@ -336,6 +342,18 @@ def _result_nodes(value: ast.expr) -> list[ast.expr]:
     if isinstance(value, ast.Call) and _callee(value) in _RESULT_METHODS:
         return [value]
     return [single[0] for node in _walk(value) if (single := _in_test(node)) is not None]
+
+
+def _applying(test: ast.expr, statements: Sequence[ast.stmt]) -> list[ast.expr]:
+    """The anchor calls among ``statements`` that apply what ``A in t`` tests (the same A)."""
+    if not isinstance(test, ast.Compare):
+        return []
+    anchor = ast.dump(test.left)
+    return [
+        n
+        for n in _anchor_nodes(statements)
+        if isinstance(n, ast.Call) and n.args and ast.dump(n.args[0]) == anchor
+    ]
 
 
 def _results(nodes: Iterable[ast.expr]) -> list[ast.expr]:
