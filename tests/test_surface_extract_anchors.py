@@ -351,3 +351,139 @@ def test_an_upstream_object_given_to_a_helper_is_patched_and_read_there(tmp_path
     assert by_kind[Kind.ANCHOR] == {
         (f"{llama}.LlamaAttention.__init__", "self.scaling =", (("pkg/utils.py", 12, False),))
     }
+
+
+# --- how the project tests its anchors (canary.surface.anchortests) ---------------------
+
+PATCH_HEAD = """\
+    import inspect, re, logging
+    from transformers import Trainer
+
+    def patch():
+        src = inspect.getsource(Trainer.compute_loss)
+"""
+
+
+def anchor_sites(tmp_path: Path, body: str) -> dict[str, list[tuple[int, bool, tuple[str, ...]]]]:
+    """Each anchor of ``body`` (the rest of ``patch()``, after it read ``src``): its sites'
+    (line, guarded, alternatives)."""
+    text = PATCH_HEAD + textwrap.indent(textwrap.dedent(body), " " * 8)
+    result = run(tmp_path, {"pkg/patch.py": text})
+    return {
+        r.anchor: [(s.line, s.guarded, s.alternatives) for s in r.sites]
+        for r in result.references
+        if r.kind is Kind.ANCHOR
+    }
+
+
+def test_two_spellings_tested_with_or_are_alternatives_of_each_other(tmp_path):
+    found = anchor_sites(tmp_path, 'if "loss *=" in src or "loss*=" in src:\n    pass\n')
+    assert found == {"loss *=": [(6, True, ("loss*=",))], "loss*=": [(6, True, ("loss *=",))]}
+
+
+def test_a_search_tried_where_the_first_found_nothing_is_its_alternative(tmp_path):
+    body = """\
+        m = re.search(r"a = 1", src)
+        if m is None:
+            m = re.search(r"a=1", src)
+        if m is None:
+            return src
+    """
+    assert anchor_sites(tmp_path, body) == {
+        "a = 1": [(6, True, ("a=1",))],
+        "a=1": [(8, True, ("a = 1",))],
+    }
+
+
+def test_the_rest_after_a_replace_that_applied_returned_is_the_other_spelling(tmp_path):
+    body = """\
+        new = src.replace("x = 1", "x = 2")
+        if new != src:
+            return new
+        return src.replace("x=1", "x=2")
+    """
+    # the rest is the code for the other shape: guarded, as after a version test
+    assert anchor_sites(tmp_path, body) == {
+        "x = 1": [(6, True, ("x=1",))],
+        "x=1": [(9, True, ("x = 1",))],
+    }
+
+
+def test_an_elif_chain_of_in_tests_is_one_group_of_alternatives(tmp_path):
+    body = 'if "kv[a]" in src:\n    m = 1\nelif "kv[b]" in src:\n    m = 2\nelse:\n    return\n'
+    assert {a: s[0][2] for a, s in anchor_sites(tmp_path, body).items()} == {
+        "kv[a]": ("kv[b]",),
+        "kv[b]": ("kv[a]",),
+    }
+
+
+def test_a_text_whose_absence_triggers_the_patch_is_no_anchor(tmp_path):
+    trigger = 'if "for m in self.modules()" not in src:\n    Trainer.x = 1\n'
+    result = run(tmp_path, {"pkg/patch.py": PATCH_HEAD + textwrap.indent(trigger, " " * 8)})
+    assert not [r for r in result.references if r.kind is Kind.ANCHOR]
+    assert any("absent x is when the patch applies" in why for why in result.skipped)
+
+
+def test_a_missing_text_that_is_only_reported_is_a_presence_test_not_a_trigger(tmp_path):
+    found = anchor_sites(tmp_path, 'if "a = 1" not in src:\n    logging.warning("patch failed")\n')
+    assert found == {"a = 1": [(6, True, ())]}
+
+
+def test_an_early_return_where_the_anchor_is_absent_guards_the_rewrite_after_it(tmp_path):
+    body = """\
+        if "a = 1" not in src:
+            return src
+        src = src.replace("a = 1", "a = 2").replace("b = 1", "b = 2")
+    """
+    assert anchor_sites(tmp_path, body) == {
+        "a = 1": [(6, True, ()), (8, True, ())],
+        "b = 1": [(8, True, ())],
+    }
+
+
+def test_an_anchor_whose_absence_raises_is_not_guarded(tmp_path):
+    body = 'if "a = 1" not in src:\n    raise RuntimeError("drift")\nsrc = src.replace("b", "c")\n'
+    assert anchor_sites(tmp_path, body) == {"a = 1": [(6, False, ())], "b": [(8, False, ())]}
+
+
+def test_a_test_on_something_other_than_the_source_guards_no_anchor(tmp_path):
+    body = 'if name not in ("forward", "loss"):\n    return src\nsrc = src.replace("b", "c")\n'
+    assert anchor_sites(tmp_path, body.replace("name", "src.__class__")) == {"b": [(8, False, ())]}
+
+
+def test_an_anchor_spanning_text_an_earlier_replace_inserted_matches_only_the_rewrite(tmp_path):
+    body = """\
+        src = src.replace("run(self.row)", "run(unsloth_row)")
+        if "x = 1\\nrun(unsloth_row)" in src:
+            src = src.replace("x = 1\\nrun(unsloth_row)", "x = 2")
+    """
+    assert anchor_sites(tmp_path, body) == {"run(self.row)": [(6, False, ())]}
+
+
+def test_a_subn_whose_count_decides_is_a_presence_test_and_a_find_index_is_not(tmp_path):
+    body = """\
+        where = src.find("b = 1")
+        if where:
+            return src
+        src, n = re.subn(r"a = 1", "a = 2", src)
+        if n == 0:
+            return src
+    """
+    # find() is -1 (truthy) where the text is absent: no presence test
+    assert anchor_sites(tmp_path, body) == {"b = 1": [(6, False, ())], "a = 1": [(9, True, ())]}
+
+
+def test_the_fallback_where_a_findall_found_nothing_is_code_for_the_other_shape(tmp_path):
+    body = 'found = re.findall(r"a = 1", src)\nif not found:\n    found = re.findall(r"a=1", src)\n'
+    assert anchor_sites(tmp_path, body)["a=1"] == [(8, True, ("a = 1",))]
+
+
+def test_in_the_body_of_an_or_of_spellings_applying_one_is_the_others_alternative(tmp_path):
+    body = """\
+        if "a = 1" in src or "a=1" in src:
+            src = src.replace("a = 1", "a = 2").replace("a=1", "a=2")
+    """
+    assert anchor_sites(tmp_path, body) == {
+        "a = 1": [(6, True, ("a=1",)), (7, True, ("a=1",))],
+        "a=1": [(6, True, ("a = 1",)), (7, True, ("a = 1",))],
+    }

@@ -310,3 +310,51 @@ def test_a_dunder_binding_takes_effect_whatever_upstream_defines():
     # a read of it still raises where upstream lacks it
     read = resolved("transformers.__all__", "mmmm", site(), kind=Kind.ATTRIBUTE)
     assert held(MODELING_UTILS, read) == {"attribute transformers.__all__": RELEASES[1:]}
+
+
+# --- alternatives of an anchor (Site.alternatives, canary.surface.anchortests) -----------
+
+FORWARD = "transformers.Trainer.compute_loss"
+
+
+def spelling(text: str, outcomes: str, *alternatives: str, guarded: bool = False) -> Resolved:
+    """An anchor ``text`` on FORWARD whose one site tries ``alternatives`` instead."""
+    item = resolved(FORWARD, outcomes, kind=Kind.ANCHOR)
+    sites = (replace(site(guarded=guarded), alternatives=alternatives),)
+    return replace(item, reference=replace(item.reference, anchor=text, sites=sites))
+
+
+def held_anchors(*items: Resolved) -> dict[str, tuple[str, ...]]:
+    return {f.reference.anchor: f.new for f in findings(items, PROJECT) if f.fails}
+
+
+def test_a_spelling_is_not_missed_where_its_alternative_is_there():
+    assert held_anchors(spelling("a=1", "mmmm", "a = 1"), spelling("a = 1", "oooo", "a=1")) == {}
+    assert held_anchors(spelling("a=1", "mmmm"), spelling("a = 1", "oooo")) == {"a=1": RELEASES[1:]}
+
+
+def test_where_every_spelling_vanished_the_rewrite_silently_stops_applying():
+    first = spelling("a=1", "ommm", "a = 1", guarded=True)
+    both = held_anchors(first, spelling("a = 1", "oomm", "a=1"))
+    assert both == {"a=1": ("5.1.0", "5.2.0"), "a = 1": ("5.1.0", "5.2.0")}
+
+
+def test_a_tested_spelling_that_never_existed_alone_came_later_with_the_first_that_did():
+    # "a=1" is never there; the group first is in 5.1.0: a tested miss before it is expected
+    later = (spelling("a=1", "mmmm", "a = 1", guarded=True), spelling("a = 1", "mmoo", "a=1"))
+    assert held_anchors(*later) == {"a = 1": ("5.0.0",)}
+
+
+def test_an_alternative_that_cannot_be_decided_makes_the_miss_only_possible():
+    (finding,) = findings([spelling("a=1", "mmmm", "a = 1")], PROJECT)  # "a = 1" unresolved
+    assert finding.fails
+    items = [spelling("a=1", "mmmm", "a = 1"), spelling("a = 1", "uuuu")]
+    (finding,) = [f for f in findings(items, PROJECT) if f.reference.anchor == "a=1"]
+    assert (finding.fails, finding.confidence) == (False, "possible")
+    assert "alternative anchor" in finding.possible
+
+
+def test_a_sites_alternatives_survive_the_json_contract():
+    tried = replace(site(guarded=True), alternatives=("a = 1", "a=1"))
+    assert Site.from_json(tried.to_json()) == tried
+    assert "alternatives" not in site().to_json()  # only where there are some

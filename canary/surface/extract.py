@@ -32,7 +32,8 @@ What is followed, and where it stops:
   project module's), dict/list literals and subscripts of them, loops and comprehensions
   over lists or dicts of ``(old, new)`` pairs, concatenation, and f-strings: fully literal
   ones whole, others as their literal fragments, each of which must be there. Text the
-  project inserted itself (the new side of an earlier ``.replace``) is not an anchor.
+  project inserted itself (the new side of an earlier ``.replace``), or an anchor spanning
+  it (it matches only the rewritten text), is not an anchor.
 - **Across functions**: a project function called with a source text, or with an upstream
   object, is walked as called (literal arguments too): the anchors it applies to the text,
   and the sources it reads and patches it makes through the object (``patch_function(cls,
@@ -42,9 +43,13 @@ What is followed, and where it stops:
   ``[tool.canary.surface]``, narrowed by the tests on the method-name parameter.
 - **Not anchors** (skipped and counted in :class:`Survey`, never guessed): ``x in source``
   in the test of an ``if`` that returns (x is what the patch would add: without it the patch
-  goes on), text naming the project's own markers (``_unsloth_*``), an anchor on a
-  registered source where no test selected the method, ``getsource(eval(...))`` of a string
-  not known statically.
+  goes on), ``x not in source`` in the test of an ``if`` that patches (absent x is when the
+  patch applies: :mod:`canary.surface.anchortests`), text naming the project's own markers
+  (``_unsloth_*``), an anchor on a registered source where no test selected the method,
+  ``getsource(eval(...))`` of a string not known statically.
+- **Anchor tests** (:mod:`canary.surface.anchortests`): spellings the project tries in turn
+  are each other's ``alternatives`` on their sites; an anchor whose presence is tested, and
+  the code that runs only where such a test found it, is guarded.
 - **Guarded** sites: inside ``try`` with a handler or ``with suppress(...)``, under a test
   :mod:`canary.surface.guards` recognises, or in a ``hasattr`` / three-argument ``getattr``
   itself. ``if TYPE_CHECKING:`` blocks never run and are skipped.
@@ -90,7 +95,7 @@ from typing import Any
 
 from canary.errors import ParseError
 from canary.gcpause import no_collections
-from canary.surface import guards, versiontests
+from canary.surface import anchortests, guards, versiontests
 from canary.surface.config import SourceRegistry
 from canary.surface.model import Kind, Match, Reference, Site, merge_references
 from canary.surface.segments import Definition, Statement, split_module
@@ -239,6 +244,8 @@ class Use:
     undecided: str = ""  # a test around it canary cannot evaluate decides whether it runs
     fallback_of: tuple[str, ...] = ()  # runs only where one of these upstream imports fails
     requires: tuple[str, ...] = ()  # runs only where these upstream things exist
+    spot: anchortests.Spot = (0, 0)  # ANCHOR: where it is applied (line, column)
+    partners: tuple[anchortests.Spot, ...] = ()  # ANCHOR: the spots of its alternatives
 
 
 @dataclass(frozen=True)
@@ -982,6 +989,10 @@ class _Walker:
         self.selector: str | None = None
         self.selected: frozenset[str] | None = None
         self.done_test = False  # evaluating the test of an if whose body returns
+        # the function walked, whose anchor tests are read when first needed (most
+        # functions never hold a source text)
+        self.anchor_function: ast.FunctionDef | ast.AsyncFunctionDef | None = None
+        self.tested = 0  # in code that runs only where an anchor a test asked about is there
         self.helper_depth = 0  # evaluating a version helper called from helpers this deep
         self.undecided = ""  # why the current branch may not run: a test not evaluated
         self.fallback_of: tuple[str, ...] = ()  # in an except ImportError of these imports
@@ -1131,6 +1142,7 @@ class _Walker:
         self.selector = names[selector] if selector is not None and selector < len(names) else None
         self.selected = selected
         self.applying, self.depth, self.function = True, depth, id(node)
+        self.anchor_function = node
         self.block(node.body)
 
     def evaluate(
@@ -1320,6 +1332,7 @@ class _Walker:
 
     def block(self, statements: list[ast.stmt]) -> None:
         saved = (self.guarded, self.present, self.selected, self.window, self.undecided)
+        tested = self.tested
         for node in statements:
             self.statement(node)
             if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
@@ -1335,6 +1348,7 @@ class _Walker:
                     # except ImportError: return: what follows runs where they imported
                     self.present |= {f"+{target}" for target in imports}
             if isinstance(node, ast.If) and guards.exits(node.body):
+                self.tested += self.anchor_branches(node).rest
                 self.undecided = self.undecided or self._undecided(node.test)
                 # what follows runs only where the test failed
                 if guards.exits(node.body, silently=True) and guards.is_guard_test(node.test):
@@ -1343,6 +1357,7 @@ class _Walker:
                 self.selected = self._narrowed(node.test, positive=False)
                 self.window &= self._window(node.test, positive=False)
         self.guarded, self.present, self.selected, self.window, self.undecided = saved
+        self.tested = tested
 
     def statement(self, node: ast.stmt, *, nested: bool = True) -> None:
         """One statement; ``nested`` False: the module-level binding pass, which enters
@@ -1464,6 +1479,7 @@ class _Walker:
             self.done_test = False
         guard = guards.is_guard_test(node.test)
         saved = (self.present, self.selected, self.window)
+        branches = self.anchor_branches(node)
         undecided = self.undecided
         self.undecided = undecided or self._undecided(node.test)
         self.guarded += guard
@@ -1471,16 +1487,45 @@ class _Walker:
         self.present = saved[0] | self._present(node.test, positive=True)
         self.selected = self._narrowed(node.test, positive=True)
         self.window = saved[2] & self._window(node.test, positive=True)
+        self.tested += branches.body
         self.body(node.body, nested)
+        self.tested += branches.orelse - branches.body
         self.present = saved[0] | self._present(node.test, positive=False)
         self.selected = saved[1]
         self.selected = self._narrowed(node.test, positive=False)
         self.window = saved[2] & self._window(node.test, positive=False)
         self.body(node.orelse, nested)
+        self.tested -= branches.orelse
         self.present, self.selected, self.window = saved
         self.undecided = undecided
         self.conditional -= 1
         self.guarded -= guard
+
+    def anchor_tests(self) -> anchortests.Reading:
+        """How the function walked tests its anchors (module level: not read)."""
+        function = self.anchor_function
+        return anchortests.EMPTY if function is None else anchortests.read(function)
+
+    def anchor_branches(self, node: ast.If) -> anchortests.Branches:
+        """The parts of an ``if`` that run only where an anchor its test asks about is
+        there, when one of those is applied to a source text (the syntax alone cannot tell
+        ``x in source`` from ``x in ("a", "b")``)."""
+        if not any(isinstance(v, Text) for v in self.scope.values.values()):
+            return anchortests.Branches()  # no test here can ask about a source text
+        branches = self.anchor_tests().branches(node)
+        if any(self._on_text(asked) for asked in branches.asks):
+            return branches
+        return anchortests.Branches()
+
+    def _on_text(self, node: ast.expr) -> bool:
+        """Whether an ``in`` test or anchor call is applied to a source text."""
+        if isinstance(node, ast.Compare):
+            return isinstance(self.value(node.comparators[0]), Text)
+        if not isinstance(node, ast.Call):
+            return False
+        func = node.func
+        operands = [*node.args, *([func.value] if isinstance(func, ast.Attribute) else [])]
+        return any(isinstance(self.value(operand), Text) for operand in operands)
 
     def s_try(self, node: ast.Try, nested: bool) -> None:
         caught = bool(node.handlers)
@@ -1541,8 +1586,10 @@ class _Walker:
         for arg in _arguments(node.args):
             self.scope.names[arg] = None
         self.conditional, self.function = 0, id(node)
+        tests, self.anchor_function = self.anchor_function, node
         self.block(node.body)
         self.scope, self.conditional, self.function = outer
+        self.anchor_function = tests
 
     def s_class(self, node: ast.ClassDef, nested: bool) -> None:
         self.scope.names[node.name] = None
@@ -2188,14 +2235,35 @@ class _Walker:
                 self.skip("anchor on a registered source where no test selected the method", node)
             else:
                 origins |= {text.pending.replace("{name}", name) for name in self.selected}
+        role = self.anchor_tests().role(node)
+        if role is anchortests.Role.TRIGGER:
+            self.skip("'if x not in source: <patch>' (absent x is when the patch applies)", node)
+            return
+        # a presence test of it, or code that runs only where a tested anchor is there
+        tested = role is anchortests.Role.TESTED or self.tested > 0
+        spot, partners = anchortests.spot(node), self.anchor_tests().alternatives(node)
         for literal in anchor.strings():
             if any(literal in inserted for inserted in text.inserted):
                 continue  # the project's own text, put there by an earlier replace
+            if any(_inside(inserted, literal) for inserted in text.inserted):
+                # it spans what an earlier replace put there: it matches the rewritten
+                # text, which upstream's source cannot be asked about
+                self.skip("anchor spanning text the project inserted itself", node)
+                continue
             if _carries_own_name(literal, self.project.own_tokens):
                 self.skip("anchor naming the project's own marker (_unsloth_...)", node)
                 continue
             for origin in sorted(origins):
-                self.use(Kind.ANCHOR, origin, node, anchor=prefix + literal, match=match)
+                self.use(
+                    Kind.ANCHOR,
+                    origin,
+                    node,
+                    guarded=self.guarded > 0 or tested,
+                    anchor=prefix + literal,
+                    match=match,
+                    spot=spot,
+                    partners=partners,
+                )
 
     # values
 
@@ -2381,6 +2449,8 @@ class _Walker:
         aliases: str = "",
         stash: str | None = None,
         constant: bool = False,
+        spot: anchortests.Spot = (0, 0),
+        partners: tuple[anchortests.Spot, ...] = (),
     ) -> None:
         if not self.emit:
             return
@@ -2412,6 +2482,8 @@ class _Walker:
                 undecided=self.undecided,
                 fallback_of=bound.fallback_of,
                 requires=self._required(target, presence=presence),
+                spot=spot,
+                partners=partners,
             )
         )
 
@@ -2484,6 +2556,12 @@ def _dedented(value: Value | None) -> Value | None:
     if isinstance(value, Param):
         return Param(value.index, value.source, True)
     return None
+
+
+def _inside(inserted: str, literal: str) -> bool:
+    """Whether a text the project inserted lies inside an anchor (a blank or one-word
+    insertion says nothing: upstream may have it too)."""
+    return len(inserted.strip()) >= 8 and inserted in literal
 
 
 def _with_inserted(text: Value | None, inserted: Value | None) -> Value | None:
@@ -2588,6 +2666,8 @@ def _is_own(use: Use, own: frozenset[str]) -> bool:
 
 
 def _merge(uses: Iterable[Use]) -> tuple[Reference, ...]:
+    uses = list(uses)
+    alternatives = _alternatives(uses)
     merged = merge_references(
         Reference(
             use.target.split(".", 1)[0],
@@ -2605,6 +2685,7 @@ def _merge(uses: Iterable[Use]) -> tuple[Reference, ...]:
                     requires=use.requires,
                     replaces=use.kind is Kind.PATCH and use.replaces,
                     aliases=use.aliases if use.kind is Kind.PATCH else "",
+                    alternatives=alternatives.get(use, ()),
                 ),
             ),
             use.anchor,
@@ -2613,3 +2694,20 @@ def _merge(uses: Iterable[Use]) -> tuple[Reference, ...]:
         for use in uses
     )
     return tuple(sorted(merged, key=lambda r: (r.key[:3], r.anchor or "")))
+
+
+def _alternatives(uses: list[Use]) -> dict[Use, tuple[str, ...]]:
+    """Each anchor use's alternatives (:mod:`canary.surface.anchortests`): the anchors
+    applied at its partners' spots to the same source, as the walk found them."""
+    at: dict[tuple[str, str, anchortests.Spot], set[str]] = {}
+    for use in uses:
+        if use.kind is Kind.ANCHOR and use.anchor is not None:
+            at.setdefault((use.path, use.target, use.spot), set()).add(use.anchor)
+    found = {}
+    for use in uses:
+        if use.partners:
+            anchors = set().union(*(at.get((use.path, use.target, p), ()) for p in use.partners))
+            anchors.discard(use.anchor)
+            if anchors:
+                found[use] = tuple(sorted(anchors))
+    return found

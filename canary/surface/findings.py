@@ -45,6 +45,14 @@ Three narrowings, each exactly as wide as its reason:
   project's own code there, never read back, is still held: a patch of a name upstream
   dropped (before the project's floor, or before the oldest release checked) silently
   does nothing on every release it runs on.
+
+**Alternatives of an anchor** (:attr:`Site.alternatives`, read by
+:mod:`canary.surface.anchortests`): a site whose alternative anchor is there on a release
+does not miss there (the project applies the other spelling, or does not reach this one):
+counted with the gated releases. Its *since* is the first release where it or an
+alternative is ok, so a spelling that never existed alone is held only where no spelling
+is there, and as came later or removed by the first spelling that was. Where no
+alternative is there but one cannot be decided, the miss is only possible.
 """
 
 from __future__ import annotations
@@ -152,7 +160,8 @@ def findings(
     ranges: dict[str, SpecifierSet | None] = {}
     found = []
     resolved = list(resolved)
-    runs = _runs(resolved)
+    spellings = _spellings(resolved)
+    runs = _runs(resolved, spellings)
     own = _own_attributes(resolved)
     known = _outcomes(resolved)
     for item in resolved:
@@ -180,7 +189,7 @@ def findings(
             reason = next((r for accept in accepts if (r := accept(reference, version))), None)
             if reason:
                 accepted[version] = reason
-        since = next((v for v, o in item.outcomes.items() if o is Outcome.OK), None)
+        since = next((v for v, o in item.outcomes.items() if _ok(item, v, o, spellings)), None)
         finding = Finding(
             target.name, reference, missing, accepted, since, gated=gated, added=added
         )
@@ -190,7 +199,8 @@ def findings(
         }
         if excused:
             finding = replace(finding, excused=excused)
-        finding = replace(finding, possible=_undecided(finding, runs), proof=_proof(finding, runs))
+        possible = _undecided(finding, runs) or _unknown_spelling(finding, runs, spellings)
+        finding = replace(finding, possible=possible, proof=_proof(finding, runs))
         found.append(finding)
     return tuple(found)
 
@@ -241,11 +251,56 @@ Runs = Callable[[Reference, Site, str], bool]
 """Whether a site of the reference runs on that release of its package."""
 
 
-def _runs(resolved: Sequence[Resolved]) -> Runs:
+Spellings = Callable[[Reference, Site, str], "Outcome | None"]
+"""How a site's alternative anchors fare on a release: ok where one is there, unknown where
+none is but one cannot be decided, missing where none is; None: it has none."""
+
+
+def _spellings(resolved: Sequence[Resolved]) -> Spellings:
+    anchors = {
+        (item.reference.target, item.reference.anchor): item.outcomes
+        for item in resolved
+        if item.reference.kind is Kind.ANCHOR
+    }
+
+    def spellings(reference: Reference, site: Site, version: str) -> Outcome | None:
+        if not site.alternatives:
+            return None
+        outcomes = [anchors.get((reference.target, a), {}).get(version) for a in site.alternatives]
+        if Outcome.OK in outcomes:
+            return Outcome.OK
+        return Outcome.UNKNOWN if Outcome.UNKNOWN in outcomes else Outcome.MISSING
+
+    return spellings
+
+
+def _ok(item: Resolved, version: str, outcome: Outcome, spellings: Spellings) -> bool:
+    """Whether the reference, or an alternative of one of its sites, is there."""
+    reference = item.reference
+    return outcome is Outcome.OK or any(
+        spellings(reference, site, version) is Outcome.OK for site in reference.sites
+    )
+
+
+def _unknown_spelling(finding: Finding, runs: Runs, spellings: Spellings) -> str:
+    """Why a miss is only possible: on each of its releases, every site that runs there has
+    an alternative anchor that cannot be decided ("": some site certainly misses)."""
+    reference = finding.reference
+    for version in finding.new:
+        running = [s for s in reference.sites if runs(reference, s, version)]
+        if not running or any(
+            spellings(reference, s, version) is not Outcome.UNKNOWN for s in running
+        ):
+            return ""
+    return "an alternative anchor the project tries instead cannot be decided there"
+
+
+def _runs(resolved: Sequence[Resolved], spellings: Spellings | None = None) -> Runs:
     """A site runs where its version window holds; where what a test before it found
     present (:attr:`Site.requires`) is missing, it does not; in the ``except ImportError``
     of upstream imports (:attr:`Site.fallback_of`), only where one of them is not ok (an
-    unknown may fail: it may run)."""
+    unknown may fail: it may run); an anchor's site misses nothing where one of its
+    alternatives is there (``spellings``)."""
     ok = {
         item.reference.target: {v for v, o in item.outcomes.items() if o is Outcome.OK}
         for item in resolved
@@ -260,6 +315,8 @@ def _runs(resolved: Sequence[Resolved]) -> Runs:
     def runs(reference: Reference, site: Site, version: str) -> bool:
         if not site.runs_on(reference.package, version):
             return False
+        if spellings is not None and spellings(reference, site, version) is Outcome.OK:
+            return False  # the project applies another spelling there
         same = reference.package
         if any(r.split(".", 1)[0] == same and version in missing.get(r, ()) for r in site.requires):
             return False  # a test before it found that absent: it does not run there

@@ -8,7 +8,8 @@ a :class:`SurfaceResult` holds both and reads/writes the JSON other tools rely o
      "packages": {pkg: [versions checked]},
      "references": [{"package", "target", "kind", "anchor", "sites": [{"path", "line",
                      "guarded", "versions", "at_import", "undecided",
-                     "fallback_of", "requires", "replaces", "aliases"}],
+                     "fallback_of", "requires", "replaces", "aliases",
+                     "alternatives"}],
                      "outcomes": {version: "ok" | "missing" | "unknown"}}]}
 """
 
@@ -97,6 +98,9 @@ class Site:
     # a binding of upstream's own object (``X.n = Y``): ``Y``'s dotted path (""; none); it
     # puts no code of the project's in upstream's way, and binds only where ``Y`` is there
     aliases: str = ""
+    # ANCHOR only: other anchors on the same source the project tries instead of this one
+    # (or that decide it does not run): where one of them is there, this miss changes nothing
+    alternatives: tuple[str, ...] = ()
 
     def runs_on(self, package: str, label: str) -> bool:
         """Whether the site can run on release ``label`` of ``package``: every bound of its
@@ -128,6 +132,8 @@ class Site:
             data["replaces"] = True
         if self.aliases:
             data["aliases"] = self.aliases
+        if self.alternatives:
+            data["alternatives"] = list(self.alternatives)
         return data
 
     @classmethod
@@ -144,6 +150,7 @@ class Site:
             tuple(str(t) for t in data.get("requires") or ()),
             bool(data.get("replaces", False)),
             str(data.get("aliases") or ""),
+            tuple(str(t) for t in data.get("alternatives") or ()),
         )
 
 
