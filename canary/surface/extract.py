@@ -92,7 +92,7 @@ from canary.errors import ParseError
 from canary.gcpause import no_collections
 from canary.surface import guards, versiontests
 from canary.surface.config import SourceRegistry
-from canary.surface.model import Kind, Match, Reference, Site, merge_references
+from canary.surface.model import Kind, Match, ReadFrom, Reference, Site, merge_references
 from canary.surface.segments import Definition, Statement, split_module
 from canary.surface.texts import (
     Literals,
@@ -238,6 +238,17 @@ class Use:
     undecided: str = ""  # a test around it canary cannot evaluate decides whether it runs
     fallback_of: tuple[str, ...] = ()  # runs only where one of these upstream imports fails
     requires: tuple[str, ...] = ()  # runs only where these upstream things exist
+    read_from: ReadFrom | None = None  # an anchor read only where its owner is the one read
+
+
+def _read_from(text: Text, name: str | None) -> ReadFrom | None:
+    """Where a registry with several sources reads method ``name`` from (None: sources
+    without ``{name}``): each source's owner (what it is looked up on), in order."""
+    if not text.tried:
+        return None
+    filled = (t.replace("{name}", name) if name else t for t in text.tried)
+    owners = tuple(t.rpartition(".")[0] for t in filled)
+    return ReadFrom(owners, text.follow_shims)
 
 
 @dataclass(frozen=True)
@@ -656,11 +667,11 @@ class _Project:
         to the source it declares."""
         before = len(self.applied_uses)
         for key, function in self._registrations(registry.registry):
-            source = registry.source_of(key)
-            if source is None:
+            sources = registry.sources_of(key)
+            if not sources:
                 self.skip(f"registered in {registry.registry}[{key!r}]: no class given", function)
                 continue
-            if not self.is_upstream(source):
+            if not all(self.is_upstream(source) for source in sources):
                 continue
             names = _positional(function.node)
             if registry.parameter not in names or (
@@ -672,12 +683,16 @@ class _Project:
                     function,
                 )
                 continue
-            pending = "{name}" in source
-            text = Text(
-                frozenset() if pending else frozenset({source}), pending=source if pending else None
-            )
             selector = names.index(registry.selector) if registry.selector else None
-            self.apply(function, {names.index(registry.parameter): text}, selector=selector)
+            for source in sources:
+                pending = "{name}" in source
+                text = Text(
+                    frozenset() if pending else frozenset({source}),
+                    pending=source if pending else None,
+                    tried=sources if len(sources) > 1 else (),
+                    follow_shims=registry.follow_shims,
+                )
+                self.apply(function, {names.index(registry.parameter): text}, selector=selector)
         found, self.applied_uses = self.applied_uses[before:], self.applied_uses[:before]
         return found
 
@@ -2147,12 +2162,15 @@ class _Walker:
         else:
             match = Match.DEDENTED if text.dedented else Match.EXACT
         prefix = inline_flags(flags) if regex else ""
-        origins = set(text.origins)
+        origins = {o: _read_from(text, None) if o in text.tried else None for o in text.origins}
         if text.pending is not None:
             if self.selected is None:
                 self.skip("anchor on a registered source where no test selected the method", node)
             else:
-                origins |= {text.pending.replace("{name}", name) for name in self.selected}
+                origins |= {
+                    text.pending.replace("{name}", name): _read_from(text, name)
+                    for name in self.selected
+                }
         for literal in anchor.strings():
             if any(literal in inserted for inserted in text.inserted):
                 continue  # the project's own text, put there by an earlier replace
@@ -2160,7 +2178,14 @@ class _Walker:
                 self.skip("anchor naming the project's own marker (_unsloth_...)", node)
                 continue
             for origin in sorted(origins):
-                self.use(Kind.ANCHOR, origin, node, anchor=prefix + literal, match=match)
+                self.use(
+                    Kind.ANCHOR,
+                    origin,
+                    node,
+                    anchor=prefix + literal,
+                    match=match,
+                    read_from=origins[origin],
+                )
 
     # values
 
@@ -2345,6 +2370,7 @@ class _Walker:
         replaces: bool = False,
         stash: str | None = None,
         constant: bool = False,
+        read_from: ReadFrom | None = None,
     ) -> None:
         if not self.emit:
             return
@@ -2375,6 +2401,7 @@ class _Walker:
                 undecided=self.undecided,
                 fallback_of=bound.fallback_of,
                 requires=self._required(target, presence=presence),
+                read_from=read_from,
             )
         )
 
@@ -2570,6 +2597,7 @@ def _merge(uses: Iterable[Use]) -> tuple[Reference, ...]:
             ),
             use.anchor,
             use.match,
+            use.read_from,
         )
         for use in uses
     )

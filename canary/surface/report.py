@@ -59,7 +59,7 @@ REST = "rest"
 POSSIBLE = "possible"
 SECTIONS = (HARD, SILENT, LATER, POSSIBLE, REST)
 
-ReferenceKey = tuple[str, str, str, str | None]  # Reference.key
+ReferenceKey = tuple[object, ...]  # Reference.key
 
 _PIN_OPERATORS = ("==", "===")
 _SITES_SHOWN = 3
