@@ -163,7 +163,8 @@ def _holds(bound: str, label: str) -> bool:
 class ReadFrom:
     """Where a declared source registry reads a source from (its ``source`` templates): on
     each release the first of ``owners`` (what the method is looked up on: a class) that
-    exists is read, and none where none does (the last then carries the miss). With
+    exists is read, and none where none does (the project tries each: it applies
+    nothing there). With
     ``follow_shims``, an owner that derives from a later owner's class (a forwarding shim
     left where the class used to be) is read as that class."""
 

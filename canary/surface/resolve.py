@@ -390,15 +390,15 @@ def _decide(
         chosen, why = read_here[ref.read_from]
         if chosen is None:
             return Outcome.UNKNOWN, why
-        owner = ref.target.rpartition(".")[0]
-        if chosen != owner:
-            return Outcome.OK, f"not read on this release: {chosen} is read instead"
+        if chosen != ref.target.rpartition(".")[0]:
+            return Outcome.OK, f"not read on this release: {why or f'{chosen} is read instead'}"
     return _outcome(ref, tree.lookup(ref.target, bound_only=_bound_only(ref)), files)
 
 
 def owner_read(read_from: ReadFrom, tree: PackageTree) -> tuple[str | None, str]:
     """Which of the owners is read on the tree's release (None, and why, where that cannot
-    be told): the first that exists, the last where none does; with ``follow_shims``, a
+    be told; "", and why, where none exists: the project tries each and finds none, so
+    it reads none and applies nothing): the first that exists; with ``follow_shims``, a
     class that derives from a later owner's class is read as that class."""
     owners = read_from.owners
     for index, owner in enumerate(owners):
@@ -408,7 +408,7 @@ def owner_read(read_from: ReadFrom, tree: PackageTree) -> tuple[str | None, str]
         if found.found:
             break
     else:
-        return owners[-1], ""  # none there: the last carries the miss
+        return "", f"none of {', '.join(owners)} is there"
     if not read_from.follow_shims or index == len(owners) - 1:
         return owner, ""
     if found.path is None or found.qualname is None or found.kind not in _CLASSES:
