@@ -345,9 +345,7 @@ def _registry(entry: object, index: int, origin: str) -> SourceRegistry:
                 f"the selector parameter is compared with; give both or neither"
             )
         if "class" in placeholders_in and not classes:
-            raise ConfigError(
-                f'{where}: source uses {{class}}: give classes = {{ key = "Class" }}'
-            )
+            raise ConfigError(f'{where}: source uses {{class}}: give classes = {{ key = "Class" }}')
     if follow and len(sources) < 2:
         raise ConfigError(
             f"{where}: follow_shims reads a class as the class a later source names: "
@@ -375,8 +373,6 @@ def _sources(value: object, where: str) -> tuple[str, ...]:
 
 
 def _key_table(table: object, where: str, example: str) -> dict[str, str]:
-    if not isinstance(table, Mapping) or not all(
-        isinstance(v, str) and v for v in table.values()
-    ):
+    if not isinstance(table, Mapping) or not all(isinstance(v, str) and v for v in table.values()):
         raise ConfigError(f'{where} must be a table of strings ({{ key = "{example}" }})')
     return dict(table)

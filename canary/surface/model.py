@@ -6,7 +6,8 @@ a :class:`SurfaceResult` holds both and reads/writes the JSON other tools rely o
 
     {"targets": [{"name", "version", "requires": {pkg: specifier}}],
      "packages": {pkg: [versions checked]},
-     "references": [{"package", "target", "kind", "anchor", "sites": [{"path", "line",
+     "references": [{"package", "target", "kind", "anchor",
+                     "read_from"?: {"owners", "follow_shims"}, "sites": [{"path", "line",
                      "guarded", "versions", "at_import", "undecided",
                      "fallback_of", "requires"}],
                      "outcomes": {version: "ok" | "missing" | "unknown"}}]}
@@ -239,9 +240,7 @@ def merge_references(references: Iterable[Reference]) -> tuple[Reference, ...]:
         key = reference.key
         first.setdefault(key, reference)
         sites.setdefault(key, set()).update(reference.sites)
-    return tuple(
-        replace(r, sites=tuple(sorted(sites[key]))) for key, r in first.items()
-    )
+    return tuple(replace(r, sites=tuple(sorted(sites[key]))) for key, r in first.items())
 
 
 @dataclass(frozen=True)

@@ -400,27 +400,42 @@ def owner_read(read_from: ReadFrom, tree: PackageTree) -> tuple[str | None, str]
     be told; "", and why, where none exists: the project tries each and finds none, so
     it reads none and applies nothing): the first that exists; with ``follow_shims``, a
     class that derives from a later owner's class is read as that class."""
-    owners = read_from.owners
+    present = _first_present(read_from.owners, tree)
+    if isinstance(present, tuple):
+        return present
+    if not read_from.follow_shims:
+        return read_from.owners[present], ""
+    return _through_shim(read_from.owners, present, tree)
+
+
+def _first_present(owners: Sequence[str], tree: PackageTree) -> int | tuple[str | None, str]:
+    """The index of the first owner there, or what is read instead of any and why."""
     for index, owner in enumerate(owners):
         found = tree.lookup(owner)
         if found.found is None:
             return None, f"which source is read turns on {owner}, unknown here: {found.why}"
         if found.found:
-            break
-    else:
-        return "", f"none of {', '.join(owners)} is there"
-    if not read_from.follow_shims or index == len(owners) - 1:
+            return index
+    return "", f"none of {', '.join(owners)} is there"
+
+
+def _through_shim(owners: Sequence[str], index: int, tree: PackageTree) -> tuple[str | None, str]:
+    """``owners[index]``, or the first later owner its class derives from (a shim left
+    where the class was: its base is read)."""
+    owner, later = owners[index], owners[index + 1 :]
+    if not later:
         return owner, ""
+    found = tree.lookup(owner)
     if found.path is None or found.qualname is None or found.kind not in _CLASSES:
         return None, f"{owner} is a {found.kind or 'binding'}, not a class: a shim is not told"
     mro = tree.mro(found.path, found.qualname)
     if not mro:
         return None, f"the bases of {owner} are not known here: whether it forwards is not"
     bases = {(entry[0], entry[1].qualname) for entry in mro[1:] if isinstance(entry, tuple)}
-    for later in owners[index + 1 :]:
-        base = tree.lookup(later)
+    for candidate in later:
+        base = tree.lookup(candidate)
         if base.found and base.path is not None and (base.path, base.qualname) in bases:
-            return later, ""  # a shim left where the class was: its base is read
+            return candidate, ""
     return owner, ""
 
 
