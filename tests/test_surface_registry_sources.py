@@ -14,7 +14,18 @@ from canary import symbols
 from canary.errors import ConfigError
 from canary.surface.config import config_from_table, load_config
 from canary.surface.extract import survey
-from canary.surface.model import Kind, Match, Outcome, ReadFrom, Reference, Resolved, Site
+from canary.surface.findings import findings
+from canary.surface.model import (
+    NOT_READ,
+    Kind,
+    Match,
+    Outcome,
+    ReadFrom,
+    Reference,
+    Resolved,
+    Site,
+    Target,
+)
 from canary.surface.resolve import resolve
 from canary.workspace import Case
 
@@ -117,24 +128,24 @@ def outcomes(decided: dict[str, tuple[str, str]]) -> list[str]:
 def test_the_first_source_whose_class_exists_is_read_the_other_is_not(tmp_path):
     old, new = decide(tmp_path, ("old", "new"))
     assert outcomes(old) == outcomes(new) == ["ok", "ok"]
-    assert old["2.0"][1] == f"not read on this release: {NEW} is read instead"
-    assert new["1.0"][1] == f"not read on this release: {OLD} is read instead"
+    assert old["2.0"][1] == f"{NOT_READ}: {NEW} is read instead"
+    assert new["1.0"][1] == f"{NOT_READ}: {OLD} is read instead"
     assert old["1.0"][1] == new["2.0"][1] == ""  # read, and the anchor is there
 
 
 def test_a_shim_is_read_as_its_later_base_only_with_follow_shims(tmp_path):
     # the shim's own train() has no step(): read, it would be missing
     (old,), (new,) = (d.values() for d in decide(tmp_path, ("shim",)))
-    assert old == ("ok", f"not read on this release: {NEW} is read instead")
+    assert old == ("ok", f"{NOT_READ}: {NEW} is read instead")
     assert new == ("ok", "")
     (old,), (new,) = (d.values() for d in decide(tmp_path / "plain", ("shim",), follow_shims=False))
     assert old[0] == "missing"  # the shim's own train() is what getsource gives
-    assert new == ("ok", f"not read on this release: {OLD} is read instead")
+    assert new == ("ok", f"{NOT_READ}: {OLD} is read instead")
 
 
 def test_where_no_source_has_the_class_none_is_read(tmp_path):
     for decided in decide(tmp_path, ("gone",)):
-        assert decided["1.0"] == ("ok", f"not read on this release: none of {OLD}, {NEW} is there")
+        assert decided["1.0"] == ("ok", f"{NOT_READ}: none of {OLD}, {NEW} is there")
 
 
 def test_a_miss_in_the_source_read_stays_a_miss(tmp_path):
@@ -173,3 +184,13 @@ def test_the_unsloth_example_reads_trainers_where_unsloth_does():
         "trl.experimental.bco.bco_trainer.BCOTrainer.{name}",
     )
     assert rl.sources_of("grpo_trainer") == ("trl.trainer.grpo_trainer.GRPOTrainer.{name}",)
+
+
+def test_a_miss_before_the_first_release_that_reads_it_and_has_it_came_later():
+    moved = Reference("toy", f"{NEW}.train", Kind.ANCHOR, (Site("p.py", 1),), "step()",
+                      Match.EXACT, ReadFrom((OLD, NEW)))  # fmt: skip
+    outcomes = {"1.0": Outcome.OK, "2.0": Outcome.MISSING, "3.0": Outcome.OK}
+    why = {"1.0": f"{NOT_READ}: {OLD} is read instead", "2.0": "no step()"}
+    (finding,) = findings([Resolved(moved, outcomes, why)], Target("proj", "1"))
+    assert finding.since == "3.0"  # 1.0 is ok only because nothing reads it there
+    assert finding.came_later == ("2.0",)

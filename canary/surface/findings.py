@@ -156,7 +156,10 @@ def findings(
             reason = next((r for accept in accepts if (r := accept(reference, version))), None)
             if reason:
                 accepted[version] = reason
-        since = next((v for v, o in item.outcomes.items() if o is Outcome.OK), None)
+        # ok where it is read: a release where a registry reads another source says nothing
+        since = next(
+            (v for v, o in item.outcomes.items() if o is Outcome.OK and item.read_on(v)), None
+        )
         finding = Finding(target.name, reference, missing, accepted, since, gated=gated)
         home = _home(reference.target, homes)
         excused = {

@@ -260,6 +260,11 @@ class Target:
         return cls(str(data["name"]), data.get("version"), dict(data.get("requires") or {}))
 
 
+# The why of an ``ok`` on a release where a registry reads another of its sources: nothing
+# reads the reference there, so nothing fails through it, and it was not found there either.
+NOT_READ = "not read on this release"
+
+
 @dataclass(frozen=True)
 class Resolved:
     """A reference and its outcome on every release checked (``why`` says, per release,
@@ -268,6 +273,11 @@ class Resolved:
     reference: Reference
     outcomes: Mapping[str, Outcome]  # version label -> outcome
     why: Mapping[str, str] = field(default_factory=dict)
+
+    def read_on(self, version: str) -> bool:
+        """Whether the reference is read on that release (one of a registry's several
+        sources is not, where another is read: :data:`NOT_READ`)."""
+        return not self.why.get(version, "").startswith(NOT_READ)
 
     def to_json(self) -> dict[str, Any]:
         ref = self.reference

@@ -25,7 +25,7 @@ from canary import codeindex, symbols
 from canary.errors import InfrastructureError, Subject
 from canary.surface.anchors import anchor_outcome, getsource_text
 from canary.surface.memo import Memo, TextsMemo
-from canary.surface.model import Kind, Match, Outcome, ReadFrom, Reference, Resolved
+from canary.surface.model import NOT_READ, Kind, Match, Outcome, ReadFrom, Reference, Resolved
 from canary.symbols import alltext
 from canary.workspace import Case, Workspace
 
@@ -391,7 +391,7 @@ def _decide(
         if chosen is None:
             return Outcome.UNKNOWN, why
         if chosen != ref.target.rpartition(".")[0]:
-            return Outcome.OK, f"not read on this release: {why or f'{chosen} is read instead'}"
+            return Outcome.OK, f"{NOT_READ}: {why or f'{chosen} is read instead'}"
     return _outcome(ref, tree.lookup(ref.target, bound_only=_bound_only(ref)), files)
 
 
