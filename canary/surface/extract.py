@@ -683,16 +683,16 @@ class _Project:
                     function,
                 )
                 continue
+            # one walk for every source: each anchor is then one per source (anchors())
+            pending = "{name}" in sources[0]  # in all or none: the configuration checks
+            text = Text(
+                frozenset() if pending else frozenset(sources),
+                pending=sources[0] if pending else None,
+                tried=sources if len(sources) > 1 else (),
+                follow_shims=registry.follow_shims,
+            )
             selector = names.index(registry.selector) if registry.selector else None
-            for source in sources:
-                pending = "{name}" in source
-                text = Text(
-                    frozenset() if pending else frozenset({source}),
-                    pending=source if pending else None,
-                    tried=sources if len(sources) > 1 else (),
-                    follow_shims=registry.follow_shims,
-                )
-                self.apply(function, {names.index(registry.parameter): text}, selector=selector)
+            self.apply(function, {names.index(registry.parameter): text}, selector=selector)
         found, self.applied_uses = self.applied_uses[before:], self.applied_uses[:before]
         return found
 
@@ -2168,8 +2168,9 @@ class _Walker:
                 self.skip("anchor on a registered source where no test selected the method", node)
             else:
                 origins |= {
-                    text.pending.replace("{name}", name): _read_from(text, name)
+                    source.replace("{name}", name): _read_from(text, name)
                     for name in self.selected
+                    for source in text.tried or (text.pending,)
                 }
         for literal in anchor.strings():
             if any(literal in inserted for inserted in text.inserted):

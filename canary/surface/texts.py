@@ -43,14 +43,15 @@ class Text:
     ``[tool.canary.surface]`` registry names only by a template (``trl.trainer.grpo_trainer.
     GRPOTrainer.{name}``): which method is known only where the code tests the method's name
     against literals, so an anchor elsewhere has no target. ``tried``: where the registry
-    declares several sources, all of them in order (each anchor is then read only where
-    its own is the one read: :class:`~canary.surface.model.ReadFrom`)."""
+    declares several sources, all of them in order (``pending`` is the first): an anchor is
+    one per source, each read only where its own is the one read
+    (:class:`~canary.surface.model.ReadFrom`)."""
 
     origins: frozenset[str]
     dedented: bool = False
     inserted: frozenset[str] = frozenset()
     pending: str | None = None
-    # the registry's sources tried in order, ``pending`` among them, when it has several
+    # the registry's sources tried in order, when it has several
     tried: tuple[str, ...] = ()
     follow_shims: bool = False
 
