@@ -100,3 +100,24 @@ def workspace(tmp_path, trees, failing=()) -> Workspace:
         FetchPolicy(),
         parse_processes=0,
     )
+
+
+def moved_class_trees(*layouts: str) -> dict[str, dict[str, bytes]]:
+    """One release per layout of ``toy``'s ``BTrainer`` as upstream moved it, its ``train``
+    saying ``step()`` where it lives: "old" (in ``toy.trainer.bt``), "shim" (there, a
+    subclass of the one in ``toy.exp.bt`` overriding ``train`` with a warning), "new"
+    (``toy.exp.bt`` only), "gone" (neither); labels are 1.0, 2.0, ... in order."""
+    real = b"class BTrainer:\n    def train(self):\n        step()\n"
+    shim = (
+        b"from toy.exp.bt import BTrainer as _BTrainer\n\n\n"
+        b"class BTrainer(_BTrainer):\n    def train(self):\n        warn()\n"
+        b"        super().train()\n"
+    )
+    files = {
+        "old": {"toy/trainer/bt.py": real},
+        "shim": {"toy/trainer/bt.py": shim, "toy/exp/__init__.py": b"", "toy/exp/bt.py": real},
+        "new": {"toy/exp/__init__.py": b"", "toy/exp/bt.py": real},
+        "gone": {},
+    }
+    base = {"toy/__init__.py": b"", "toy/trainer/__init__.py": b""}
+    return {f"{i}.0": {**base, **files[layout]} for i, layout in enumerate(layouts, start=1)}

@@ -18,7 +18,7 @@ RL = SourceRegistry(
     registry="pkg.rl.RL_FUNCTIONS",
     parameter="function",
     selector="function_name",
-    source="trl.trainer.{key}.{class}.{name}",
+    sources=("trl.trainer.{key}.{class}.{name}",),
     classes={"grpo_trainer": "GRPOTrainer", "sft_trainer": "SFTTrainer"},
 )
 
@@ -239,8 +239,8 @@ def test_the_unsloth_example_declaration_loads():
     example = Path(__file__).parent.parent / "examples" / "unsloth-surface.toml"
     (registry,) = load_config(example).source_registries
     assert registry.registry == "unsloth.models.rl_replacements.RL_FUNCTIONS"
-    assert registry.source_of("grpo_trainer") == "trl.trainer.grpo_trainer.GRPOTrainer.{name}"
-    assert registry.source_of("no_such_trainer") is None
+    assert registry.sources_of("grpo_trainer") == ("trl.trainer.grpo_trainer.GRPOTrainer.{name}",)
+    assert registry.sources_of("no_such_trainer") == ()
 
 
 def test_function_level_imports_decide_whether_a_function_is_read(tmp_path):

@@ -13,9 +13,11 @@ from canary.errors import ConfigError, Subject
 from canary.surface import report
 from canary.surface.findings import findings as surface_findings
 from canary.surface.model import (
+    NOT_READ,
     Kind,
     Match,
     Outcome,
+    ReadFrom,
     Reference,
     Resolved,
     Site,
@@ -147,6 +149,21 @@ def test_an_anchor_that_stops_applying_shows_the_diff_of_its_function_between_th
     markdown = report.render(EVERYTHING, "markdown", sources=FakeSources())
     assert "```diff\n--- toy/core.py:2 Engine.run @ 1.1.0" in markdown
     assert "-        y = x * 2" in markdown
+
+
+def test_a_release_where_a_registry_reads_another_source_is_not_read_and_never_diffed():
+    moved = ref("toy.core.Engine.run", Kind.ANCHOR, anchor="y = x * 2", match=Match.EXACT,
+                read_from=ReadFrom(("toy.old.Engine", "toy.core.Engine")))  # fmt: skip
+    unread = dict.fromkeys(TOY[:2], f"{NOT_READ}: toy.old.Engine is read instead")
+    outcomes = resolved(moved, OK, OK, MISSING, OK, OK, why=unread)
+    sources = FakeSources()
+    (entry,) = report.build(result(outcomes), sources=sources, everything=True).entries
+    assert report.spans_text(entry) == (
+        "0.9.0\u20131.0.0: not read (2), 1.1.0: MISSING, 2.0.0\u20133.0.0: ok (2)"
+    )
+    assert entry.since == "2.0.0"  # came later: 1.0.0 was ok only as not read
+    assert entry.diffs == ()  # nothing it applied to before 1.1.0
+    assert sources.asked == []
 
 
 def test_an_anchored_function_that_is_gone_says_so():

@@ -53,7 +53,7 @@ FIXES_DIR = "canary/fixes"
 PLUGIN_NAME = "canary-surface"
 FIXTURE = "canary_surface"  # the fixture (and argument) of a surface check
 
-Key = tuple[str, str, str, "str | None"]  # Reference.key
+Key = tuple[Any, ...]  # Reference.key
 
 
 class LoadedTarget(Protocol):

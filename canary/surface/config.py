@@ -21,8 +21,11 @@ of the project's own table, not merged with it::
     registry = "unsloth.models.rl_replacements.RL_FUNCTIONS"  # the project's dotted name
     parameter = "function"        # the parameter of each registered function holding a source
     selector = "function_name"    # optional: the parameter naming the method that source is
-    source = "trl.trainer.{key}.{class}.{name}"
+    source = ["trl.trainer.{key}.{class}.{name}",           # one template, or several
+              "trl.experimental.{short}.{short}_trainer.{class}.{name}"]  # tried in order
     classes = { grpo_trainer = "GRPOTrainer" }   # what {class} is for each key
+    placeholders = { short = { grpo_trainer = "grpo" } }  # optional: more {NAME}s per key
+    follow_shims = true           # optional: a class deriving from a later one reads as it
 
 ``target`` is an fnmatch pattern on the reference's dotted target (``*`` crosses dots).
 
@@ -38,6 +41,16 @@ upstream object it finds at run time. ``source`` names that object: ``{key}`` is
 function was registered under, ``{class}`` the ``classes`` entry for it, ``{name}`` each
 method the ``selector`` parameter is compared with (``if function_name != "train": return
 function``); an anchor where no comparison selected a method has no target and is skipped.
+``placeholders`` gives more ``{NAME}``s the same way (``placeholders.NAME[key]``); a
+template that names a placeholder with no entry for a key is not tried for that key.
+
+Several templates say where the source is read from when upstream moved the class: on each
+release the first whose owner (what ``{name}`` is looked up on: the class) exists is the
+one read, and each template's anchors are references of their own
+(:class:`~canary.surface.model.ReadFrom`). ``follow_shims``: a class found through one
+template that derives from the class a later template names (a forwarding shim left at
+the old place) is read as that later class, as a project that walks the MRO to the new
+home does.
 """
 
 from __future__ import annotations
@@ -73,7 +86,10 @@ _KEYS = frozenset(
     }
 )
 _ENTRY_KEYS = frozenset({"target", "package", "versions", "kind", "reason"})
-_REGISTRY_KEYS = frozenset({"registry", "parameter", "selector", "source", "classes"})
+_REGISTRY_KEYS = frozenset(
+    {"registry", "parameter", "selector", "source", "classes", "placeholders", "follow_shims"}
+)
+_FIXED_PLACEHOLDERS = frozenset({"key", "class", "name"})
 _PLACEHOLDERS = re.compile(r"\{(\w*)\}")
 _DOTTED = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 
@@ -107,21 +123,31 @@ class ExpectedAbsent:
 @dataclass(frozen=True)
 class SourceRegistry:
     """Functions registered in ``registry[key]`` get, in ``parameter``, the source of
-    ``source`` (a template of ``{key}``, ``{class}`` and ``{name}``)."""
+    ``sources`` (templates of ``{key}``, ``{class}``, ``{name}`` and ``placeholders``; with
+    several, the first whose class exists on a release is read there)."""
 
     registry: str  # dotted: the project module and the mapping's name in it
     parameter: str
-    source: str
+    sources: tuple[str, ...]
     selector: str | None = None
     classes: Mapping[str, str] = field(default_factory=dict)
+    placeholders: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    follow_shims: bool = False
 
-    def source_of(self, key: str) -> str | None:
-        """The dotted source for functions registered under ``key``, ``{name}`` left in;
-        None when ``{class}`` is asked for and ``classes`` has no entry for ``key``."""
-        if "{class}" in self.source and key not in self.classes:
-            return None
-        filled = self.source.replace("{key}", key).replace("{class}", self.classes.get(key, ""))
-        return filled
+    def sources_of(self, key: str) -> tuple[str, ...]:
+        """The dotted sources tried for functions registered under ``key``, in order,
+        ``{name}`` left in: each template whose placeholders all have an entry for it."""
+        values = {**self.placeholders, "class": self.classes}
+        filled = []
+        for template in self.sources:
+            named = set(_PLACEHOLDERS.findall(template)) - {"key", "name"}
+            if any(key not in values.get(n, {}) for n in named):
+                continue
+            text = template.replace("{key}", key)
+            for n in named:
+                text = text.replace(f"{{{n}}}", values[n][key])
+            filled.append(text)
+        return tuple(filled)
 
 
 @dataclass(frozen=True)
@@ -277,7 +303,7 @@ def _entry(entry: object, index: int, origin: str) -> ExpectedAbsent:
 def _registry(entry: object, index: int, origin: str) -> SourceRegistry:
     where = f"{origin}: source_registries[{index}]"
     entry = _table(entry, where, _REGISTRY_KEYS, "registry, parameter and source")
-    for key in ("registry", "parameter", "source"):
+    for key in ("registry", "parameter"):
         if not isinstance(entry.get(key), str) or not entry[key].strip():
             raise ConfigError(f"{where}: {key} is required (a non-empty string)")
     if "." not in entry["registry"]:
@@ -288,29 +314,65 @@ def _registry(entry: object, index: int, origin: str) -> SourceRegistry:
     selector = entry.get("selector")
     if selector is not None and (not isinstance(selector, str) or not selector):
         raise ConfigError(f"{where}: selector must be a parameter name (a non-empty string)")
-    classes = entry.get("classes", {})
-    if not isinstance(classes, Mapping) or not all(
-        isinstance(v, str) and v for v in classes.values()
-    ):
-        raise ConfigError(f'{where}: classes must be a table of strings ({{ key = "Class" }})')
-    source = entry["source"]
-    placeholders = set(_PLACEHOLDERS.findall(source))
-    if placeholders - {"key", "class", "name"}:
-        bad = sorted(placeholders - {"key", "class", "name"})[0]
+    classes = _key_table(entry.get("classes", {}), f"{where}: classes", "Class")
+    placeholders = entry.get("placeholders", {})
+    if not isinstance(placeholders, Mapping):
         raise ConfigError(
-            f"{where}: source has {{{bad}}}; the placeholders are {{key}}, {{class}}, {{name}}"
+            f'{where}: placeholders must be a table of tables ({{ short = {{ key = "x" }} }})'
         )
-    if ("name" in placeholders) != (selector is not None):
+    tables = {
+        name: _key_table(table, f"{where}: placeholders.{name}", "x")
+        for name, table in placeholders.items()
+    }
+    if fixed := sorted(set(tables) & _FIXED_PLACEHOLDERS):
+        raise ConfigError(f"{where}: placeholders.{fixed[0]} is not one to give: it is fixed")
+    follow = entry.get("follow_shims", False)
+    if not isinstance(follow, bool):
+        raise ConfigError(f"{where}: follow_shims must be true or false")
+    sources = _sources(entry.get("source"), where)
+    known = _FIXED_PLACEHOLDERS | set(tables)
+    for source in sources:
+        placeholders_in = set(_PLACEHOLDERS.findall(source))
+        if placeholders_in - known:
+            bad = sorted(placeholders_in - known)[0]
+            raise ConfigError(
+                f"{where}: source has {{{bad}}}; the placeholders are "
+                + ", ".join(f"{{{n}}}" for n in sorted(known))
+            )
+        if ("name" in placeholders_in) != (selector is not None):
+            raise ConfigError(
+                f"{where}: source {source!r} and selector go together: {{name}} is the method "
+                f"the selector parameter is compared with; give both or neither"
+            )
+        if "class" in placeholders_in and not classes:
+            raise ConfigError(f'{where}: source uses {{class}}: give classes = {{ key = "Class" }}')
+    if follow and len(sources) < 2:
         raise ConfigError(
-            f"{where}: source {source!r} and selector go together: {{name}} is the method "
-            f"the selector parameter is compared with; give both or neither"
+            f"{where}: follow_shims reads a class as the class a later source names: "
+            "give source as a list of two or more"
         )
-    if "class" in placeholders and not classes:
-        raise ConfigError(f'{where}: source uses {{class}}: give classes = {{ key = "Class" }}')
     return SourceRegistry(
         registry=entry["registry"],
         parameter=entry["parameter"],
-        source=source,
+        sources=sources,
         selector=selector,
-        classes=dict(classes),
+        classes=classes,
+        placeholders=tables,
+        follow_shims=follow,
     )
+
+
+def _sources(value: object, where: str) -> tuple[str, ...]:
+    """``source``: one template, or a list of them tried in order."""
+    listed = value if isinstance(value, list) else [value]
+    if not listed or not all(isinstance(v, str) and v.strip() for v in listed):
+        raise ConfigError(
+            f"{where}: source is required: a dotted template, or a list of them tried in order"
+        )
+    return tuple(listed)
+
+
+def _key_table(table: object, where: str, example: str) -> dict[str, str]:
+    if not isinstance(table, Mapping) or not all(isinstance(v, str) and v for v in table.values()):
+        raise ConfigError(f'{where} must be a table of strings ({{ key = "{example}" }})')
+    return dict(table)

@@ -97,7 +97,7 @@ from canary.errors import ParseError
 from canary.gcpause import no_collections
 from canary.surface import anchortests, guards, versiontests
 from canary.surface.config import SourceRegistry
-from canary.surface.model import Kind, Match, Reference, Site, merge_references
+from canary.surface.model import Kind, Match, ReadFrom, Reference, Site, merge_references
 from canary.surface.segments import Definition, Statement, split_module
 from canary.surface.texts import (
     Literals,
@@ -246,6 +246,17 @@ class Use:
     requires: tuple[str, ...] = ()  # runs only where these upstream things exist
     spot: anchortests.Spot = (0, 0)  # ANCHOR: where it is applied (line, column)
     partners: tuple[anchortests.Spot, ...] = ()  # ANCHOR: the spots of its alternatives
+    read_from: ReadFrom | None = None  # an anchor read only where its owner is the one read
+
+
+def _read_from(text: Text, name: str | None) -> ReadFrom | None:
+    """Where a registry with several sources reads method ``name`` from (None: sources
+    without ``{name}``): each source's owner (what it is looked up on), in order."""
+    if not text.tried:
+        return None
+    filled = (t.replace("{name}", name) if name else t for t in text.tried)
+    owners = tuple(t.rpartition(".")[0] for t in filled)
+    return ReadFrom(owners, text.follow_shims)
 
 
 @dataclass(frozen=True)
@@ -664,11 +675,11 @@ class _Project:
         to the source it declares."""
         before = len(self.applied_uses)
         for key, function in self._registrations(registry.registry):
-            source = registry.source_of(key)
-            if source is None:
+            sources = registry.sources_of(key)
+            if not sources:
                 self.skip(f"registered in {registry.registry}[{key!r}]: no class given", function)
                 continue
-            if not self.is_upstream(source):
+            if not all(self.is_upstream(source) for source in sources):
                 continue
             names = _positional(function.node)
             if registry.parameter not in names or (
@@ -680,9 +691,13 @@ class _Project:
                     function,
                 )
                 continue
-            pending = "{name}" in source
+            # one walk for every source: each anchor is then one per source (anchors())
+            pending = "{name}" in sources[0]  # in all or none: the configuration checks
             text = Text(
-                frozenset() if pending else frozenset({source}), pending=source if pending else None
+                frozenset() if pending else frozenset(sources),
+                pending=sources[0] if pending else None,
+                tried=sources if len(sources) > 1 else (),
+                follow_shims=registry.follow_shims,
             )
             selector = names.index(registry.selector) if registry.selector else None
             self.apply(function, {names.index(registry.parameter): text}, selector=selector)
@@ -2229,12 +2244,16 @@ class _Walker:
         else:
             match = Match.DEDENTED if text.dedented else Match.EXACT
         prefix = inline_flags(flags) if regex else ""
-        origins = set(text.origins)
+        origins = {o: _read_from(text, None) if o in text.tried else None for o in text.origins}
         if text.pending is not None:
             if self.selected is None:
                 self.skip("anchor on a registered source where no test selected the method", node)
             else:
-                origins |= {text.pending.replace("{name}", name) for name in self.selected}
+                origins |= {
+                    source.replace("{name}", name): _read_from(text, name)
+                    for name in self.selected
+                    for source in text.tried or (text.pending,)
+                }
         role = self.anchor_tests().role(node)
         if role is anchortests.Role.TRIGGER:
             self.skip("'if x not in source: <patch>' (absent x is when the patch applies)", node)
@@ -2263,6 +2282,7 @@ class _Walker:
                     match=match,
                     spot=spot,
                     partners=partners,
+                    read_from=origins[origin],
                 )
 
     # values
@@ -2451,6 +2471,7 @@ class _Walker:
         constant: bool = False,
         spot: anchortests.Spot = (0, 0),
         partners: tuple[anchortests.Spot, ...] = (),
+        read_from: ReadFrom | None = None,
     ) -> None:
         if not self.emit:
             return
@@ -2484,6 +2505,7 @@ class _Walker:
                 requires=self._required(target, presence=presence),
                 spot=spot,
                 partners=partners,
+                read_from=read_from,
             )
         )
 
@@ -2690,6 +2712,7 @@ def _merge(uses: Iterable[Use]) -> tuple[Reference, ...]:
             ),
             use.anchor,
             use.match,
+            use.read_from,
         )
         for use in uses
     )

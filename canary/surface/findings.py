@@ -189,7 +189,12 @@ def findings(
             reason = next((r for accept in accepts if (r := accept(reference, version))), None)
             if reason:
                 accepted[version] = reason
-        since = next((v for v, o in item.outcomes.items() if _ok(item, v, o, spellings)), None)
+        # ok where it is read (a release where a registry reads another source says
+        # nothing), or where an alternative spelling of one of its sites is there
+        since = next(
+            (v for v, o in item.outcomes.items() if item.read_on(v) and _ok(item, v, o, spellings)),
+            None,
+        )
         finding = Finding(
             target.name, reference, missing, accepted, since, gated=gated, added=added
         )

@@ -6,7 +6,8 @@ a :class:`SurfaceResult` holds both and reads/writes the JSON other tools rely o
 
     {"targets": [{"name", "version", "requires": {pkg: specifier}}],
      "packages": {pkg: [versions checked]},
-     "references": [{"package", "target", "kind", "anchor", "sites": [{"path", "line",
+     "references": [{"package", "target", "kind", "anchor",
+                     "read_from"?: {"owners", "follow_shims"}, "sites": [{"path", "line",
                      "guarded", "versions", "at_import", "undecided",
                      "fallback_of", "requires", "replaces", "aliases",
                      "alternatives"}],
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
@@ -179,6 +180,26 @@ def _holds(bound: str, label: str) -> bool:
     }[operator]
 
 
+@dataclass(frozen=True, order=True)
+class ReadFrom:
+    """Where a declared source registry reads a source from (its ``source`` templates): on
+    each release the first of ``owners`` (what the method is looked up on: a class) that
+    exists is read, and none where none does (the project tries each: it applies
+    nothing there). With
+    ``follow_shims``, an owner that derives from a later owner's class (a forwarding shim
+    left where the class used to be) is read as that class."""
+
+    owners: tuple[str, ...]  # dotted, in the order they are tried
+    follow_shims: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"owners": list(self.owners), "follow_shims": self.follow_shims}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ReadFrom:
+        return cls(tuple(str(o) for o in data["owners"]), bool(data.get("follow_shims")))
+
+
 @dataclass(frozen=True)
 class Reference:
     """One upstream thing a target depends on: ``target`` is the dotted upstream path
@@ -191,11 +212,18 @@ class Reference:
     sites: tuple[Site, ...]
     anchor: str | None = None  # ANCHOR only: the literal text or pattern
     match: Match | None = None  # ANCHOR only
+    # ANCHOR of a registry with several sources: read only on the releases where its
+    # owner is the one read (None: read wherever it is)
+    read_from: ReadFrom | None = None
 
     @property
-    def key(self) -> tuple[str, str, str, str | None]:
-        """What makes two references the same one (their sites are merged)."""
-        return (self.package, self.target, self.kind.value, self.anchor)
+    def key(self) -> tuple[Any, ...]:
+        """What makes two references the same one (their sites are merged): where it is
+        read from too, as that decides its outcomes."""
+        plain = (self.package, self.target, self.kind.value, self.anchor)
+        if self.read_from is None:
+            return plain  # as before: what was remembered under it still applies
+        return (*plain, self.read_from.owners, self.read_from.follow_shims)
 
     @property
     def guarded(self) -> bool:
@@ -226,16 +254,13 @@ def merge_references(references: Iterable[Reference]) -> tuple[Reference, ...]:
     """One reference per key, in first-seen order, the first's fields and every site, each
     reference's sites sorted once: merging one at a time sorted them all again each time,
     quadratic in a module's definitions (4,000 functions patching one method: 12 s)."""
-    first: dict[tuple[str, str, str, str | None], Reference] = {}
-    sites: dict[tuple[str, str, str, str | None], set[Site]] = {}
+    first: dict[tuple[Any, ...], Reference] = {}
+    sites: dict[tuple[Any, ...], set[Site]] = {}
     for reference in references:
         key = reference.key
         first.setdefault(key, reference)
         sites.setdefault(key, set()).update(reference.sites)
-    return tuple(
-        Reference(r.package, r.target, r.kind, tuple(sorted(sites[key])), r.anchor, r.match)
-        for key, r in first.items()
-    )
+    return tuple(replace(r, sites=tuple(sorted(sites[key]))) for key, r in first.items())
 
 
 @dataclass(frozen=True)
@@ -255,6 +280,11 @@ class Target:
         return cls(str(data["name"]), data.get("version"), dict(data.get("requires") or {}))
 
 
+# The why of an ``ok`` on a release where a registry reads another of its sources: nothing
+# reads the reference there, so nothing fails through it, and it was not found there either.
+NOT_READ = "not read on this release"
+
+
 @dataclass(frozen=True)
 class Resolved:
     """A reference and its outcome on every release checked (``why`` says, per release,
@@ -264,6 +294,11 @@ class Resolved:
     outcomes: Mapping[str, Outcome]  # version label -> outcome
     why: Mapping[str, str] = field(default_factory=dict)
 
+    def read_on(self, version: str) -> bool:
+        """Whether the reference is read on that release (one of a registry's several
+        sources is not, where another is read: :data:`NOT_READ`)."""
+        return not self.why.get(version, "").startswith(NOT_READ)
+
     def to_json(self) -> dict[str, Any]:
         ref = self.reference
         return {
@@ -272,6 +307,7 @@ class Resolved:
             "kind": ref.kind.value,
             "anchor": ref.anchor,
             "match": ref.match.value if ref.match else None,
+            **({"read_from": ref.read_from.to_json()} if ref.read_from else {}),
             "sites": [site.to_json() for site in ref.sites],
             "outcomes": {version: outcome.value for version, outcome in self.outcomes.items()},
             "why": dict(self.why),
@@ -287,6 +323,7 @@ class Resolved:
             sites=tuple(Site.from_json(s) for s in data["sites"]),
             anchor=data.get("anchor"),
             match=Match(match) if match else None,
+            read_from=ReadFrom.from_json(data["read_from"]) if data.get("read_from") else None,
         )
         outcomes = {str(v): Outcome(o) for v, o in data["outcomes"].items()}
         return cls(reference, outcomes, dict(data.get("why") or {}))

@@ -62,7 +62,7 @@ REST = "rest"
 POSSIBLE = "possible"
 SECTIONS = (HARD, SILENT, LATER, POSSIBLE, REST)
 
-ReferenceKey = tuple[str, str, str, str | None]  # Reference.key
+ReferenceKey = tuple[object, ...]  # Reference.key
 
 _PIN_OPERATORS = ("==", "===")
 _SITES_SHOWN = 3
@@ -88,6 +88,8 @@ class Span:
 
     outcome: Outcome
     versions: tuple[str, ...]
+    # False: a registry reads another of its sources there (ok, but nothing was found)
+    read: bool = True
 
     @property
     def label(self) -> str:
@@ -259,7 +261,7 @@ def build(
             section = SILENT if quiet else HARD
         else:
             section = LATER if came_later else REST
-        spans = tuple(Span(o, vs) for o, vs in runs(order, resolved.outcomes.__getitem__))
+        spans = _spans(resolved, order)
         diffs: tuple[AnchorDiff, ...] = ()
         if reference.kind is Kind.ANCHOR and sources is not None:
             diffs = tuple(_anchor_diffs(reference, spans, sources))
@@ -282,6 +284,13 @@ def build(
         )
     entries.sort(key=lambda entry: _reading_order(result, entry))
     return SurfaceReport(result, tuple(entries), fine, everything, unchecked)
+
+
+def _spans(resolved: Resolved, order: Sequence[str]) -> tuple[Span, ...]:
+    """The outcomes in ``order`` folded, a release where the reference is not read (a
+    registry reads another source there) apart from one where it is read and ok."""
+    folded = runs(order, lambda v: (resolved.outcomes[v], resolved.read_on(v)))
+    return tuple(Span(outcome, versions, read) for (outcome, read), versions in folded)
 
 
 def _order(result: SurfaceResult, resolved: Resolved) -> list[str]:
@@ -310,10 +319,11 @@ def _anchor_diffs(
     reference: Reference, spans: tuple[Span, ...], sources: AnchorSource
 ) -> Iterable[AnchorDiff]:
     """Each place the anchor stopped applying: the last ``ok`` before a ``missing`` span
-    (``unknown`` between them is stepped over: it says nothing either way)."""
+    (``unknown`` between them is stepped over: it says nothing either way, as does a
+    release where the reference is not read)."""
     good: str | None = None
     for span in spans:
-        if span.outcome is Outcome.OK:
+        if span.outcome is Outcome.OK and span.read:
             good = span.versions[-1]
         elif span.outcome is Outcome.MISSING and good is not None:
             bad = span.versions[0]
@@ -445,6 +455,7 @@ def spans_text(entry: Entry) -> str:
     for span in entry.spans:
         count = f" ({len(span.versions)})" if len(span.versions) > 1 else ""
         shown = "MISSING" if span.outcome is Outcome.MISSING else str(span.outcome)
+        shown = shown if span.read else "not read"
         parts.append(f"{span.label}: {shown}{count}")
     return ", ".join(parts)
 

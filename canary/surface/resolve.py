@@ -25,7 +25,7 @@ from canary import codeindex, symbols
 from canary.errors import InfrastructureError, Subject
 from canary.surface.anchors import anchor_outcome, getsource_text
 from canary.surface.memo import Memo, TextsMemo
-from canary.surface.model import Kind, Match, Outcome, Reference, Resolved
+from canary.surface.model import NOT_READ, Kind, Match, Outcome, ReadFrom, Reference, Resolved
 from canary.symbols import alltext
 from canary.workspace import Case, Workspace
 
@@ -38,7 +38,8 @@ TEXTS_FORMAT = 1
 _DECIDING_MODULES = ("canary.symbols", "canary.surface.resolve", "canary.surface.anchors")
 
 Load = Callable[[str], "codeindex.Module | None"]
-Key = tuple[str, str, str, "str | None"]
+_CLASSES = (symbols.lookup.CLASS, symbols.lookup.NESTED_CLASS)
+Key = tuple[Any, ...]  # Reference.key
 Decided = tuple[Outcome, str]
 
 
@@ -56,6 +57,8 @@ class Lookup(Protocol):
 
 class PackageTree(Protocol):
     def lookup(self, dotted: str, *, bound_only: bool = False) -> Lookup: ...
+
+    def mro(self, path: str, class_qualname: str) -> tuple[tuple[str, Any] | str, ...]: ...
 
 
 MakeTree = Callable[[str, Load], PackageTree]
@@ -154,8 +157,10 @@ def _resolved(ref: Reference, decided: Sequence[tuple[Case, Mapping[Key, Decided
 
 
 def _candidates(references: Sequence[Reference]) -> set[str]:
+    owners = {o for ref in references if ref.read_from for o in ref.read_from.owners}
     return set().union(
-        *(candidate_paths(ref.target, bound_only=_bound_only(ref)) for ref in references)
+        *(candidate_paths(ref.target, bound_only=_bound_only(ref)) for ref in references),
+        *(candidate_paths(owner) for owner in owners),
     )
 
 
@@ -200,9 +205,9 @@ def resolve_case(
         files.read(set(hints or ()) | _candidates(pending))
         # One tree per release: what it learns of the package serves every lookup.
         tree = _tree(files, make_tree)
+        read_here: dict[ReadFrom, tuple[str | None, str]] = {}
         for ref in pending:
-            lookup = tree.lookup(ref.target, bound_only=_bound_only(ref))
-            known = decided[ref.key] = _outcome(ref, lookup, files)
+            known = decided[ref.key] = _decide(ref, tree, files, read_here)
             memo.remember(ref.key, release, *known)
         if hints is not None:
             hints.update(files.loaded)
@@ -369,6 +374,69 @@ class _CaseFiles:
         keep = self.workspace.policy.keep_files
         content = self.workspace.read(self.case, [path], keep=keep)[path]
         return None if content is None else content.decode("utf-8", errors="replace")
+
+
+def _decide(
+    ref: Reference,
+    tree: PackageTree,
+    files: _CaseFiles,
+    read_here: dict[ReadFrom, tuple[str | None, str]],
+) -> Decided:
+    """The reference's outcome on the tree's release; one read from a registry's several
+    sources only where its owner is the one read there (elsewhere nothing reads it: ok)."""
+    if ref.read_from is not None:
+        if ref.read_from not in read_here:
+            read_here[ref.read_from] = owner_read(ref.read_from, tree)
+        chosen, why = read_here[ref.read_from]
+        if chosen is None:
+            return Outcome.UNKNOWN, why
+        if chosen != ref.target.rpartition(".")[0]:
+            return Outcome.OK, f"{NOT_READ}: {why or f'{chosen} is read instead'}"
+    return _outcome(ref, tree.lookup(ref.target, bound_only=_bound_only(ref)), files)
+
+
+def owner_read(read_from: ReadFrom, tree: PackageTree) -> tuple[str | None, str]:
+    """Which of the owners is read on the tree's release (None, and why, where that cannot
+    be told; "", and why, where none exists: the project tries each and finds none, so
+    it reads none and applies nothing): the first that exists; with ``follow_shims``, a
+    class that derives from a later owner's class is read as that class."""
+    present = _first_present(read_from.owners, tree)
+    if isinstance(present, tuple):
+        return present
+    if not read_from.follow_shims:
+        return read_from.owners[present], ""
+    return _through_shim(read_from.owners, present, tree)
+
+
+def _first_present(owners: Sequence[str], tree: PackageTree) -> int | tuple[str | None, str]:
+    """The index of the first owner there, or what is read instead of any and why."""
+    for index, owner in enumerate(owners):
+        found = tree.lookup(owner)
+        if found.found is None:
+            return None, f"which source is read turns on {owner}, unknown here: {found.why}"
+        if found.found:
+            return index
+    return "", f"none of {', '.join(owners)} is there"
+
+
+def _through_shim(owners: Sequence[str], index: int, tree: PackageTree) -> tuple[str | None, str]:
+    """``owners[index]``, or the first later owner its class derives from (a shim left
+    where the class was: its base is read)."""
+    owner, later = owners[index], owners[index + 1 :]
+    if not later:
+        return owner, ""
+    found = tree.lookup(owner)
+    if found.path is None or found.qualname is None or found.kind not in _CLASSES:
+        return None, f"{owner} is a {found.kind or 'binding'}, not a class: a shim is not told"
+    mro = tree.mro(found.path, found.qualname)
+    if not mro:
+        return None, f"the bases of {owner} are not known here: whether it forwards is not"
+    bases = {(entry[0], entry[1].qualname) for entry in mro[1:] if isinstance(entry, tuple)}
+    for candidate in later:
+        base = tree.lookup(candidate)
+        if base.found and base.path is not None and (base.path, base.qualname) in bases:
+            return candidate, ""
+    return owner, ""
 
 
 def _outcome(ref: Reference, lookup: Lookup, files: _CaseFiles) -> Decided:

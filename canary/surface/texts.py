@@ -42,12 +42,18 @@ class Text:
     the project's own text, not upstream's). ``pending``: the source of a method a
     ``[tool.canary.surface]`` registry names only by a template (``trl.trainer.grpo_trainer.
     GRPOTrainer.{name}``): which method is known only where the code tests the method's name
-    against literals, so an anchor elsewhere has no target."""
+    against literals, so an anchor elsewhere has no target. ``tried``: where the registry
+    declares several sources, all of them in order (``pending`` is the first): an anchor is
+    one per source, each read only where its own is the one read
+    (:class:`~canary.surface.model.ReadFrom`)."""
 
     origins: frozenset[str]
     dedented: bool = False
     inserted: frozenset[str] = frozenset()
     pending: str | None = None
+    # the registry's sources tried in order, when it has several
+    tried: tuple[str, ...] = ()
+    follow_shims: bool = False
 
 
 @dataclass(frozen=True)
