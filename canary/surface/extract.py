@@ -238,6 +238,7 @@ class Use:
     undecided: str = ""  # a test around it canary cannot evaluate decides whether it runs
     fallback_of: tuple[str, ...] = ()  # runs only where one of these upstream imports fails
     requires: tuple[str, ...] = ()  # runs only where these upstream things exist
+    after: tuple[str, ...] = ()  # reached only after its function imported these
 
 
 @dataclass(frozen=True)
@@ -975,6 +976,9 @@ class _Walker:
         self.helper_depth = 0  # evaluating a version helper called from helpers this deep
         self.undecided = ""  # why the current branch may not run: a test not evaluated
         self.fallback_of: tuple[str, ...] = ()  # in an except ImportError of these imports
+        # upstream imports this function made before, in the blocks around: where one
+        # fails it raises there, so what follows in them runs only where they succeed
+        self.imported: frozenset[str] = frozenset()
 
     # entry points
 
@@ -1310,8 +1314,11 @@ class _Walker:
 
     def block(self, statements: list[ast.stmt]) -> None:
         saved = (self.guarded, self.present, self.selected, self.window, self.undecided)
+        imported = self.imported
         for node in statements:
             self.statement(node)
+            if self.function and isinstance(node, (ast.Import, ast.ImportFrom)):
+                self.imported |= set(self._imports_only([node]))
             if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
                 # check_version("trl>=0.9"): what follows runs only where it returned
                 returns = self.returns_where(node.value)
@@ -1333,6 +1340,7 @@ class _Walker:
                 self.selected = self._narrowed(node.test, positive=False)
                 self.window &= self._window(node.test, positive=False)
         self.guarded, self.present, self.selected, self.window, self.undecided = saved
+        self.imported = imported
 
     def statement(self, node: ast.stmt, *, nested: bool = True) -> None:
         """One statement; ``nested`` False: the module-level binding pass, which enters
@@ -1523,16 +1531,16 @@ class _Walker:
             self.expr(annotation)
         if self.summarising or self._skippable(node):
             return  # a helper's nested functions are not its return value
-        outer = (self.scope, self.conditional, self.function)
+        outer = (self.scope, self.conditional, self.function, self.imported)
         parent = self.scope
         while parent.is_class and parent.parent is not None:
             parent = parent.parent
         self.scope = _Scope(parent=parent)
         for arg in _arguments(node.args):
             self.scope.names[arg] = None
-        self.conditional, self.function = 0, id(node)
+        self.conditional, self.function, self.imported = 0, id(node), frozenset()
         self.block(node.body)
-        self.scope, self.conditional, self.function = outer
+        self.scope, self.conditional, self.function, self.imported = outer
 
     def s_class(self, node: ast.ClassDef, nested: bool) -> None:
         self.scope.names[node.name] = None
@@ -2375,6 +2383,7 @@ class _Walker:
                 undecided=self.undecided,
                 fallback_of=bound.fallback_of,
                 requires=self._required(target, presence=presence),
+                after=tuple(sorted(self.imported - {target})),
             )
         )
 
@@ -2566,6 +2575,7 @@ def _merge(uses: Iterable[Use]) -> tuple[Reference, ...]:
                     undecided=use.undecided,
                     fallback_of=use.fallback_of,
                     requires=use.requires,
+                    after=use.after,
                 ),
             ),
             use.anchor,

@@ -7,7 +7,7 @@ accepted (``expected_absent`` in its configuration, or a baseline). A package th
 does not declare constrains nothing: it imports it, so every release of it counts.
 ``unknown`` is never a finding.
 
-Two narrowings, each exactly as wide as its reason:
+Three narrowings, each exactly as wide as its reason:
 
 - **Gated away.** A miss on a release where no site of the reference runs (every site sits
   in a branch whose version test excludes that release: ``Site.versions``) is nobody's
@@ -28,6 +28,12 @@ Two narrowings, each exactly as wide as its reason:
      module-level import would fail for every user.
 
   A miss *after* an ok release (removed) is always held, as is one that never was ok.
+
+- **Unreached.** A miss on a release where every site that runs comes after an import, in
+  its function, of something that came later in such an absent model package
+  (:attr:`Site.after`) is excused there, came later or not: that import raises first (and
+  is excused itself), so the site is reached only for that model. Behind an import of
+  anything else that is missing, it still counts: both break, and the project fixes both.
 """
 
 from __future__ import annotations
@@ -133,6 +139,7 @@ def findings(
     found = []
     resolved = list(resolved)
     runs = _runs(resolved)
+    first_ok = _first_ok(resolved)
     for item in resolved:
         reference = item.reference
         package = reference.package
@@ -159,8 +166,12 @@ def findings(
         since = next((v for v, o in item.outcomes.items() if o is Outcome.OK), None)
         finding = Finding(target.name, reference, missing, accepted, since, gated=gated)
         home = _home(reference.target, homes)
+        later = set(finding.came_later)
         excused = {
-            v: why for v in finding.came_later if (why := _excused(finding, v, absent, home, runs))
+            v: why
+            for v in missing
+            if (why := (v in later and _excused(finding, v, absent, home, runs)))
+            or (why := _unreached(reference, v, absent, homes, first_ok, runs))
         }
         if excused:
             finding = Finding(target.name, reference, missing, accepted, since, excused, gated)
@@ -209,6 +220,57 @@ def _excused(
     if any(site.at_import and not site.guarded for site in running):
         return None  # imported with its module: fails for every user of the release
     return f"{package} is not in the release: none of its users runs that model"
+
+
+def _unreached(  # noqa: PLR0913 - the reference, its release, and what decides it there
+    reference: Reference,
+    version: str,
+    absent: Absent | None,
+    homes: Mapping[str, str] | None,
+    first_ok: Mapping[str, str],
+    runs: Runs,
+) -> str | None:
+    """Why no site of the reference that runs on ``version`` is reached there: each
+    comes after an import, in its function, of something that came later in a model
+    package the release lacks (that import raises first, and is excused itself)."""
+    running = [site for site in reference.sites if runs(reference, site, version)]
+    if absent is None or not running:
+        return None
+    packages = [_after_absent(site, version, absent, homes, first_ok) for site in running]
+    if not all(packages):
+        return None
+    return (
+        f"reached only after its function imports from {packages[0]}, which is not in the "
+        "release: none of its users runs that model"
+    )
+
+
+def _after_absent(
+    site: Site,
+    version: str,
+    absent: Absent,
+    homes: Mapping[str, str] | None,
+    first_ok: Mapping[str, str],
+) -> str | None:
+    """The model package, absent on ``version``, of an import made before the site that
+    came later than ``version``; None if there is none."""
+    for target in site.after:
+        package = _home(target, homes)
+        since = first_ok.get(target)
+        if package and since and _older(version, since) and absent(package, version):
+            return package
+    return None
+
+
+def _first_ok(resolved: Sequence[Resolved]) -> dict[str, str]:
+    """Each import's first release checked where it is ok."""
+    first: dict[str, str] = {}
+    for item in resolved:
+        if item.reference.kind is Kind.IMPORT:
+            since = next((v for v, o in item.outcomes.items() if o is Outcome.OK), None)
+            if since is not None:
+                first[item.reference.target] = since
+    return first
 
 
 Runs = Callable[[Reference, Site, str], bool]
