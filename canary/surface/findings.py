@@ -171,7 +171,11 @@ def findings(
             v: why
             for v in missing
             if (why := (v in later and _excused(finding, v, absent, home, runs)))
-            or (why := _unreached(reference, v, absent, homes, first_ok, runs))
+            or (
+                why := _unreached(
+                    reference, v, absent=absent, homes=homes, first_ok=first_ok, runs=runs
+                )
+            )
         }
         if excused:
             finding = Finding(target.name, reference, missing, accepted, since, excused, gated)
@@ -222,9 +226,10 @@ def _excused(
     return f"{package} is not in the release: none of its users runs that model"
 
 
-def _unreached(  # noqa: PLR0913 - the reference, its release, and what decides it there
+def _unreached(
     reference: Reference,
     version: str,
+    *,
     absent: Absent | None,
     homes: Mapping[str, str] | None,
     first_ok: Mapping[str, str],
