@@ -196,3 +196,36 @@ def test_a_site_that_requires_what_a_test_found_present_runs_only_where_it_is():
     assert [f.new for f in findings([test, gone], project)] == [(), ()]
     (finding,) = [f for f in findings([stays, stopped], project) if f.reference.target != BONE]
     assert finding.new == ("5.1.0", "5.2.0")
+
+
+GEMMA4_CLASS = "transformers.models.gemma4.modeling_gemma4.Gemma4Model"
+
+
+def after(*imports: str, at_import=False) -> Site:
+    """A site reached after its function imported ``imports``."""
+    return replace(site(30, at_import=at_import), after=imports)
+
+
+@pytest.mark.parametrize(
+    ("dominating", "import_outcomes", "new"),
+    [
+        (GEMMA4_CLASS, "mmoo", ("5.1.0",)),  # gemma4 arrives in 5.1.0: reached from there
+        (LOADING, "mmoo", ("5.0.0", "5.1.0")),  # no model: both misses break, both count
+        (GEMMA4_CLASS, "oomo", ("5.0.0", "5.1.0")),  # removed, not came later: held
+    ],
+)
+def test_a_site_after_an_import_from_a_model_the_release_lacks_is_unreached(
+    dominating, import_outcomes, new
+):
+    used = resolved(LLAMA, "ommo", after(dominating), kind=Kind.ATTRIBUTE)
+    imported = resolved(dominating, import_outcomes, site(29), kind=Kind.IMPORT)
+    found = findings([used, imported], PROJECT, absent=absent_before("5.1.0"))
+    assert found[0].new == new
+
+
+def test_an_unreached_miss_says_which_model_import_raises_first():
+    used = resolved(LLAMA, "mmmm", after(GEMMA4_CLASS), kind=Kind.ATTRIBUTE)
+    imported = resolved(GEMMA4_CLASS, "mmoo", site(29), kind=Kind.IMPORT)
+    (finding, _) = findings([used, imported], PROJECT, absent=absent_before("5.1.0"))
+    assert finding.new == ("5.1.0", "5.2.0")  # never ok: not came later, unreached before
+    assert "imports from transformers.models.gemma4" in finding.excused["5.0.0"]
