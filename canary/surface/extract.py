@@ -90,7 +90,7 @@ from typing import Any
 
 from canary.errors import ParseError
 from canary.gcpause import no_collections
-from canary.surface import guards, versiontests
+from canary.surface import guards, importers, versiontests
 from canary.surface.config import SourceRegistry
 from canary.surface.model import Kind, Match, Reference, Site, merge_references
 from canary.surface.segments import Definition, Statement, split_module
@@ -291,11 +291,12 @@ def survey(
     large project's files in (default: one per CPU; 1: this process only)."""
     project = _Project(root, tuple(files), frozenset(upstream), frozenset(version_parsers))
     paths = list(project.paths_to_walk())
-    uses, skipped = _walk_all(project, paths, os.cpu_count() if workers is None else workers)
+    uses, skipped, loads = _walk_all(project, paths, os.cpu_count() if workers is None else workers)
     for registry in registries:
         uses.extend(project.registered_anchors(registry))
     uses.extend(project.drain_applied())
     skipped |= project.skipped
+    uses = importers.reach(uses, loads, project.module_of, project.source)
     own = _own_targets(uses, project.own_tokens, tuple(own_attributes))
     references = _merge(use for use in uses if not _is_own(use, own))
     counts = Counter(why for why, _, _ in skipped)
@@ -309,7 +310,7 @@ _FORKED: _Project | None = None  # the project a forked worker walks (inherited,
 
 def _walk_all(
     project: _Project, paths: list[str], workers: int
-) -> tuple[list[Use], set[tuple[str, str, int]]]:
+) -> tuple[list[Use], set[tuple[str, str, int]], list[importers.Load]]:
     """Walk ``paths``: in this process, or, for a large project where ``fork`` exists, in
     ``workers`` forked processes that inherit the project's bindings already read (parsing
     is most of the time, and files are independent given those)."""
@@ -326,10 +327,12 @@ def _walk_all(
             _FORKED = None
     uses: list[Use] = []
     skipped: set[tuple[str, str, int]] = set()
-    for walked, found in results:
+    loads: list[importers.Load] = []
+    for walked, found, loaded in results:
         uses.extend(walked)
         skipped |= found
-    return uses, skipped
+        loads.extend(loaded)
+    return uses, skipped, loads
 
 
 def _single_threaded() -> bool:
@@ -341,17 +344,22 @@ def _single_threaded() -> bool:
         return threading.active_count() == 1
 
 
-def _walk_forked(path: str) -> tuple[list[Use], set[tuple[str, str, int]]]:
+def _walk_forked(
+    path: str,
+) -> tuple[list[Use], set[tuple[str, str, int]], list[importers.Load]]:
     assert _FORKED is not None
     return _walk_file(_FORKED, path)
 
 
-def _walk_file(project: _Project, path: str) -> tuple[list[Use], set[tuple[str, str, int]]]:
-    """One file's uses (with those of the helpers it hands a source to) and skips."""
+def _walk_file(
+    project: _Project, path: str
+) -> tuple[list[Use], set[tuple[str, str, int]], list[importers.Load]]:
+    """One file's uses (with those of the helpers it hands a source to), skips, and its
+    imports of project modules."""
     walker = _Walker(project, path, emit=True)
     walker.walk_module()
     skipped, project.skipped = project.skipped, set()
-    return [*walker.uses, *project.drain_applied()], skipped
+    return [*walker.uses, *project.drain_applied()], skipped, walker.loads
 
 
 # --- the project: its modules, their bindings and helpers ---------------------------------
@@ -386,6 +394,7 @@ class _Project:
             self.path_of.setdefault(name, path)
         self.own_tokens = _own_tokens(self.module_of.items())
         self.children: dict[str, list[str]] = {}  # package -> its direct submodules
+        self.modules = frozenset(self.path_of)
         for name in self.path_of:
             if "." in name:
                 self.children.setdefault(name.rpartition(".")[0], []).append(name)
@@ -413,6 +422,9 @@ class _Project:
         if path not in self._text:
             self._text[path] = (self.root / path).read_bytes()
         return self._text[path]
+
+    def source(self, path: str) -> str:
+        return self.text(path).decode("utf-8", "replace")
 
     def tree(self, path: str) -> ast.Module:
         if path not in self._trees:
@@ -979,6 +991,7 @@ class _Walker:
         # upstream imports this function made before, in the blocks around: where one
         # fails it raises there, so what follows in them runs only where they succeed
         self.imported: frozenset[str] = frozenset()
+        self.loads: list[importers.Load] = []  # its imports of project modules
 
     # entry points
 
@@ -1556,6 +1569,7 @@ class _Walker:
 
     def import_modules(self, node: ast.Import) -> None:
         for alias in node.names:
+            self.load(node, alias.name, ())
             if self.project.is_upstream(alias.name):
                 self.use(Kind.IMPORT, alias.name, node)
             if alias.asname:
@@ -1568,6 +1582,8 @@ class _Walker:
         base = self._absolute(node)
         if base is None:
             return
+        star = any(alias.name == "*" for alias in node.names)
+        self.load(node, base, None if star else [alias.name for alias in node.names])
         for alias in node.names:
             if self.project.is_upstream(base):
                 self.import_upstream(node, base, alias)
@@ -1606,6 +1622,29 @@ class _Walker:
         for name, value in exports.values.items():
             if not name.startswith("_"):
                 self.scope.values[name] = value
+
+    def load(self, node: ast.stmt, base: str, names: list[str] | tuple[()] | None) -> None:
+        """Record the project modules an import loads, with where it runs."""
+        if not self.emit or self.applying or self.summarising:
+            return
+        modules = importers.loaded_by(base, names, self.project.modules)
+        if not modules:
+            return
+        bound = self._bound_at(node)
+        requires = tuple(sorted(p[1:] for p in self.present if p.startswith("+")))
+        for module in sorted(modules):
+            self.loads.append(
+                importers.Load(
+                    module,
+                    self.path,
+                    node.lineno,
+                    at_import=self.function == 0,
+                    versions=bound.window.specifiers(),
+                    after=tuple(sorted(self.imported)),
+                    requires=requires,
+                    fallback_of=bound.fallback_of,
+                )
+            )
 
     def _absolute(self, node: ast.ImportFrom) -> str | None:
         return _absolute_module(self.module, self.is_package, node)

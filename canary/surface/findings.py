@@ -7,11 +7,15 @@ accepted (``expected_absent`` in its configuration, or a baseline). A package th
 does not declare constrains nothing: it imports it, so every release of it counts.
 ``unknown`` is never a finding.
 
-Three narrowings, each exactly as wide as its reason:
+Two narrowings, each exactly as wide as its reason:
 
-- **Gated away.** A miss on a release where no site of the reference runs (every site sits
-  in a branch whose version test excludes that release: ``Site.versions``) is nobody's
-  problem: it is recorded (``gated``), never held.
+- **Gated away.** A miss on a release where no site of the reference runs is nobody's
+  problem: it is recorded (``gated``), never held. A site does not run where the version
+  tests of its branches exclude the release (``Site.versions``), nor after an import, in
+  its function or in its module's importer, of something that came later in a model
+  package the release lacks (``Site.after``; that import raises first, and is excused
+  itself: 2. below). Behind an import of anything else that is missing, it still runs as
+  far as its finding goes: both break, and the project fixes both.
 - **Came later, where it cannot break.** A miss on a release older than the first one
   where the reference is ok (:attr:`Finding.since`) *came later*: the project needs a newer
   upstream for it, a real break wherever the code runs unguarded. It is not counted
@@ -28,12 +32,6 @@ Three narrowings, each exactly as wide as its reason:
      module-level import would fail for every user.
 
   A miss *after* an ok release (removed) is always held, as is one that never was ok.
-
-- **Unreached.** A miss on a release where every site that runs comes after an import, in
-  its function, of something that came later in such an absent model package
-  (:attr:`Site.after`) is excused there, came later or not: that import raises first (and
-  is excused itself), so the site is reached only for that model. Behind an import of
-  anything else that is missing, it still counts: both break, and the project fixes both.
 """
 
 from __future__ import annotations
@@ -138,8 +136,7 @@ def findings(
     ranges: dict[str, SpecifierSet | None] = {}
     found = []
     resolved = list(resolved)
-    runs = _runs(resolved)
-    first_ok = _first_ok(resolved)
+    runs = _runs(resolved, absent, homes)
     for item in resolved:
         reference = item.reference
         package = reference.package
@@ -166,16 +163,8 @@ def findings(
         since = next((v for v, o in item.outcomes.items() if o is Outcome.OK), None)
         finding = Finding(target.name, reference, missing, accepted, since, gated=gated)
         home = _home(reference.target, homes)
-        later = set(finding.came_later)
         excused = {
-            v: why
-            for v in missing
-            if (why := (v in later and _excused(finding, v, absent, home, runs)))
-            or (
-                why := _unreached(
-                    reference, v, absent=absent, homes=homes, first_ok=first_ok, runs=runs
-                )
-            )
+            v: why for v in finding.came_later if (why := _excused(finding, v, absent, home, runs))
         }
         if excused:
             finding = Finding(target.name, reference, missing, accepted, since, excused, gated)
@@ -226,30 +215,6 @@ def _excused(
     return f"{package} is not in the release: none of its users runs that model"
 
 
-def _unreached(
-    reference: Reference,
-    version: str,
-    *,
-    absent: Absent | None,
-    homes: Mapping[str, str] | None,
-    first_ok: Mapping[str, str],
-    runs: Runs,
-) -> str | None:
-    """Why no site of the reference that runs on ``version`` is reached there: each
-    comes after an import, in its function, of something that came later in a model
-    package the release lacks (that import raises first, and is excused itself)."""
-    running = [site for site in reference.sites if runs(reference, site, version)]
-    if absent is None or not running:
-        return None
-    packages = [_after_absent(site, version, absent, homes, first_ok) for site in running]
-    if not all(packages):
-        return None
-    return (
-        f"reached only after its function imports from {packages[0]}, which is not in the "
-        "release: none of its users runs that model"
-    )
-
-
 def _after_absent(
     site: Site,
     version: str,
@@ -282,11 +247,17 @@ Runs = Callable[[Reference, Site, str], bool]
 """Whether a site of the reference runs on that release of its package."""
 
 
-def _runs(resolved: Sequence[Resolved]) -> Runs:
+def _runs(
+    resolved: Sequence[Resolved],
+    absent: Absent | None = None,
+    homes: Mapping[str, str] | None = None,
+) -> Runs:
     """A site runs where its version window holds; where what a test before it found
     present (:attr:`Site.requires`) is missing, it does not; in the ``except ImportError``
     of upstream imports (:attr:`Site.fallback_of`), only where one of them is not ok (an
-    unknown may fail: it may run)."""
+    unknown may fail: it may run); after an import that came later in a model package the
+    release lacks (:attr:`Site.after`), it does not (``absent``: which those are)."""
+    first_ok = _first_ok(resolved)
     ok = {
         item.reference.target: {v for v, o in item.outcomes.items() if o is Outcome.OK}
         for item in resolved
@@ -306,7 +277,9 @@ def _runs(resolved: Sequence[Resolved]) -> Runs:
             return False  # a test before it found that absent: it does not run there
         fallback = site.fallback_of
         inside = all(t.split(".", 1)[0] == same for t in fallback)
-        return not (fallback and inside and all(version in ok.get(t, ()) for t in fallback))
+        if fallback and inside and all(version in ok.get(t, ()) for t in fallback):
+            return False
+        return not (absent and _after_absent(site, version, absent, homes, first_ok))
 
     return runs
 
