@@ -152,15 +152,31 @@ class _Ways:
         # the statements that import each module the walk saw imported only under some
         # condition (the others run wherever imported: no text to read for them)
         candidates = self._conditional()
+        # and what they import in no block, read from their text (a file extraction did
+        # not walk has no loads recorded)
+        path_of = {module: path for path, module in module_of.items()}
+        todo = [path_of[m] for m in candidates if m in path_of]
+        while todo:
+            path = todo.pop()
+            source = text(path)
+            for name, _, top in _imports(
+                source, module_of[path], path.endswith("__init__.py"), known
+            ):
+                if top and name not in candidates and name in path_of:
+                    candidates.add(name)
+                    todo.append(path_of[name])
         self.candidates = candidates
         self.statements: dict[str, set[tuple[str, int]]] = {}  # module -> (path, line)
+        self.top: set[tuple[str, int]] = set()  # those in no block: at their module's level
         for module, path, line in self.loads:  # a statement the text scan misses
             self.statements.setdefault(module, set()).add((path, line))
         for path, module in module_of.items() if candidates else ():
             source = text(path)
-            for name, line in _imports(source, module, path.endswith("__init__.py"), known):
+            for name, line, top in _imports(source, module, path.endswith("__init__.py"), known):
                 if name in candidates:
                     self.statements.setdefault(name, set()).add((path, line))
+                    if top:
+                        self.top.add((path, line))
         self._computed: str | None = None
         self._named: set[str] | None = None
         self._contexts: dict[str, tuple[Context, ...] | None] = {}
@@ -202,6 +218,9 @@ class _Ways:
         found: set[Context] = set()
         for path, line in statements:
             loads = self.loads.get((module, path, line))
+            if not loads and (path, line) in self.top:
+                # in a file not walked, but in no block: its module imports it, as is
+                loads = [Load(module, path, line, at_import=True)]
             if not loads:
                 return None  # an import not walked with its conditions
             for load in loads:
@@ -260,10 +279,11 @@ class _Ways:
 
 def _imports(
     source: str, module: str, is_package: bool, known: Collection[str]
-) -> Iterable[tuple[str, int]]:
-    """Each project module an import statement of ``source`` loads, with its line: the
-    module named, its parents, and ``from m import n``'s ``m.n`` where that is a module
-    (a star or an unread list: every submodule of ``m``)."""
+) -> Iterable[tuple[str, int, bool]]:
+    """Each project module an import statement of ``source`` loads, with its line and
+    whether it is in no block (not indented): the module named, its parents, and ``from m
+    import n``'s ``m.n`` where that is a module (a star or an unread list: every
+    submodule of ``m``)."""
     line, at = 1, 0
     for match in _statements(source):
         line += source.count("\n", at, match.start())  # counted on from the last one
@@ -279,9 +299,10 @@ def _imports(
             pieces = taken.strip("()").split(",")
             every = "*" in taken or taken.endswith("\\")
             loaded = [(base, None if every else [p.split()[0] for p in pieces if p.split()])]
+        top = source[match.start()] not in " \t"
         for base, names in loaded:
             for name in loaded_by(base, names, known):
-                yield name, line
+                yield name, line, top
 
 
 def _statements(source: str) -> Iterable[re.Match[str]]:
