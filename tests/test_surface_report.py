@@ -282,3 +282,10 @@ def test_a_reference_to_a_package_no_release_of_which_was_checked_is_not_fine():
     line = report.summary(built)
     assert "0 fine everywhere; 1 on no release checked" in line
     assert report.summary(report.build(EVERYTHING)).endswith("fine everywhere")
+
+
+def test_a_line_used_under_two_conditions_is_shown_once():
+    # a module-level site copied once per importer of its module
+    twice = (Site("proj/patch.py", 9), Site("proj/patch.py", 9, undecided="named in a string"))
+    reference = Reference("transformers", "transformers.X", Kind.IMPORT, twice)
+    assert report.sites(reference) == "proj/patch.py:9"
