@@ -152,16 +152,17 @@ class _Ways:
         # the statements that import each module the walk saw imported only under some
         # condition (the others run wherever imported: no text to read for them)
         candidates = self._conditional()
-        # and what they import in no block, read from their text (a file extraction did
-        # not walk has no loads recorded)
+        tops = {name.split(".", 1)[0] for name in known}
+        scanned = {
+            path: list(_imports(text(path), module, path.endswith("__init__.py"), known, tops))
+            for path, module in (module_of.items() if candidates else ())
+        }
+        # and what they import in no block (a file extraction did not walk has no loads
+        # recorded)
         path_of = {module: path for path, module in module_of.items()}
         todo = [path_of[m] for m in candidates if m in path_of]
         while todo:
-            path = todo.pop()
-            source = text(path)
-            for name, _, top in _imports(
-                source, module_of[path], path.endswith("__init__.py"), known
-            ):
+            for name, _, top in scanned[todo.pop()]:
                 if top and name not in candidates and name in path_of:
                     candidates.add(name)
                     todo.append(path_of[name])
@@ -170,9 +171,8 @@ class _Ways:
         self.top: set[tuple[str, int]] = set()  # those in no block: at their module's level
         for module, path, line in self.loads:  # a statement the text scan misses
             self.statements.setdefault(module, set()).add((path, line))
-        for path, module in module_of.items() if candidates else ():
-            source = text(path)
-            for name, line, top in _imports(source, module, path.endswith("__init__.py"), known):
+        for path, found in scanned.items():
+            for name, line, top in found:
                 if name in candidates:
                     self.statements.setdefault(name, set()).add((path, line))
                     if top:
@@ -278,21 +278,25 @@ class _Ways:
 
 
 def _imports(
-    source: str, module: str, is_package: bool, known: Collection[str]
+    source: str, module: str, is_package: bool, known: Collection[str], tops: Collection[str]
 ) -> Iterable[tuple[str, int, bool]]:
     """Each project module an import statement of ``source`` loads, with its line and
     whether it is in no block (not indented): the module named, its parents, and ``from m
     import n``'s ``m.n`` where that is a module (a star or an unread list: every
-    submodule of ``m``)."""
+    submodule of ``m``; ``tops``: the first parts of their names, which an absolute import
+    of one starts with)."""
     line, at = 1, 0
     for match in _statements(source):
         line += source.count("\n", at, match.start())  # counted on from the last one
         at = match.start()
         if match.group(4) is not None:
             names = [p.split()[0] for p in match.group(4).split(",") if p.split()]
-            loaded = [(name, ()) for name in names]
+            loaded = [(name, ()) for name in names if name.split(".", 1)[0] in tops]
         else:
-            relative, dotted, taken = match.group(1), match.group(2), match.group(3).strip()
+            relative, dotted, taken = match.group(1), match.group(2), match.group(3)
+            if not relative and dotted.split(".", 1)[0] not in tops:
+                continue  # another package's
+            taken = taken.strip()
             base = _absolute(module, is_package, relative, dotted)
             if base is None:
                 continue
