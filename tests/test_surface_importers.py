@@ -1,5 +1,5 @@
-"""A project module's module-level sites run only where an import of it runs: they take
-their importers' conditions, on small project trees written here."""
+"""A project module's sites run only after an import of it ran: they take their importers'
+conditions, on small project trees written here."""
 
 from __future__ import annotations
 
@@ -84,3 +84,13 @@ def test_a_module_in_an_import_cycle_is_left_as_it_was(tmp_path):
     )
     (site,) = one(refs, Kind.IMPORT, f"{GEMMA4}.modeling_gemma4.Gemma4Model").sites
     assert site.after == ()
+
+
+def test_a_site_in_a_function_of_the_module_takes_its_importers_conditions_too(tmp_path):
+    patch = f"def patch():\n    from {GEMMA4}.modeling_gemma4 import Gemma4Model\n"
+    refs = surface(
+        tmp_path,
+        {"proj/__init__.py": "", "proj/gemma4_patch.py": patch, "proj/loader.py": LOADER},
+    )
+    (site,) = one(refs, Kind.IMPORT, f"{GEMMA4}.modeling_gemma4.Gemma4Model").sites
+    assert (site.at_import, site.after) == (False, (GEMMA4,))

@@ -49,8 +49,8 @@ What is followed, and where it stops:
   :mod:`canary.surface.guards` recognises, or in a ``hasattr`` / three-argument ``getattr``
   itself. ``if TYPE_CHECKING:`` blocks never run and are skipped.
 - **Where a site is reached**: the upstream imports its function made before it
-  (``Site.after``: where one fails, it is not reached), and, at a module's level, the
-  conditions of the project's imports of that module (:mod:`canary.surface.importers`).
+  (``Site.after``: where one fails, it is not reached), and the conditions of the
+  project's imports of its module (:mod:`canary.surface.importers`).
 - **The project's own attributes** on upstream objects are not dependencies, set or read: a
   private attribute whose name carries the project's name (``_unsloth_patched``, from its
   top-level packages; public names are left alone, upstream has ``use_liger_kernel``) or

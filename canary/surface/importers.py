@@ -1,26 +1,29 @@
-"""Where the project imports its own modules: a module-level site runs only where some
-import of its module runs, so it takes, once per importer, that importer's conditions.
+"""Where the project imports its own modules: a site of a module runs only after some
+import of that module ran, so it takes, once per importer, that importer's conditions.
 
-A project module M runs its module-level code when something imports it. When the project
-imports M only at places that run under a condition (a version window, after an import of
-its function, a presence test), M's module-level sites run only under one of those
-conditions: each such site becomes one copy per importer, with the importer's conditions
-added (a finding holds where any copy runs: the conditions are or-ed). A module imported
-at the module level of another takes that module's conditions too.
+A project module M runs its module-level code when something imports it, and its
+functions exist only from then on. When the project imports M only at places that run
+under a condition (a version window, after an import of its function that came later in
+a model the release lacks, a presence test), every site of M runs only where one of those
+conditions holds, and they are facts of the release, true at import as later: each site
+becomes one copy per importer, with the importer's conditions added (a finding holds
+where any copy runs: the conditions are or-ed). A module imported at the module level of
+another takes that module's conditions too; a test around the import canary cannot
+evaluate is left out (the site runs as before).
 
 What leaves a module as it is (its sites run wherever imported, as before):
 
 - no import statement of the project names it (it is imported by its users, or is the
-  entry point), or one does that was not walked with its conditions (a file extraction
-  did not read), or one whose conditions are none;
-- its parent packages' imports do not count for it (importing ``a.b`` loads ``a`` first,
-  so an import of ``a.b`` is one of ``a``; not the other way).
+  entry point), or one does that was not walked with its conditions (indented, in a file
+  extraction did not read), or one whose conditions are none;
+- an import cycle through it, or more than ``_MAX_CONTEXTS`` ways in.
 
 A module the project may also load by a name canary does not follow (its dotted name in a
 string: ``importlib.import_module("a.b")``, a lazy loader; or any import of a name computed
 at run time) keeps one more copy, as it was but *undecided*: where only that copy runs, its
-findings are possible, never counted. A user importing an internal module of the project by hand
-is not the project's own code path, which is what canary holds against it.
+findings are possible, never counted. What is assumed: a user importing by hand a module
+the project itself imports only under a condition is off the project's own code paths,
+which are what canary holds against it.
 """
 
 from __future__ import annotations
@@ -107,17 +110,17 @@ def reach(
     module_of: Mapping[str, str],
     text: Callable[[str], str],
 ) -> list[U]:
-    """``uses`` with each module-level one copied once per way the project imports its
-    module under conditions (``module_of``: each walked file's dotted module; ``text``: a
+    """``uses`` with each one copied once per way the project imports its module under
+    conditions (``module_of``: each walked file's dotted module; ``text``: a
     project file's source)."""
-    modules = {module_of[use.path] for use in uses if use.scope == 0 and use.path in module_of}
+    modules = {module_of[use.path] for use in uses if use.path in module_of}
     if not modules:
         return list(uses)
     ways = _Ways(loads, module_of, text)
     contexts = {module: ways.contexts(module) for module in modules}
     reached: list[U] = []
     for use in uses:
-        found = contexts.get(module_of.get(use.path, "")) if use.scope == 0 else None
+        found = contexts.get(module_of.get(use.path, ""))
         if not found:
             reached.append(use)
             continue
