@@ -229,3 +229,12 @@ def test_a_site_after_a_model_import_is_unreached_where_the_model_is_absent_ok_o
     (finding, _) = findings([used, imported], PROJECT, absent=absent_before("5.1.0"))
     # never ok, so not came later: still not reached where the import raises first
     assert (finding.gated, finding.new) == (("5.0.0",), ("5.1.0", "5.2.0"))
+
+
+def test_a_release_of_another_package_says_nothing_of_the_models_it_lacks():
+    used = resolved(LLAMA, "ommo", after(GEMMA4_CLASS), kind=Kind.ATTRIBUTE)
+    used = replace(used, reference=replace(used.reference, package="peft"))
+    imported = resolved(GEMMA4_CLASS, "mmoo", site(29), kind=Kind.IMPORT)
+    project = Target("proj", "1.0", {"peft": ">=5.0.0"})
+    found = findings([used, imported], project, absent=absent_before("5.1.0"))
+    assert found[0].new == ("5.0.0", "5.1.0")  # peft 5.0.0 is no transformers release

@@ -222,8 +222,9 @@ def _after_absent(
     homes: Mapping[str, str] | None,
     first_ok: Mapping[str, str],
 ) -> str | None:
-    """The model package, absent on ``version``, of an import made before the site that
-    came later than ``version``; None if there is none."""
+    """The model package, absent on ``version`` (of transformers: only its references
+    ask), of an import made before the site that came later than ``version``; None if
+    there is none."""
     for target in site.after:
         package = _home(target, homes)
         since = first_ok.get(target)
@@ -279,7 +280,9 @@ def _runs(
         inside = all(t.split(".", 1)[0] == same for t in fallback)
         if fallback and inside and all(version in ok.get(t, ()) for t in fallback):
             return False
-        return not (absent and _after_absent(site, version, absent, homes, first_ok))
+        if absent is None or same != MODEL_PACKAGES.split(".", 1)[0]:
+            return True  # a release of another package says nothing of transformers' models
+        return not _after_absent(site, version, absent, homes, first_ok)
 
     return runs
 
