@@ -406,3 +406,10 @@ def test_a_top_level_name_of_a_model_the_floor_lacks_came_later(tmp_path, target
     assert finding.fails is counted
     if not counted:
         assert "transformers.models.gemma4 is not in the release" in finding.excused["1.0"]
+
+
+def test_the_imports_a_site_comes_after_are_in_its_json_only_where_there_are_some():
+    site = Site("proj/load.py", 3, after=("transformers.Gemma4Model",))
+    assert site.to_json()["after"] == ["transformers.Gemma4Model"]
+    assert Site.from_json(site.to_json()) == site
+    assert "after" not in Site("proj/load.py", 3).to_json()

@@ -877,3 +877,36 @@ def test_a_name_bound_in_a_fallback_carries_it_to_its_uses(tmp_path):
     by_line = {site.line: site.fallback_of for site in found.sites}
     # used through the fallback binding: only where the import it falls back from fails
     assert by_line == {9: ("transformers.AutoModelForImageTextToText",), 12: ()}
+
+
+def test_a_site_is_after_the_upstream_imports_its_function_made_before_it(tmp_path):
+    refs = surface(
+        tmp_path,
+        {
+            "proj/__init__.py": "",
+            "proj/omni.py": """\
+                from transformers import AutoModel
+
+                def load(model):
+                    from transformers import Qwen3OmniModel
+                    if model:
+                        from transformers import Qwen3OmniConfig
+                    Qwen3OmniModel._no_split_modules.append("Layer")
+                    AutoModel.from_config(model)
+
+                def other():
+                    AutoModel.register(1)
+            """,
+        },
+    )
+
+    def after(target: str) -> list[tuple[str, ...]]:
+        return [site.after for site in one(refs, Kind.ATTRIBUTE, target).sites]
+
+    # the import in the if's body does not come before what follows the if
+    omni = ("transformers.Qwen3OmniModel",)
+    assert after("transformers.Qwen3OmniModel._no_split_modules.append") == [omni]
+    assert after("transformers.AutoModel.from_config") == [omni]
+    # a module-level import, and another function's, is nothing a function's site is after
+    assert after("transformers.AutoModel.register") == [()]
+    assert [s.after for s in one(refs, Kind.IMPORT, "transformers.Qwen3OmniModel").sites] == [()]

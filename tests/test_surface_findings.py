@@ -358,3 +358,45 @@ def test_a_sites_alternatives_survive_the_json_contract():
     tried = replace(site(guarded=True), alternatives=("a = 1", "a=1"))
     assert Site.from_json(tried.to_json()) == tried
     assert "alternatives" not in site().to_json()  # only where there are some
+
+
+GEMMA4_CLASS = "transformers.models.gemma4.modeling_gemma4.Gemma4Model"
+
+
+def after(*imports: str, at_import=False) -> Site:
+    """A site reached after its function imported ``imports``."""
+    return replace(site(30, at_import=at_import), after=imports)
+
+
+@pytest.mark.parametrize(
+    ("dominating", "import_outcomes", "new"),
+    [
+        (GEMMA4_CLASS, "mmoo", ("5.1.0",)),  # gemma4 arrives in 5.1.0: reached from there
+        (LOADING, "mmoo", ("5.0.0", "5.1.0")),  # no model: both misses break, both count
+        (GEMMA4_CLASS, "oomo", ("5.0.0", "5.1.0")),  # removed, not came later: held
+    ],
+)
+def test_a_site_after_an_import_from_a_model_the_release_lacks_is_unreached(
+    dominating, import_outcomes, new
+):
+    used = resolved(LLAMA, "ommo", after(dominating), kind=Kind.ATTRIBUTE)
+    imported = resolved(dominating, import_outcomes, site(29), kind=Kind.IMPORT)
+    found = findings([used, imported], PROJECT, absent=absent_before("5.1.0"))
+    assert found[0].new == new
+
+
+def test_a_site_after_a_model_import_is_unreached_where_the_model_is_absent_ok_or_not():
+    used = resolved(LLAMA, "mmmm", after(GEMMA4_CLASS), kind=Kind.ATTRIBUTE)
+    imported = resolved(GEMMA4_CLASS, "mmoo", site(29), kind=Kind.IMPORT)
+    (finding, _) = findings([used, imported], PROJECT, absent=absent_before("5.1.0"))
+    # never ok, so not came later: still not reached where the import raises first
+    assert (finding.gated, finding.new) == (("5.0.0",), ("5.1.0", "5.2.0"))
+
+
+def test_a_release_of_another_package_says_nothing_of_the_models_it_lacks():
+    used = resolved(LLAMA, "ommo", after(GEMMA4_CLASS), kind=Kind.ATTRIBUTE)
+    used = replace(used, reference=replace(used.reference, package="peft"))
+    imported = resolved(GEMMA4_CLASS, "mmoo", site(29), kind=Kind.IMPORT)
+    project = Target("proj", "1.0", {"peft": ">=5.0.0"})
+    found = findings([used, imported], project, absent=absent_before("5.1.0"))
+    assert found[0].new == ("5.0.0", "5.1.0")  # peft 5.0.0 is no transformers release

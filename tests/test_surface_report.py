@@ -338,3 +338,10 @@ def test_a_name_the_project_adds_itself_is_not_counted_and_says_why():
     assert (entry.section, entry.held) == (report.REST, ())
     assert "not counted: a compat re-export" in report.terminal(built)
     assert "not counted: a compat re-export" in report.markdown(built)
+
+
+def test_a_line_used_under_two_conditions_is_shown_once():
+    # a module-level site copied once per importer of its module
+    twice = (Site("proj/patch.py", 9), Site("proj/patch.py", 9, undecided="named in a string"))
+    reference = Reference("transformers", "transformers.X", Kind.IMPORT, twice)
+    assert report.sites(reference) == "proj/patch.py:9"

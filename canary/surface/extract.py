@@ -53,6 +53,9 @@ What is followed, and where it stops:
 - **Guarded** sites: inside ``try`` with a handler or ``with suppress(...)``, under a test
   :mod:`canary.surface.guards` recognises, or in a ``hasattr`` / three-argument ``getattr``
   itself. ``if TYPE_CHECKING:`` blocks never run and are skipped.
+- **Where a site is reached**: the upstream imports its function made before it
+  (``Site.after``: where one fails, it is not reached), and the conditions of the
+  project's imports of its module (:mod:`canary.surface.importers`).
 - **The project's own attributes** on upstream objects are not dependencies, set or read: a
   private attribute whose name carries the project's name (``_unsloth_patched``, from its
   top-level packages; public names are left alone, upstream has ``use_liger_kernel``) or
@@ -95,7 +98,7 @@ from typing import Any
 
 from canary.errors import ParseError
 from canary.gcpause import no_collections
-from canary.surface import anchortests, guards, versiontests
+from canary.surface import anchortests, guards, importers, versiontests
 from canary.surface.config import SourceRegistry
 from canary.surface.model import Kind, Match, ReadFrom, Reference, Site, merge_references
 from canary.surface.segments import Definition, Statement, split_module
@@ -246,6 +249,7 @@ class Use:
     requires: tuple[str, ...] = ()  # runs only where these upstream things exist
     spot: anchortests.Spot = (0, 0)  # ANCHOR: where it is applied (line, column)
     partners: tuple[anchortests.Spot, ...] = ()  # ANCHOR: the spots of its alternatives
+    after: tuple[str, ...] = ()  # reached only after its function imported these
     read_from: ReadFrom | None = None  # an anchor read only where its owner is the one read
 
 
@@ -309,11 +313,12 @@ def survey(
     large project's files in (default: one per CPU; 1: this process only)."""
     project = _Project(root, tuple(files), frozenset(upstream), frozenset(version_parsers))
     paths = list(project.paths_to_walk())
-    uses, skipped = _walk_all(project, paths, os.cpu_count() if workers is None else workers)
+    uses, skipped, loads = _walk_all(project, paths, os.cpu_count() if workers is None else workers)
     for registry in registries:
         uses.extend(project.registered_anchors(registry))
     uses.extend(project.drain_applied())
     skipped |= project.skipped
+    uses = importers.reach(uses, loads, project.module_of, project.source)
     own = _own_targets(uses, project.own_tokens, tuple(own_attributes))
     references = _merge(use for use in uses if not _is_own(use, own))
     counts = Counter(why for why, _, _ in skipped)
@@ -327,7 +332,7 @@ _FORKED: _Project | None = None  # the project a forked worker walks (inherited,
 
 def _walk_all(
     project: _Project, paths: list[str], workers: int
-) -> tuple[list[Use], set[tuple[str, str, int]]]:
+) -> tuple[list[Use], set[tuple[str, str, int]], list[importers.Load]]:
     """Walk ``paths``: in this process, or, for a large project where ``fork`` exists, in
     ``workers`` forked processes that inherit the project's bindings already read (parsing
     is most of the time, and files are independent given those)."""
@@ -344,10 +349,12 @@ def _walk_all(
             _FORKED = None
     uses: list[Use] = []
     skipped: set[tuple[str, str, int]] = set()
-    for walked, found in results:
+    loads: list[importers.Load] = []
+    for walked, found, loaded in results:
         uses.extend(walked)
         skipped |= found
-    return uses, skipped
+        loads.extend(loaded)
+    return uses, skipped, loads
 
 
 def _single_threaded() -> bool:
@@ -359,17 +366,22 @@ def _single_threaded() -> bool:
         return threading.active_count() == 1
 
 
-def _walk_forked(path: str) -> tuple[list[Use], set[tuple[str, str, int]]]:
+def _walk_forked(
+    path: str,
+) -> tuple[list[Use], set[tuple[str, str, int]], list[importers.Load]]:
     assert _FORKED is not None
     return _walk_file(_FORKED, path)
 
 
-def _walk_file(project: _Project, path: str) -> tuple[list[Use], set[tuple[str, str, int]]]:
-    """One file's uses (with those of the helpers it hands a source to) and skips."""
+def _walk_file(
+    project: _Project, path: str
+) -> tuple[list[Use], set[tuple[str, str, int]], list[importers.Load]]:
+    """One file's uses (with those of the helpers it hands a source to), skips, and its
+    imports of project modules."""
     walker = _Walker(project, path, emit=True)
     walker.walk_module()
     skipped, project.skipped = project.skipped, set()
-    return [*walker.uses, *project.drain_applied()], skipped
+    return [*walker.uses, *project.drain_applied()], skipped, walker.loads
 
 
 # --- the project: its modules, their bindings and helpers ---------------------------------
@@ -404,6 +416,7 @@ class _Project:
             self.path_of.setdefault(name, path)
         self.own_tokens = _own_tokens(self.module_of.items())
         self.children: dict[str, list[str]] = {}  # package -> its direct submodules
+        self.modules = frozenset(self.path_of)
         for name in self.path_of:
             if "." in name:
                 self.children.setdefault(name.rpartition(".")[0], []).append(name)
@@ -431,6 +444,9 @@ class _Project:
         if path not in self._text:
             self._text[path] = (self.root / path).read_bytes()
         return self._text[path]
+
+    def source(self, path: str) -> str:
+        return self.text(path).decode("utf-8", "replace")
 
     def tree(self, path: str) -> ast.Module:
         if path not in self._trees:
@@ -1011,6 +1027,10 @@ class _Walker:
         self.helper_depth = 0  # evaluating a version helper called from helpers this deep
         self.undecided = ""  # why the current branch may not run: a test not evaluated
         self.fallback_of: tuple[str, ...] = ()  # in an except ImportError of these imports
+        # upstream imports this function made before, in the blocks around: where one
+        # fails it raises there, so what follows in them runs only where they succeed
+        self.imported: frozenset[str] = frozenset()
+        self.loads: list[importers.Load] = []  # its imports of project modules
 
     # entry points
 
@@ -1348,8 +1368,11 @@ class _Walker:
     def block(self, statements: list[ast.stmt]) -> None:
         saved = (self.guarded, self.present, self.selected, self.window, self.undecided)
         tested = self.tested
+        imported = self.imported
         for node in statements:
             self.statement(node)
+            if self.function and isinstance(node, (ast.Import, ast.ImportFrom)):
+                self.imported |= set(self._imports_only([node]))
             if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
                 # check_version("trl>=0.9"): what follows runs only where it returned
                 returns = self.returns_where(node.value)
@@ -1373,6 +1396,7 @@ class _Walker:
                 self.window &= self._window(node.test, positive=False)
         self.guarded, self.present, self.selected, self.window, self.undecided = saved
         self.tested = tested
+        self.imported = imported
 
     def statement(self, node: ast.stmt, *, nested: bool = True) -> None:
         """One statement; ``nested`` False: the module-level binding pass, which enters
@@ -1593,17 +1617,17 @@ class _Walker:
             self.expr(annotation)
         if self.summarising or self._skippable(node):
             return  # a helper's nested functions are not its return value
-        outer = (self.scope, self.conditional, self.function)
+        outer = (self.scope, self.conditional, self.function, self.imported)
         parent = self.scope
         while parent.is_class and parent.parent is not None:
             parent = parent.parent
         self.scope = _Scope(parent=parent)
         for arg in _arguments(node.args):
             self.scope.names[arg] = None
-        self.conditional, self.function = 0, id(node)
+        self.conditional, self.function, self.imported = 0, id(node), frozenset()
         tests, self.anchor_function = self.anchor_function, node
         self.block(node.body)
-        self.scope, self.conditional, self.function = outer
+        self.scope, self.conditional, self.function, self.imported = outer
         self.anchor_function = tests
 
     def s_class(self, node: ast.ClassDef, nested: bool) -> None:
@@ -1620,6 +1644,7 @@ class _Walker:
 
     def import_modules(self, node: ast.Import) -> None:
         for alias in node.names:
+            self.load(node, alias.name, ())
             if self.project.is_upstream(alias.name):
                 self.use(Kind.IMPORT, alias.name, node)
             if alias.asname:
@@ -1632,6 +1657,8 @@ class _Walker:
         base = self._absolute(node)
         if base is None:
             return
+        star = any(alias.name == "*" for alias in node.names)
+        self.load(node, base, None if star else [alias.name for alias in node.names])
         for alias in node.names:
             if self.project.is_upstream(base):
                 self.import_upstream(node, base, alias)
@@ -1670,6 +1697,29 @@ class _Walker:
         for name, value in exports.values.items():
             if not name.startswith("_"):
                 self.scope.values[name] = value
+
+    def load(self, node: ast.stmt, base: str, names: list[str] | tuple[()] | None) -> None:
+        """Record the project modules an import loads, with where it runs."""
+        if not self.emit or self.applying or self.summarising:
+            return
+        modules = importers.loaded_by(base, names, self.project.modules)
+        if not modules:
+            return
+        bound = self._bound_at(node)
+        requires = tuple(sorted(p[1:] for p in self.present if p.startswith("+")))
+        for module in sorted(modules):
+            self.loads.append(
+                importers.Load(
+                    module,
+                    self.path,
+                    node.lineno,
+                    at_import=self.function == 0,
+                    versions=bound.window.specifiers(),
+                    after=tuple(sorted(self.imported)),
+                    requires=requires,
+                    fallback_of=bound.fallback_of,
+                )
+            )
 
     def _absolute(self, node: ast.ImportFrom) -> str | None:
         return _absolute_module(self.module, self.is_package, node)
@@ -2506,6 +2556,7 @@ class _Walker:
                 spot=spot,
                 partners=partners,
                 read_from=read_from,
+                after=tuple(sorted(self.imported - {target})),
             )
         )
 
@@ -2708,6 +2759,7 @@ def _merge(uses: Iterable[Use]) -> tuple[Reference, ...]:
                     replaces=use.kind is Kind.PATCH and use.replaces,
                     aliases=use.aliases if use.kind is Kind.PATCH else "",
                     alternatives=alternatives.get(use, ()),
+                    after=use.after,
                 ),
             ),
             use.anchor,

@@ -9,9 +9,13 @@ does not declare constrains nothing: it imports it, so every release of it count
 
 Three narrowings, each exactly as wide as its reason:
 
-- **Gated away.** A miss on a release where no site of the reference runs (every site sits
-  in a branch whose version test excludes that release: ``Site.versions``) is nobody's
-  problem: it is recorded (``gated``), never held.
+- **Gated away.** A miss on a release where no site of the reference runs is nobody's
+  problem: it is recorded (``gated``), never held. A site does not run where the version
+  tests of its branches exclude the release (``Site.versions``), nor after an import, in
+  its function or in its module's importer, of something that came later in a model
+  package the release lacks (``Site.after``; that import raises first, and is excused
+  itself: 2. below). Behind an import of anything else that is missing, it still runs as
+  far as its finding goes: both break, and the project fixes both.
 - **Came later, where it cannot break.** A miss on a release older than the first one
   where the reference is ok (:attr:`Finding.since`) *came later*: the project needs a newer
   upstream for it, a real break wherever the code runs unguarded. It is not counted
@@ -161,7 +165,7 @@ def findings(
     found = []
     resolved = list(resolved)
     spellings = _spellings(resolved)
-    runs = _runs(resolved, spellings)
+    runs = _runs(resolved, spellings, absent, homes)
     own = _own_attributes(resolved)
     known = _outcomes(resolved)
     for item in resolved:
@@ -252,6 +256,35 @@ def _excused(
     return f"{package} is not in the release: none of its users runs that model"
 
 
+def _after_absent(
+    site: Site,
+    version: str,
+    absent: Absent,
+    homes: Mapping[str, str] | None,
+    first_ok: Mapping[str, str],
+) -> str | None:
+    """The model package, absent on ``version`` (of transformers: only its references
+    ask), of an import made before the site that came later than ``version``; None if
+    there is none."""
+    for target in site.after:
+        package = _home(target, homes)
+        since = first_ok.get(target)
+        if package and since and _older(version, since) and absent(package, version):
+            return package
+    return None
+
+
+def _first_ok(resolved: Sequence[Resolved]) -> dict[str, str]:
+    """Each import's first release checked where it is ok."""
+    first: dict[str, str] = {}
+    for item in resolved:
+        if item.reference.kind is Kind.IMPORT:
+            since = next((v for v, o in item.outcomes.items() if o is Outcome.OK), None)
+            if since is not None:
+                first[item.reference.target] = since
+    return first
+
+
 Runs = Callable[[Reference, Site, str], bool]
 """Whether a site of the reference runs on that release of its package."""
 
@@ -300,12 +333,20 @@ def _unknown_spelling(finding: Finding, runs: Runs, spellings: Spellings) -> str
     return "an alternative anchor the project tries instead cannot be decided there"
 
 
-def _runs(resolved: Sequence[Resolved], spellings: Spellings | None = None) -> Runs:
+def _runs(
+    resolved: Sequence[Resolved],
+    spellings: Spellings | None = None,
+    absent: Absent | None = None,
+    homes: Mapping[str, str] | None = None,
+) -> Runs:
     """A site runs where its version window holds; where what a test before it found
     present (:attr:`Site.requires`) is missing, it does not; in the ``except ImportError``
     of upstream imports (:attr:`Site.fallback_of`), only where one of them is not ok (an
     unknown may fail: it may run); an anchor's site misses nothing where one of its
-    alternatives is there (``spellings``)."""
+    alternatives is there (``spellings``); after an import that came later in a model
+    package the release lacks (:attr:`Site.after`), it does not (``absent``: which those
+    are)."""
+    first_ok = _first_ok(resolved)
     ok = {
         item.reference.target: {v for v, o in item.outcomes.items() if o is Outcome.OK}
         for item in resolved
@@ -327,7 +368,11 @@ def _runs(resolved: Sequence[Resolved], spellings: Spellings | None = None) -> R
             return False  # a test before it found that absent: it does not run there
         fallback = site.fallback_of
         inside = all(t.split(".", 1)[0] == same for t in fallback)
-        return not (fallback and inside and all(version in ok.get(t, ()) for t in fallback))
+        if fallback and inside and all(version in ok.get(t, ()) for t in fallback):
+            return False
+        if absent is None or same != MODEL_PACKAGES.split(".", 1)[0]:
+            return True  # a release of another package says nothing of transformers' models
+        return not _after_absent(site, version, absent, homes, first_ok)
 
     return runs
 

@@ -10,7 +10,7 @@ a :class:`SurfaceResult` holds both and reads/writes the JSON other tools rely o
                      "read_from"?: {"owners", "follow_shims"}, "sites": [{"path", "line",
                      "guarded", "versions", "at_import", "undecided",
                      "fallback_of", "requires", "replaces", "aliases",
-                     "alternatives"}],
+                     "alternatives", "after"}],
                      "outcomes": {version: "ok" | "missing" | "unknown"}}]}
 """
 
@@ -102,6 +102,9 @@ class Site:
     # ANCHOR only: other anchors on the same source the project tries instead of this one
     # (or that decide it does not run): where one of them is there, this miss changes nothing
     alternatives: tuple[str, ...] = ()
+    # upstream imports its function made before it, in the blocks around it: where one
+    # fails, it raises there and the site is not reached
+    after: tuple[str, ...] = ()
 
     def runs_on(self, package: str, label: str) -> bool:
         """Whether the site can run on release ``label`` of ``package``: every bound of its
@@ -135,6 +138,8 @@ class Site:
             data["aliases"] = self.aliases
         if self.alternatives:
             data["alternatives"] = list(self.alternatives)
+        if self.after:
+            data["after"] = list(self.after)
         return data
 
     @classmethod
@@ -152,6 +157,7 @@ class Site:
             bool(data.get("replaces", False)),
             str(data.get("aliases") or ""),
             tuple(str(t) for t in data.get("alternatives") or ()),
+            tuple(str(t) for t in data.get("after") or ()),
         )
 
 

@@ -439,12 +439,15 @@ def heading(reference: Reference) -> str:
 
 def sites(reference: Reference) -> str:
     """Where the target uses it: ``unsloth/models/llama.py:12 (guarded), ...``."""
-    shown = [
-        f"{site.path}:{site.line}{' (guarded)' if site.guarded else ''}"
-        for site in reference.sites[:_SITES_SHOWN]
-    ]
-    if len(reference.sites) > _SITES_SHOWN:
-        shown.append(f"and {len(reference.sites) - _SITES_SHOWN} more")
+    # one line's sites under different conditions (a module's, once per importer) once
+    lines = list(
+        dict.fromkeys(
+            f"{s.path}:{s.line}{' (guarded)' if s.guarded else ''}" for s in reference.sites
+        )
+    )
+    shown = lines[:_SITES_SHOWN]
+    if len(lines) > _SITES_SHOWN:
+        shown.append(f"and {len(lines) - _SITES_SHOWN} more")
     return ", ".join(shown) or "(no site recorded)"
 
 

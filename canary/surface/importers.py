@@ -1,0 +1,356 @@
+"""Where the project imports its own modules: a site of a module runs only after some
+import of that module ran, so it takes, once per importer, that importer's conditions.
+
+A project module M runs its module-level code when something imports it, and its
+functions exist only from then on. When the project imports M only at places that run
+under a condition (a version window, after an import of its function that came later in
+a model the release lacks, a presence test), every site of M runs only where one of those
+conditions holds, and they are facts of the release, true at import as later: each site
+becomes one copy per importer, with the importer's conditions added (a finding holds
+where any copy runs: the conditions are or-ed). A module imported at the module level of
+another takes that module's conditions too; a test around the import canary cannot
+evaluate is left out (the site runs as before).
+
+What leaves a module as it is (its sites run wherever imported, as before):
+
+- no import statement of the project names it (it is imported by its users, or is the
+  entry point), or one does that was not walked with its conditions (indented, in a file
+  extraction did not read), or one whose conditions are none;
+- an import cycle through it, or more than ``_MAX_CONTEXTS`` ways in.
+
+A module the project may also load by a name canary does not follow (its dotted name in a
+string: ``importlib.import_module("a.b")``, a lazy loader; or any import of a name computed
+at run time) keeps one more copy, as it was but *undecided*: where only that copy runs, its
+findings are possible, never counted. What is assumed: a user importing by hand a module
+the project itself imports only under a condition is off the project's own code paths,
+which are what canary holds against it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Protocol, TypeVar
+
+_IMPORT_STATEMENT = re.compile(
+    r"(?m)^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]*(\([^)]*\)|[^\n#;]*)"
+    r"|import[ \t]+([^\n#;]+))"
+)
+_IMPORTERS = ("import_module(", "__import__(")  # importlib's, and the builtin
+_LITERAL_NAME = re.compile(r"\s*[\"'][\w.]+[\"']\s*[,)]")
+_DOTTED = re.compile(r"[\w.]*")
+_MAX_CONTEXTS = 16  # more ways in than this: left as it is
+
+
+@dataclass(frozen=True)
+class Load:
+    """An import of a project module, with the conditions of the place it runs."""
+
+    module: str  # dotted
+    path: str
+    line: int
+    at_import: bool  # at the module level of its file
+    versions: tuple[tuple[str, str], ...] = ()
+    after: tuple[str, ...] = ()
+    requires: tuple[str, ...] = ()
+    fallback_of: tuple[str, ...] = ()
+
+    @property
+    def context(self) -> Context:
+        # a test canary cannot evaluate around the import is left out: where it runs
+        # then stays as before (everywhere), so no finding turns possible through it
+        return Context(self.versions, self.after, self.requires, "", self.fallback_of)
+
+
+@dataclass(frozen=True)
+class Context:
+    """Conditions a site runs under, all of which hold where it runs."""
+
+    versions: tuple[tuple[str, str], ...] = ()
+    after: tuple[str, ...] = ()
+    requires: tuple[str, ...] = ()
+    undecided: str = ""
+    fallback_of: tuple[str, ...] = ()
+
+    @property
+    def none(self) -> bool:
+        return self == Context()
+
+    def __and__(self, other: Context) -> Context:
+        return Context(
+            tuple(sorted({*self.versions, *other.versions})),
+            tuple(sorted({*self.after, *other.after})),
+            tuple(sorted({*self.requires, *other.requires})),
+            self.undecided or other.undecided,
+            # two fallbacks are an and of ors, which a site cannot say: keep one, so
+            # the site runs on more releases, never fewer
+            self.fallback_of or other.fallback_of,
+        )
+
+
+class Sited(Protocol):
+    """A site of a use, as extraction records it."""
+
+    path: str
+    scope: int
+    versions: tuple[tuple[str, str], ...]
+    after: tuple[str, ...]
+    requires: tuple[str, ...]
+    undecided: str
+    fallback_of: tuple[str, ...]
+
+
+U = TypeVar("U", bound=Sited)
+
+
+def reach(
+    uses: Sequence[U],
+    loads: Iterable[Load],
+    module_of: Mapping[str, str],
+    text: Callable[[str], str],
+) -> list[U]:
+    """``uses`` with each one copied once per way the project imports its module under
+    conditions (``module_of``: each walked file's dotted module; ``text``: a
+    project file's source)."""
+    modules = {module_of[use.path] for use in uses if use.path in module_of}
+    if not modules:
+        return list(uses)
+    ways = _Ways(loads, module_of, text)
+    contexts = {module: ways.contexts(module) for module in modules}
+    reached: list[U] = []
+    for use in uses:
+        found = contexts.get(module_of.get(use.path, ""))
+        if not found:
+            reached.append(use)
+            continue
+        own = Context(use.versions, use.after, use.requires, use.undecided, use.fallback_of)
+        for context in found:
+            both = own & context
+            reached.append(
+                replace(
+                    use,  # type: ignore[type-var]
+                    versions=both.versions,
+                    after=both.after,
+                    requires=both.requires,
+                    undecided=both.undecided,
+                    fallback_of=both.fallback_of,
+                )
+            )
+    return reached
+
+
+class _Ways:
+    """The ways into each project module: its import statements and what they run under."""
+
+    def __init__(
+        self, loads: Iterable[Load], module_of: Mapping[str, str], text: Callable[[str], str]
+    ) -> None:
+        self.module_of = module_of
+        known = set(module_of.values())
+        self.loads: dict[tuple[str, str, int], list[Load]] = {}
+        for load in loads:
+            self.loads.setdefault((load.module, load.path, load.line), []).append(load)
+        self.text = text
+        # the statements that import each module the walk saw imported only under some
+        # condition (the others run wherever imported: no text to read for them)
+        candidates = self._conditional()
+        tops = {name.split(".", 1)[0] for name in known}
+        scanned = {
+            path: list(_imports(text(path), module, path.endswith("__init__.py"), known, tops))
+            for path, module in (module_of.items() if candidates else ())
+        }
+        # and what they import in no block (a file extraction did not walk has no loads
+        # recorded)
+        path_of = {module: path for path, module in module_of.items()}
+        todo = [path_of[m] for m in candidates if m in path_of]
+        while todo:
+            for name, _, top in scanned[todo.pop()]:
+                if top and name not in candidates and name in path_of:
+                    candidates.add(name)
+                    todo.append(path_of[name])
+        self.candidates = candidates
+        self.statements: dict[str, set[tuple[str, int]]] = {}  # module -> (path, line)
+        self.top: set[tuple[str, int]] = set()  # those in no block: at their module's level
+        for module, path, line in self.loads:  # a statement the text scan misses
+            self.statements.setdefault(module, set()).add((path, line))
+        for path, found in scanned.items():
+            for name, line, top in found:
+                if name in candidates:
+                    self.statements.setdefault(name, set()).add((path, line))
+                    if top:
+                        self.top.add((path, line))
+        self._computed: str | None = None
+        self._named: set[str] | None = None
+        self._contexts: dict[str, tuple[Context, ...] | None] = {}
+
+    def contexts(self, module: str, seen: frozenset[str] = frozenset()) -> tuple[Context, ...]:
+        """The conditions of each way into ``module`` (): it runs wherever imported)."""
+        if module in self._contexts:
+            return self._contexts[module] or ()
+        found = self._read(module, seen | {module}) or ()
+        if found and (why := self._loaded_by_name(module)):
+            # a way in canary does not follow adds releases where it may run, never
+            # takes one away from those its importers run on
+            found = (*found, Context(undecided=why))
+        self._contexts[module] = found
+        return found
+
+    def _conditional(self) -> set[str]:
+        """The modules every import the walk saw of which runs under some condition, or at
+        the import of a module that does."""
+        found = {module for module, _, _ in self.loads}
+        while True:
+            unconditional = {
+                module
+                for (module, path, _), loads in self.loads.items()
+                if module in found
+                and any(
+                    load.context.none and (not load.at_import or self.module_of[path] not in found)
+                    for load in loads
+                )
+            }
+            if not unconditional:
+                return found
+            found -= unconditional
+
+    def _read(self, module: str, seen: frozenset[str]) -> tuple[Context, ...] | None:
+        statements = self.statements.get(module)
+        if not statements:
+            return None  # its users import it
+        found: set[Context] = set()
+        for path, line in statements:
+            loads = self.loads.get((module, path, line))
+            if not loads and (path, line) in self.top:
+                # in a file not walked, but in no block: its module imports it, as is
+                loads = [Load(module, path, line, at_import=True)]
+            if not loads:
+                return None  # an import not walked with its conditions
+            for load in loads:
+                outer = self.module_of[path]
+                if not load.at_import:
+                    found.add(load.context)
+                elif outer in seen:
+                    return None  # an import cycle: nothing certain
+                else:
+                    around = self.contexts(outer, seen) or (Context(),)
+                    found.update(load.context & context for context in around)
+        if not found or any(context.none for context in found) or len(found) > _MAX_CONTEXTS:
+            return None
+        return tuple(sorted(found, key=repr))
+
+    def _loaded_by_name(self, module: str) -> str:
+        """Why ``module`` may be imported where canary does not follow ("": it is not)."""
+        if self._named is None:
+            self._named, self._computed = self._by_name()
+        if any(n == module or n.startswith(f"{module}.") for n in self._named):
+            return (
+                f"{module} is also named in a string, which may import it where canary "
+                "does not follow"
+            )
+        if self._computed:
+            return (
+                f"a module name computed at run time is imported at {self._computed}, "
+                f"which may be {module}"
+            )
+        return ""
+
+    def _by_name(self) -> tuple[set[str], str]:
+        """The dotted names in strings that start with a top-level package of a module
+        imported only under conditions, and the first place a name computed at run time
+        is imported ("": none)."""
+        tops = {module.split(".", 1)[0] for module in self.candidates}
+        named: set[str] = set()
+        computed = ""
+        for path in self.module_of:
+            source = self.text(path)
+            for top in tops:
+                for quote in "\"'":
+                    needle = f"{quote}{top}"
+                    at = source.find(needle)
+                    while at != -1:
+                        named.add(_DOTTED.match(source, at + 1).group())  # type: ignore[union-attr]
+                        at = source.find(needle, at + 1)
+            for call in _IMPORTERS if not computed else ():
+                at = source.find(call)
+                while at != -1 and not computed:
+                    if not _LITERAL_NAME.match(source, at + len(call)):
+                        computed = f"{path}:{source.count(chr(10), 0, at) + 1}"
+                    at = source.find(call, at + 1)
+        return named, computed
+
+
+def _imports(
+    source: str, module: str, is_package: bool, known: Collection[str], tops: Collection[str]
+) -> Iterable[tuple[str, int, bool]]:
+    """Each project module an import statement of ``source`` loads, with its line and
+    whether it is in no block (not indented): the module named, its parents, and ``from m
+    import n``'s ``m.n`` where that is a module (a star or an unread list: every
+    submodule of ``m``; ``tops``: the first parts of their names, which an absolute import
+    of one starts with)."""
+    line, at = 1, 0
+    for match in _statements(source):
+        line += source.count("\n", at, match.start())  # counted on from the last one
+        at = match.start()
+        if match.group(4) is not None:
+            names = [p.split()[0] for p in match.group(4).split(",") if p.split()]
+            loaded = [(name, ()) for name in names if name.split(".", 1)[0] in tops]
+        else:
+            relative, dotted, taken = match.group(1), match.group(2), match.group(3)
+            if not relative and dotted.split(".", 1)[0] not in tops:
+                continue  # another package's
+            taken = taken.strip()
+            base = _absolute(module, is_package, relative, dotted)
+            if base is None:
+                continue
+            pieces = taken.strip("()").split(",")
+            every = "*" in taken or taken.endswith("\\")
+            loaded = [(base, None if every else [p.split()[0] for p in pieces if p.split()])]
+        top = source[match.start()] not in " \t"
+        for base, names in loaded:
+            for name in loaded_by(base, names, known):
+                yield name, line, top
+
+
+def _statements(source: str) -> Iterable[re.Match[str]]:
+    """The import statements of ``source``, in order: found by the word, then read from
+    the start of its line (a regular expression over the whole text is five times
+    slower, and unsloth's text is 37 MB)."""
+    at, last = 0, -1
+    while (found := source.find("import", at)) != -1:
+        start = source.rfind("\n", 0, found) + 1
+        at = found + len("import")
+        if start == last:
+            continue
+        match = _IMPORT_STATEMENT.match(source, start)
+        if match:
+            last = start
+            yield match
+
+
+def loaded_by(base: str, names: Iterable[str] | None, known: Collection[str]) -> set[str]:
+    """The project modules ``from base import names`` loads (``import base``: no names;
+    None: a star, every submodule): ``base``, its parents, and each name that is a module."""
+    wanted = [base]
+    if names is None:
+        wanted += [k for k in known if k.startswith(f"{base}.")]
+    else:
+        wanted += [f"{base}.{name}" for name in names]
+    found = set()
+    for name in wanted:
+        parts = name.split(".")
+        found.update(p for end in range(1, len(parts) + 1) if (p := ".".join(parts[:end])) in known)
+    return found
+
+
+def _absolute(module: str, is_package: bool, relative: str, dotted: str) -> str | None:
+    if not relative:
+        return dotted
+    package = module.split(".")
+    if not is_package:
+        package = package[:-1]
+    up = len(relative) - 1
+    if up > len(package):
+        return None
+    package = package[: len(package) - up]
+    return ".".join([*package, *([dotted] if dotted else [])]) or None

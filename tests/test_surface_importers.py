@@ -1,0 +1,96 @@
+"""A project module's sites run only after an import of it ran: they take their importers'
+conditions, on small project trees written here."""
+
+from __future__ import annotations
+
+import textwrap
+
+from test_surface_extract import one, surface
+
+from canary.surface.model import Kind, Site
+
+GEMMA4 = "transformers.models.gemma4"
+PATCH = f"""\
+    from {GEMMA4}.modeling_gemma4 import Gemma4Model
+"""
+
+
+LOADER = f"def load():\n    import {GEMMA4}\n    from proj import gemma4_patch\n"
+
+
+def sites(tmp_path, **modules: str) -> tuple[Site, ...]:
+    """The sites of the module-level import in ``proj/gemma4_patch.py`` (PATCH), with the
+    other modules of ``proj`` given by name."""
+    tree = {"__init__": "", "gemma4_patch": PATCH, **modules}
+    refs = surface(tmp_path, {f"proj/{name}.py": text for name, text in tree.items()})
+    return one(refs, Kind.IMPORT, f"{GEMMA4}.modeling_gemma4.Gemma4Model").sites
+
+
+def test_a_module_imported_after_its_models_import_is_reached_only_after_it(tmp_path):
+    loader = LOADER
+    (site,) = sites(tmp_path, loader=loader)
+    assert (site.at_import, site.after) == (True, (GEMMA4,))
+
+
+def test_a_module_imported_under_a_version_test_takes_its_window(tmp_path):
+    gated = """\
+        import transformers
+        from packaging import version
+
+        if version.parse(transformers.__version__) >= version.parse("5.0.0"):
+            from . import gemma4_patch
+    """
+    (site,) = sites(tmp_path, loader=gated)
+    assert site.versions == (("transformers", ">=5.0.0"),)
+
+
+def test_one_import_under_no_condition_leaves_the_module_as_it_was(tmp_path):
+    loader = LOADER
+    plain = "from proj import gemma4_patch\n"  # names no upstream: read for its imports only
+    assert [(s.after, s.versions) for s in sites(tmp_path, loader=loader, cli=plain)] == [((), ())]
+
+
+def test_a_module_also_named_in_a_string_keeps_an_undecided_copy(tmp_path):
+    loader = LOADER
+    lazy = 'LAZY = {"gemma4": "proj.gemma4_patch"}\n'
+    found = sites(tmp_path, loader=loader, lazy=lazy)
+    assert {(s.after, bool(s.undecided)) for s in found} == {((), True), ((GEMMA4,), False)}
+
+
+def test_a_module_imported_by_a_module_imported_under_a_window_takes_that_window(tmp_path):
+    gated = """\
+        import transformers
+        from packaging import version
+
+        if version.parse(transformers.__version__) < version.parse("5.0.0"):
+            import proj.models
+    """
+    # proj/models.py imports the patch at its module level, with no condition of its own
+    found = sites(tmp_path, loader=gated, models="from proj import gemma4_patch\n")
+    assert [s.versions for s in found] == [(("transformers", "<5.0.0"),)]
+
+
+def test_a_module_in_an_import_cycle_is_left_as_it_was(tmp_path):
+    cycle = "from proj import gemma4_patch\n"
+    patch_and_back = textwrap.dedent(PATCH) + "from proj import models\n"
+    refs = surface(
+        tmp_path,
+        {
+            "proj/__init__.py": "",
+            "proj/gemma4_patch.py": patch_and_back,
+            "proj/models.py": cycle,
+            "proj/loader.py": LOADER.replace("gemma4_patch", "models"),
+        },
+    )
+    (site,) = one(refs, Kind.IMPORT, f"{GEMMA4}.modeling_gemma4.Gemma4Model").sites
+    assert site.after == ()
+
+
+def test_a_site_in_a_function_of_the_module_takes_its_importers_conditions_too(tmp_path):
+    patch = f"def patch():\n    from {GEMMA4}.modeling_gemma4 import Gemma4Model\n"
+    refs = surface(
+        tmp_path,
+        {"proj/__init__.py": "", "proj/gemma4_patch.py": patch, "proj/loader.py": LOADER},
+    )
+    (site,) = one(refs, Kind.IMPORT, f"{GEMMA4}.modeling_gemma4.Gemma4Model").sites
+    assert (site.at_import, site.after) == (False, (GEMMA4,))
