@@ -107,6 +107,24 @@ class Window:
         return ",".join(bounds) or "every release"
 
 
+@dataclass(frozen=True)
+class Windows:
+    """Several :class:`Window` s of one package: a behaviour releases had, lost, and had
+    again (4.47.0 and 4.48.0 withhold a count 4.47.1 passes)."""
+
+    parts: tuple[Window, ...]
+
+    def contains(self, version: str | Version) -> bool:
+        """Whether ``version`` lies in one of the windows."""
+        return any(part.contains(version) for part in self.parts)
+
+    def __contains__(self, version: str | Version) -> bool:
+        return self.contains(version)
+
+    def __str__(self) -> str:
+        return " or ".join(map(str, self.parts)) or "no release"
+
+
 def listed_for(listed: Mapping[str, str], label: str, version: Version | None) -> tuple[str, bool]:
     """The entry of a version-keyed list (``broken``, ``known_drift``) that applies to a case.
 

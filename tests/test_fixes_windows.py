@@ -54,12 +54,23 @@ def test_no_division_window(version: str, inside: bool) -> None:
 
 @pytest.mark.parametrize(
     ("version", "inside"),
-    [("4.46.3", False), ("4.47.0.dev0", True), ("4.47.0", True), ("4.47.1", False)],
+    [
+        ("4.46.3", False),
+        ("4.47.0.dev0", True),
+        ("4.47.0", True),
+        ("4.47.1", False),  # dropped the inverted condition
+        ("4.48.0", True),  # brought it back
+        ("4.48.1", False),  # dropped it again
+        ("5.0.0", False),
+    ],
 )
-def test_count_withheld_window_is_4_47_0_alone(version: str, inside: bool) -> None:
-    # 4.47.1 dropped the inverted condition; a build of 4.47.0 has it.
+def test_count_withheld_window_is_4_47_0_and_4_48_0(version: str, inside: bool) -> None:
     assert COUNT_WITHHELD_WINDOW.contains(version) is inside
-    assert COUNT_WITHHELD_WINDOW.contains(version) <= NO_DIVISION_WINDOW.contains(version)
+    assert (version in COUNT_WITHHELD_WINDOW) is inside
+
+
+def test_windows_print_as_their_specifiers() -> None:
+    assert str(COUNT_WITHHELD_WINDOW) == ">=4.47.0,<4.47.1 or >=4.48.0,<4.48.1"
 
 
 def test_a_window_prints_as_a_specifier() -> None:

@@ -63,7 +63,7 @@ from typing import Any
 
 from canary.fixes._log import warn_once
 from canary.fixes.chunked_loss import is_chunked_loss_forward
-from canary.versions import Window
+from canary.versions import Window, Windows
 
 logger = logging.getLogger("canary.fixes")
 
@@ -76,12 +76,14 @@ NO_DIVISION_WINDOW = Window("4.46.0", "4.48.0")
 4.46.2-4.47.1 give Accelerate no plugin and only divide the logged value. A False cannot
 restore the division there. 4.48.0 divides in ``training_step`` when the flag is False."""
 
-COUNT_WITHHELD_WINDOW = Window("4.47.0", "4.47.1")
-"""4.47.0's ``training_step`` calls ``compute_loss(model, inputs)`` *without*
-``num_items_in_batch`` exactly when ``model_accepts_loss_kwargs`` is True (trainer.py:3652-3655,
-an inverted condition 4.47.1 removed). Inside :data:`NO_DIVISION_WINDOW` nothing divides
-either, so with accumulation no model's loss is right there, whatever the flag: a True
-model gets no count and returns a per-micro-batch mean. Found by the behaviour sweep."""
+COUNT_WITHHELD_WINDOW = Windows((Window("4.47.0", "4.47.1"), Window("4.48.0", "4.48.1")))
+"""4.47.0's and 4.48.0's ``training_step`` call ``compute_loss(model, inputs)`` *without*
+``num_items_in_batch`` exactly when ``model_accepts_loss_kwargs`` is True (4.47.0
+trainer.py:3652-3655, an inverted condition 4.47.1 removed and 4.48.0 brought back at
+3675-3678; 4.48.1 removed it again). A True model then returns a per-micro-batch mean that
+nothing divides (4.47.0: nothing divides any loss; 4.48.0 divides only where the count is
+None, and it is not: it was computed, then withheld), so with accumulation its gradients are
+a sum of micro-batch means. Found by the behaviour sweep, on each release."""
 
 # How Trainer.__init__ decides model_accepts_loss_kwargs, by release (trainer.py):
 # 4.46.x: a var-keyword parameter named ``loss_kwargs`` on the (PEFT-unwrapped) forward;

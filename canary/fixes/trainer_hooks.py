@@ -19,8 +19,8 @@ Where Trainer's own decision must stand, the hook leaves it:
   False (the loss is a per-micro-batch mean) and there is accumulation, nothing can make the
   step right, so the hook raises :class:`NoDivisionError` instead of training with
   gradients that many times too large (:data:`NO_DIVISION_WINDOW`; tags.toml and the
-  README state this floor). On 4.47.0 it raises for a True too: that release withholds the
-  token count from such models (:data:`COUNT_WITHHELD_WINDOW`).
+  README state this floor). On 4.47.0 and 4.48.0 it raises for a True too: those releases
+  withhold the token count from such models (:data:`COUNT_WITHHELD_WINDOW`).
 """
 
 from __future__ import annotations
@@ -100,7 +100,8 @@ def _refuse_where_nothing_divides(trainer: Any) -> None:
     ``num_items_in_batch``), and 4.46.x-4.47.x never divide it: every optimizer step would
     take the sum of the micro-batch gradients, ``gradient_accumulation_steps`` times too
     large. True is right there (the model divides by the accumulated token count itself),
-    except on 4.47.0, which withholds that count from such models (COUNT_WITHHELD_WINDOW).
+    except on 4.47.0 and 4.48.0, which withhold that count from such models
+    (COUNT_WITHHELD_WINDOW).
     """
     args = getattr(trainer, "args", None)
     steps = getattr(args, "gradient_accumulation_steps", 1)
@@ -108,11 +109,11 @@ def _refuse_where_nothing_divides(trainer: Any) -> None:
     if steps > 1 and accepts and COUNT_WITHHELD_WINDOW.contains(_transformers_version()):
         # compute_loss is called without the count, so a compute_loss_func lacks it too.
         raise NoDivisionError(
-            f"transformers {_transformers_version()} never divides the loss by "
-            f"gradient_accumulation_steps ({steps}) and withholds num_items_in_batch from "
-            "models that accept it: every optimizer step would take gradients "
-            f"{steps} times too large. Use transformers 4.47.1 or later (4.48.0 or later to "
-            "train a model that computes its own loss), or gradient_accumulation_steps=1"
+            f"transformers {_transformers_version()} withholds num_items_in_batch from "
+            "models that accept it and leaves their per-micro-batch mean loss undivided by "
+            f"gradient_accumulation_steps ({steps}): every optimizer step would take gradients "
+            f"{steps} times too large. Use transformers 4.48.1 or later (4.47.1 also "
+            "trains such models right), or gradient_accumulation_steps=1"
         )
     if steps <= 1 or accepts:
         return
