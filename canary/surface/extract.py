@@ -90,7 +90,7 @@ from typing import Any
 
 from canary.errors import ParseError
 from canary.gcpause import no_collections
-from canary.surface import guards, versiontests
+from canary.surface import fallbacks, guards, versiontests
 from canary.surface.config import SourceRegistry
 from canary.surface.model import Kind, Match, Reference, Site, merge_references
 from canary.surface.segments import Definition, Statement, split_module
@@ -238,6 +238,7 @@ class Use:
     undecided: str = ""  # a test around it canary cannot evaluate decides whether it runs
     fallback_of: tuple[str, ...] = ()  # runs only where one of these upstream imports fails
     requires: tuple[str, ...] = ()  # runs only where these upstream things exist
+    handled: str = ""  # an import whose failure its try's handler takes the place of: why
 
 
 @dataclass(frozen=True)
@@ -812,15 +813,7 @@ def _registered(nodes: list[ast.AST], aliases: set[str]) -> Iterator[tuple[str, 
                 yield key, item
 
 
-_IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
-
-
-def _catches_import_error(handler: ast.ExceptHandler) -> bool:
-    """The handler catches the ImportError a failed import raises."""
-    if handler.type is None:
-        return True
-    types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
-    return any(isinstance(t, ast.Name) and t.id in _IMPORT_ERRORS for t in types)
+_catches_import_error = fallbacks.catches_import_error
 
 
 def _may_mention(function: ProjectFunction, *words: str) -> bool:
@@ -975,6 +968,7 @@ class _Walker:
         self.helper_depth = 0  # evaluating a version helper called from helpers this deep
         self.undecided = ""  # why the current branch may not run: a test not evaluated
         self.fallback_of: tuple[str, ...] = ()  # in an except ImportError of these imports
+        self.handled: dict[int, str] = {}  # imports whose failure a handler takes the place of
 
     # entry points
 
@@ -1476,7 +1470,11 @@ class _Walker:
         caught = bool(node.handlers)
         imports = self._imports_only(node.body)
         self.guarded += caught
+        handled = fallbacks.handled_imports(node)
+        self.handled.update(handled)
         self.body(node.body, nested)
+        for key in handled:
+            self.handled.pop(key, None)
         self.guarded -= caught
         self.conditional += 1
         outer = self.fallback_of
@@ -1505,6 +1503,8 @@ class _Walker:
                 if base is None or any(alias.name == "*" for alias in node.names):
                     return ()
                 names = [f"{base}.{alias.name}" for alias in node.names]
+            elif fallbacks.harmless(node):
+                continue
             else:
                 return ()
             if not all(self.project.is_upstream(name) for name in names):
@@ -2375,6 +2375,7 @@ class _Walker:
                 undecided=self.undecided,
                 fallback_of=bound.fallback_of,
                 requires=self._required(target, presence=presence),
+                handled=self.handled.get(id(node), "") if kind is Kind.IMPORT else "",
             )
         )
 
@@ -2566,6 +2567,7 @@ def _merge(uses: Iterable[Use]) -> tuple[Reference, ...]:
                     undecided=use.undecided,
                     fallback_of=use.fallback_of,
                     requires=use.requires,
+                    handled=use.handled,
                 ),
             ),
             use.anchor,

@@ -7,7 +7,7 @@ accepted (``expected_absent`` in its configuration, or a baseline). A package th
 does not declare constrains nothing: it imports it, so every release of it counts.
 ``unknown`` is never a finding.
 
-Two narrowings, each exactly as wide as its reason:
+Three narrowings, each exactly as wide as its reason:
 
 - **Gated away.** A miss on a release where no site of the reference runs (every site sits
   in a branch whose version test excludes that release: ``Site.versions``) is nobody's
@@ -20,14 +20,21 @@ Two narrowings, each exactly as wide as its reason:
   1. every site of it that runs there is guarded (a ``try``, a ``hasattr``, a test): the
      miss does not crash, and it undoes no patch that ever applied on that release (the
      thing never existed there): the project's code expects it absent. A *removed*
-     guarded miss still counts: there the patch used to apply and silently stopped;
+     guarded miss still counts (there the patch used to apply and silently stopped)
+     unless it is handled (below);
   2. it lies in a model package of transformers (``transformers.models.<name>``) that the
      release does not have at all, as resolved for that release (``absent``), and no
      site of it runs at import unguarded: a model type a release lacks cannot be loaded
      on it, so code that patches that model runs for no user of the release, while a
      module-level import would fail for every user.
 
-  A miss *after* an ok release (removed) is always held, as is one that never was ok.
+  A miss *after* an ok release (removed) is held, as is one that never was ok, unless
+  it is handled:
+- **Handled.** A missing import whose every site that runs there sits in a ``try`` whose
+  ``except ImportError`` takes its place (:attr:`Site.handled`: it gives the names other
+  values, or leaves silently; :mod:`canary.surface.fallbacks`) breaks nothing there: it is
+  recorded (``handled``), never held. What the project does with the names afterwards is
+  held at those uses.
 """
 
 from __future__ import annotations
@@ -68,6 +75,8 @@ class Finding:
     # evaluate decides); "": proven, the site runs there
     possible: str = ""
     proof: str = ""  # what makes it true: upstream lacks it there, and where a site runs
+    # missing where every site that runs is an import whose failure is handled -> why
+    handled: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def confidence(self) -> str:
@@ -76,11 +85,14 @@ class Finding:
 
     @property
     def new(self) -> tuple[str, ...]:
-        """The releases whose miss is neither accepted nor excused: these fail the run."""
+        """The releases whose miss is neither accepted, excused nor handled: these fail the
+        run."""
         return tuple(
             version
             for version in self.missing
-            if version not in self.accepted and version not in self.excused
+            if version not in self.accepted
+            and version not in self.excused
+            and version not in self.handled
         )
 
     @property
@@ -99,6 +111,7 @@ class Finding:
             "releases": list(self.new),
             "accepted": dict(self.accepted),
             "excused": dict(self.excused),
+            "handled": dict(self.handled),
             "confidence": self.confidence,
             "why": self.possible or self.proof,
         }
@@ -164,6 +177,9 @@ def findings(
         }
         if excused:
             finding = Finding(target.name, reference, missing, accepted, since, excused, gated)
+        handled = {v: why for v in missing if (why := _handled(reference, v, runs))}
+        if handled:
+            finding = replace(finding, handled=handled)
         finding = replace(finding, possible=_undecided(finding, runs), proof=_proof(finding, runs))
         found.append(finding)
     return tuple(found)
@@ -209,6 +225,16 @@ def _excused(
     if any(site.at_import and not site.guarded for site in running):
         return None  # imported with its module: fails for every user of the release
     return f"{package} is not in the release: none of its users runs that model"
+
+
+def _handled(reference: Reference, version: str, runs: Runs) -> str:
+    """Why a miss breaks nothing on ``version``: every site that runs there is an import
+    whose failure is handled ("": some site may break)."""
+    running = [site for site in reference.sites if runs(reference, site, version)]
+    if not running or not all(site.handled for site in running):
+        return ""
+    site = running[0]
+    return f"{site.path}:{site.line}: {site.handled}"
 
 
 Runs = Callable[[Reference, Site, str], bool]

@@ -8,7 +8,7 @@ a :class:`SurfaceResult` holds both and reads/writes the JSON other tools rely o
      "packages": {pkg: [versions checked]},
      "references": [{"package", "target", "kind", "anchor", "sites": [{"path", "line",
                      "guarded", "versions", "at_import", "undecided",
-                     "fallback_of", "requires"}],
+                     "fallback_of", "requires", "handled"}],
                      "outcomes": {version: "ok" | "missing" | "unknown"}}]}
 """
 
@@ -90,6 +90,9 @@ class Site:
     # upstream binding, an import whose ImportError leaves): where one is missing, it does
     # not run; a presence test requires what it tests
     requires: tuple[str, ...] = ()
+    # an import whose failure the handler of its ``try`` takes the place of (it gives the
+    # names other values, or leaves silently): why its miss breaks nothing ("": it may)
+    handled: str = ""
 
     def runs_on(self, package: str, label: str) -> bool:
         """Whether the site can run on release ``label`` of ``package``: every bound of its
@@ -117,6 +120,8 @@ class Site:
             data["fallback_of"] = list(self.fallback_of)
         if self.requires:
             data["requires"] = list(self.requires)
+        if self.handled:
+            data["handled"] = self.handled
         return data
 
     @classmethod
@@ -131,6 +136,7 @@ class Site:
             str(data.get("undecided") or ""),
             tuple(str(t) for t in data.get("fallback_of") or ()),
             tuple(str(t) for t in data.get("requires") or ()),
+            str(data.get("handled") or ""),
         )
 
 
