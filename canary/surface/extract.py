@@ -408,6 +408,19 @@ class _Project:
         self.applied_uses: list[Use] = []  # anchors found in helpers given a source
         # (why, path, line): a set, so parallel walkers that meet the same site count it once
         self.skipped: set[tuple[str, str, int]] = set()
+        self._none_harmless: dict[tuple[str, int, str], bool] = {}
+
+    def none_harmless(self, path: str, node: ast.Try, name: str) -> bool:
+        """Whether ``name``, set to None by the handler of the module-level ``node`` of
+        ``path``, is read nowhere there a None can break, and no other file names it (it
+        may import it)."""
+        key = (path, node.lineno, name)
+        if key not in self._none_harmless:
+            word = name.encode()
+            self._none_harmless[key] = fallbacks.none_is_harmless(
+                self.tree(path), self.text(path), name, node
+            ) and not any(word in self.text(other) for other in self.files if other != path)
+        return self._none_harmless[key]
 
     def text(self, path: str) -> bytes:
         if path not in self._text:
@@ -1470,7 +1483,7 @@ class _Walker:
         caught = bool(node.handlers)
         imports = self._imports_only(node.body)
         self.guarded += caught
-        handled = fallbacks.handled_imports(node)
+        handled = fallbacks.handled_imports(node, lambda name: self._none_harmless(node, name))
         self.handled.update(handled)
         self.body(node.body, nested)
         for key in handled:
@@ -1490,6 +1503,13 @@ class _Walker:
         self.body(node.orelse, nested)
         self.conditional -= 1
         self.body(node.finalbody, nested)
+
+    def _none_harmless(self, node: ast.Try, name: str) -> bool:
+        """Whether ``name``, set to None where the imports of ``node`` fail, is read
+        nowhere a None can break: judged at module level only."""
+        if self.scope is not self.module_scope or self.function:
+            return False
+        return self.project.none_harmless(self.path, node, name)
 
     def _imports_only(self, body: list[ast.stmt]) -> tuple[str, ...]:
         """The upstream targets a ``try`` body imports, when it does nothing else (only

@@ -16,7 +16,7 @@ the import gave one, and imports them unguarded elsewhere).
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from canary.surface import guards
 
@@ -50,10 +50,14 @@ def bound_names(node: ast.Import | ast.ImportFrom) -> tuple[str, ...]:
     return tuple(alias.asname or alias.name.split(".", 1)[0] for alias in node.names)
 
 
-def handled_imports(node: ast.Try) -> dict[int, str]:
+def handled_imports(
+    node: ast.Try, none_harmless: Callable[[str], bool] = lambda name: False
+) -> dict[int, str]:
     """The imports directly in the ``try`` body whose failure its handler takes the place
     of (by ``id``), each with why (the module docstring's proof). Every handler that may
-    catch it must: which one does depends on the error (a missing module or name)."""
+    catch it must: which one does depends on the error (a missing module or name). A name
+    a handler sets to ``None`` counts as given only where ``none_harmless`` says no read of
+    it can break on a None (:func:`none_is_harmless`)."""
     handlers = [h for h in node.handlers if catches_import_error(h)]
     if not handlers:
         return {}
@@ -61,7 +65,9 @@ def handled_imports(node: ast.Try) -> dict[int, str]:
     if all(guards.exits(h.body, silently=True) for h in handlers):
         why = f"its ImportError leaves the block silently ({where}): nothing after it runs there"
         return {id(n): why for n in node.body if isinstance(n, (ast.Import, ast.ImportFrom))}
-    given = set.intersection(*(set(_given(h.body)) for h in handlers))
+    given = set.intersection(*({n for n, _ in _given(h.body)} for h in handlers))
+    nones = {n for h in handlers for n, none in _given(h.body) if none}
+    given -= {n for n in nones if not none_harmless(n)}
     found = {}
     for statement in node.body:
         if not isinstance(statement, (ast.Import, ast.ImportFrom)):
@@ -70,23 +76,26 @@ def handled_imports(node: ast.Try) -> dict[int, str]:
         if any(alias.name == "*" for alias in statement.names):
             continue
         if all(name in given for name in names):
+            value = "another value"
+            if nones & set(names):
+                value = "None, read only where a None is tested or caught"
             found[id(statement)] = (
                 f"its ImportError is handled ({where}), which gives {', '.join(names)} "
-                "another value there"
+                f"{value} there"
             )
     return found
 
 
-def _given(body: Sequence[ast.stmt]) -> Iterator[str]:
-    """The names a handler's block binds to something other than ``None`` on every path
-    through it (its own top-level statements; a nested block may not run)."""
+def _given(body: Sequence[ast.stmt]) -> Iterator[tuple[str, bool]]:
+    """The names a handler's block binds on every path through it (its own top-level
+    statements; a nested block may not run), each with whether to ``None``."""
     if body and isinstance(body[-1], ast.Raise):
         return  # it raises: nothing it binds outlives it
     for statement in body:
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            yield statement.name
+            yield statement.name, False
         elif isinstance(statement, (ast.Import, ast.ImportFrom)):
-            yield from bound_names(statement)
+            yield from ((name, False) for name in bound_names(statement))
         elif isinstance(statement, ast.Assign):
             for target in statement.targets:
                 yield from _given_by(target, statement.value)
@@ -94,12 +103,11 @@ def _given(body: Sequence[ast.stmt]) -> Iterator[str]:
             yield from _given_by(statement.target, statement.value)
 
 
-def _given_by(target: ast.expr, value: ast.expr) -> Iterator[str]:
-    """The names ``target = value`` binds to something other than ``None`` (an unpacked
+def _given_by(target: ast.expr, value: ast.expr) -> Iterator[tuple[str, bool]]:
+    """The names ``target = value`` binds, each with whether to ``None`` (an unpacked
     value that is no display may hold a None: nothing is known of its parts)."""
     if isinstance(target, ast.Name):
-        if not _is_none(value):
-            yield target.id
+        yield target.id, _is_none(value)
     elif (
         isinstance(target, (ast.Tuple, ast.List))
         and isinstance(value, (ast.Tuple, ast.List))
@@ -111,3 +119,88 @@ def _given_by(target: ast.expr, value: ast.expr) -> Iterator[str]:
 
 def _is_none(value: ast.expr) -> bool:
     return isinstance(value, ast.Constant) and value.value is None
+
+
+# Handlers that catch what reading a None raises (TypeError, AttributeError): a read of a
+# None fallback inside their ``try`` is absorbed there.
+_CATCHES_NONE = frozenset({"TypeError", "AttributeError", "Exception", "BaseException"})
+
+
+def none_is_harmless(module: ast.Module, text: bytes, name: str, origin: ast.Try) -> bool:
+    """Whether ``name``, set to ``None`` by the handler of ``origin`` (a module-level
+    ``try``), is read nowhere in ``module`` (whose source is ``text``) where a None can
+    break: each read is in the
+    test of ``if name`` / ``if name is not None`` or under one, or inside a ``try`` whose
+    handler catches TypeError/AttributeError; and a block under such a test at module
+    level binds nothing (liger binds its output classes there: a None one module away).
+    Reads from other modules are the caller's to rule out."""
+    lines = text.splitlines()
+    word = name.encode()
+    return all(
+        _reads_harmless(statement, name, gated=False, module_level=True)
+        for statement in module.body
+        if statement.lineno != origin.lineno
+        # only a statement that names it can read it: most of a long module does not
+        and any(word in line for line in lines[statement.lineno - 1 : statement.end_lineno])
+    )
+
+
+def _reads_harmless(  # noqa: PLR0911 - one return per form of block
+    node: ast.AST, name: str, *, gated: bool, module_level: bool
+) -> bool:
+    if isinstance(node, ast.Name):
+        return node.id != name or not isinstance(node.ctx, ast.Load) or gated
+    if isinstance(node, ast.If):
+        tested = any(n.id == name for n in guards.names_not_none(node.test))
+        if tested and module_level and _binds(node.body):
+            return False
+        return (
+            _reads_harmless(node.test, name, gated=gated or tested, module_level=module_level)
+            and _all_harmless(node.body, name, gated=gated or tested, module_level=module_level)
+            and _all_harmless(node.orelse, name, gated=gated, module_level=module_level)
+        )
+    if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+        for value in node.values:
+            if not _reads_harmless(value, name, gated=gated, module_level=module_level):
+                return False
+            gated = gated or any(n.id == name for n in guards.names_not_none(value))
+        return True
+    if isinstance(node, ast.Try) and any(_catches_none(h) for h in node.handlers):
+        body = _all_harmless(node.body, name, gated=True, module_level=module_level)
+        rest = [*node.handlers, *node.orelse, *node.finalbody]
+        return body and _all_harmless(rest, name, gated=gated, module_level=module_level)
+    inner = module_level and not isinstance(
+        node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+    )
+    return _all_harmless(ast.iter_child_nodes(node), name, gated=gated, module_level=inner)
+
+
+def _all_harmless(nodes: Iterable[ast.AST], name: str, *, gated: bool, module_level: bool) -> bool:
+    return all(_reads_harmless(n, name, gated=gated, module_level=module_level) for n in nodes)
+
+
+def _catches_none(handler: ast.ExceptHandler) -> bool:
+    if handler.type is None:
+        return True
+    types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any(isinstance(t, ast.Name) and t.id in _CATCHES_NONE for t in types)
+
+
+def _binds(body: Sequence[ast.stmt]) -> bool:
+    """A module-level block binds a name the rest of the project may import."""
+    return any(
+        isinstance(
+            node,
+            (
+                ast.FunctionDef,
+                ast.AsyncFunctionDef,
+                ast.ClassDef,
+                ast.Assign,
+                ast.AnnAssign,
+                ast.Import,
+                ast.ImportFrom,
+            ),
+        )
+        for statement in body
+        for node in ast.walk(statement)
+    )
