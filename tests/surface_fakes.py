@@ -100,3 +100,17 @@ def workspace(tmp_path, trees, failing=()) -> Workspace:
         FetchPolicy(),
         parse_processes=0,
     )
+
+
+def project_surface(tmp_path, files: dict[str, str], upstream=("transformers", "trl", "peft")):
+    """The references extraction finds in a project tree of ``files`` (path -> source,
+    dedented), written under ``tmp_path``."""
+    import textwrap
+
+    from canary.surface.extract import extract
+
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return extract(tmp_path, sorted(files), upstream=upstream)
