@@ -143,3 +143,14 @@ def test_handled_survives_the_json_contract():
     site = Site("proj/m.py", 2, True, handled="leaves")
     assert Site.from_json(site.to_json()) == site
     assert "handled" not in Site("proj/m.py", 2).to_json()
+
+
+def test_what_follows_an_import_in_a_try_body_requires_it_where_the_handler_catches(tmp_path):
+    # unsloth_zoo's Qwen2_5_VLImageProcessor.max_pixels: patched only where it imported
+    patch = "\n    LlamaFlashAttention2.forward = f\nexcept {}:\n    pass\n"
+    for caught, required in (("ImportError", (FLASH,)), ("ValueError", ())):
+        refs = project_surface(
+            tmp_path, {"proj/m.py": f"def f(): pass\ntry:\n    {IMPORT}{patch.format(caught)}"}
+        )
+        (site,) = next(r for r in refs if r.kind is Kind.PATCH).sites
+        assert site.requires == required

@@ -982,6 +982,8 @@ class _Walker:
         self.undecided = ""  # why the current branch may not run: a test not evaluated
         self.fallback_of: tuple[str, ...] = ()  # in an except ImportError of these imports
         self.handled: dict[int, str] = {}  # imports whose failure a handler takes the place of
+        # the function (0: the module) whose current try body an except ImportError ends
+        self.catching: int | None = None
 
     # entry points
 
@@ -1319,6 +1321,10 @@ class _Walker:
         saved = (self.guarded, self.present, self.selected, self.window, self.undecided)
         for node in statements:
             self.statement(node)
+            if self.catching == self.function and isinstance(node, (ast.Import, ast.ImportFrom)):
+                # in a try body whose handler catches its ImportError, what follows an
+                # import runs only where it imported: a failure leaves the body there
+                self.present |= {f"+{target}" for target in self._imports_only([node])}
             if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
                 # check_version("trl>=0.9"): what follows runs only where it returned
                 returns = self.returns_where(node.value)
@@ -1485,7 +1491,11 @@ class _Walker:
         self.guarded += caught
         handled = fallbacks.handled_imports(node, lambda name: self._none_harmless(node, name))
         self.handled.update(handled)
+        catching = self.catching
+        if any(_catches_import_error(h) for h in node.handlers):
+            self.catching = self.function
         self.body(node.body, nested)
+        self.catching = catching
         for key in handled:
             self.handled.pop(key, None)
         self.guarded -= caught
