@@ -12,6 +12,7 @@ from canary.surface.model import Kind, Outcome, Reference, Resolved, Site, Targe
 
 FLASH = "transformers.models.llama.modeling_llama.LlamaFlashAttention2"
 IMPORT = "from transformers.models.llama.modeling_llama import LlamaFlashAttention2"
+READ = "def use():\n    return LlamaFlashAttention2\n"  # a read a None or unbound name breaks
 
 
 def handled(tmp_path, source: str, *others: str, target: str = FLASH) -> str:
@@ -34,7 +35,7 @@ def fallback(handler: str, after: str = "") -> str:
         "LlamaFlashAttention2 = LlamaAttention",  # unsloth's: another class
         "from transformers.models.llama.modeling_llama import LlamaAttention as "
         "LlamaFlashAttention2",  # the new place
-        "class LlamaFlashAttention2: pass",
+        "class LlamaFlashAttention2:\n        def forward(self):\n            self.x = 1",
     ],
 )
 def test_a_handler_that_gives_the_name_another_value_handles_the_miss(tmp_path, handler):
@@ -56,7 +57,42 @@ def test_a_handler_that_leaves_silently_handles_the_miss(tmp_path):
     ],
 )
 def test_a_handler_that_leaves_the_name_unbound_or_raises_does_not(tmp_path, handler):
-    assert handled(tmp_path, fallback(handler)) == ""
+    assert handled(tmp_path, fallback(handler, READ)) == ""
+
+
+@pytest.mark.parametrize(
+    ("before", "inside", "after", "why"),
+    [
+        # unsloth_zoo's HybridCache = t.Any before the try: read after it, as the Any
+        ("LlamaFlashAttention2 = object\n", "", READ, "keeps the value line 1 gave it"),
+        # unsloth's gemma3 logger: used and deleted in the body the failure leaves
+        ("", "\n    LlamaFlashAttention2.forward = 1", "", "read only after the import, inside"),
+    ],
+)
+def test_a_name_left_as_it_was_handles_the_miss_where_nothing_reads_it_unbound(
+    tmp_path, before, inside, after, why
+):
+    source = f"{before}try:\n    {IMPORT}{inside}\nexcept Exception:\n    pass\n{after}"
+    assert why in handled(tmp_path, source)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "LlamaFlashAttention2 = None\n",  # a None before: read unguarded below
+        "if x:\n    LlamaFlashAttention2 = object\n",  # not bound on every path
+    ],
+)
+def test_a_name_bound_before_only_sometimes_or_to_none_does_not(tmp_path, source):
+    source += fallback("pass", READ)
+    assert handled(tmp_path, source) == ""
+
+
+def test_a_name_the_rest_of_the_body_binds_and_others_read_keeps_the_miss(tmp_path):
+    # liger's shape: a class defined only where the import gave its base, imported elsewhere
+    body = "class Mine(LlamaFlashAttention2): pass"
+    source = f"try:\n    {IMPORT}\n    {body}\nexcept Exception:\n    pass\n"
+    assert handled(tmp_path, source, "from proj.m import Mine\n") == ""
 
 
 def test_an_import_the_try_does_not_catch_is_not_handled(tmp_path):
@@ -154,3 +190,21 @@ def test_what_follows_an_import_in_a_try_body_requires_it_where_the_handler_catc
         )
         (site,) = next(r for r in refs if r.kind is Kind.PATCH).sites
         assert site.requires == required
+
+
+@pytest.mark.parametrize(
+    "handler",
+    [
+        # unsloth's glm4_moe_lite: dummy classes, and a flag read later to raise
+        "HAS_LLAMA = False\n    class LlamaFlashAttention2: pass",
+        "LlamaFlashAttention2 = LlamaAttention\n    FLAGS['llama'] = False",
+    ],
+)
+def test_a_handler_that_signals_the_failure_does_not_handle_it(tmp_path, handler):
+    assert handled(tmp_path, fallback(handler, READ)) == ""
+
+
+def test_a_flag_the_body_sets_over_an_earlier_value_keeps_the_miss(tmp_path):
+    # unsloth_zoo's HybridCache: HAS_HYBRID_CACHE = False before, True in the body
+    source = f"HAS = False\ntry:\n    {IMPORT}\n    HAS = True\nexcept Exception:\n    pass\n"
+    assert handled(tmp_path, source + "def use():\n    return HAS\n") == ""

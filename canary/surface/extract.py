@@ -409,6 +409,7 @@ class _Project:
         # (why, path, line): a set, so parallel walkers that meet the same site count it once
         self.skipped: set[tuple[str, str, int]] = set()
         self._none_harmless: dict[tuple[str, int, str], bool] = {}
+        self._unbound_harmless: dict[tuple[str, int, str, bool], str] = {}
 
     def none_harmless(self, path: str, node: ast.Try, name: str) -> bool:
         """Whether ``name``, set to None by the handler of the module-level ``node`` of
@@ -421,6 +422,18 @@ class _Project:
                 self.tree(path), self.text(path), name, node
             ) and not any(word in self.text(other) for other in self.files if other != path)
         return self._none_harmless[key]
+
+    def unbound_harmless(self, path: str, node: ast.Try, name: str, *, kept: bool) -> str:
+        """:func:`fallbacks.unbound_is_harmless` of the module-level ``node`` of ``path``,
+        where no other file names ``name`` ("": some may import it)."""
+        key = (path, node.lineno, name, kept)
+        if key not in self._unbound_harmless:
+            why = fallbacks.unbound_is_harmless(self.tree(path).body, name, node, kept=kept)
+            word = name.encode()
+            if why and any(word in self.text(other) for other in self.files if other != path):
+                why = ""
+            self._unbound_harmless[key] = why
+        return self._unbound_harmless[key]
 
     def text(self, path: str) -> bytes:
         if path not in self._text:
@@ -984,6 +997,7 @@ class _Walker:
         self.handled: dict[int, str] = {}  # imports whose failure a handler takes the place of
         # the function (0: the module) whose current try body an except ImportError ends
         self.catching: int | None = None
+        self.function_node: ast.FunctionDef | ast.AsyncFunctionDef | None = None
 
     # entry points
 
@@ -1489,7 +1503,11 @@ class _Walker:
         caught = bool(node.handlers)
         imports = self._imports_only(node.body)
         self.guarded += caught
-        handled = fallbacks.handled_imports(node, lambda name: self._none_harmless(node, name))
+        handled = fallbacks.handled_imports(
+            node,
+            lambda name: self._none_harmless(node, name),
+            lambda name, kept: self._unbound_harmless(node, name, kept=kept),
+        )
         self.handled.update(handled)
         catching = self.catching
         if any(_catches_import_error(h) for h in node.handlers):
@@ -1520,6 +1538,16 @@ class _Walker:
         if self.scope is not self.module_scope or self.function:
             return False
         return self.project.none_harmless(self.path, node, name)
+
+    def _unbound_harmless(self, node: ast.Try, name: str, *, kept: bool) -> str:
+        """Why ``name``, left as it was where the body of ``node`` stops at a failed
+        import, breaks nothing (""): it may). In a function, its body is the block; at
+        module level the module, and no other file may name it (it may import it)."""
+        if self.function_node is not None:
+            return fallbacks.unbound_is_harmless(self.function_node.body, name, node, kept=kept)
+        if self.scope is not self.module_scope:
+            return ""  # a class body: its names are read as attributes, anywhere
+        return self.project.unbound_harmless(self.path, node, name, kept=kept)
 
     def _imports_only(self, body: list[ast.stmt]) -> tuple[str, ...]:
         """The upstream targets a ``try`` body imports, when it does nothing else (only
@@ -1553,16 +1581,16 @@ class _Walker:
             self.expr(annotation)
         if self.summarising or self._skippable(node):
             return  # a helper's nested functions are not its return value
-        outer = (self.scope, self.conditional, self.function)
+        outer = (self.scope, self.conditional, self.function, self.function_node)
         parent = self.scope
         while parent.is_class and parent.parent is not None:
             parent = parent.parent
         self.scope = _Scope(parent=parent)
         for arg in _arguments(node.args):
             self.scope.names[arg] = None
-        self.conditional, self.function = 0, id(node)
+        self.conditional, self.function, self.function_node = 0, id(node), node
         self.block(node.body)
-        self.scope, self.conditional, self.function = outer
+        self.scope, self.conditional, self.function, self.function_node = outer
 
     def s_class(self, node: ast.ClassDef, nested: bool) -> None:
         self.scope.names[node.name] = None

@@ -51,39 +51,138 @@ def bound_names(node: ast.Import | ast.ImportFrom) -> tuple[str, ...]:
 
 
 def handled_imports(
-    node: ast.Try, none_harmless: Callable[[str], bool] = lambda name: False
+    node: ast.Try,
+    none_harmless: Callable[[str], bool] = lambda name: False,
+    unbound_harmless: Callable[[str, bool], str] = lambda name, kept: "",
 ) -> dict[int, str]:
     """The imports directly in the ``try`` body whose failure its handler takes the place
     of (by ``id``), each with why (the module docstring's proof). Every handler that may
     catch it must: which one does depends on the error (a missing module or name). A name
     a handler sets to ``None`` counts as given only where ``none_harmless`` says no read of
-    it can break on a None (:func:`none_is_harmless`)."""
+    it can break on a None (:func:`none_is_harmless`); one it leaves unbound (the
+    import's, or one the rest of the body binds) only where ``unbound_harmless`` says why
+    that breaks nothing (:func:`unbound_is_harmless`). A handler that binds anything else
+    signals the failure (``HAS_GLM4_MOE = False``, read later to raise): not handled; so
+    is a name the rest of the body binds that keeps an earlier value (that is the flag)."""
     handlers = [h for h in node.handlers if catches_import_error(h)]
     if not handlers:
         return {}
     where = f"line {handlers[0].lineno}"
+    imports = [n for n in node.body if isinstance(n, (ast.Import, ast.ImportFrom))]
     if all(guards.exits(h.body, silently=True) for h in handlers):
         why = f"its ImportError leaves the block silently ({where}): nothing after it runs there"
-        return {id(n): why for n in node.body if isinstance(n, (ast.Import, ast.ImportFrom))}
+        return {id(n): why for n in imports}
+    if any(isinstance(h.body[-1], ast.Raise) for h in handlers):
+        return {}  # raised again: a break, loudly
+    own = {name for statement in imports for name in bound_names(statement)}
+    if any(_signals(h.body, own) for h in handlers):
+        return {}
     given = set.intersection(*({n for n, _ in _given(h.body)} for h in handlers))
     nones = {n for h in handlers for n, none in _given(h.body) if none}
     given -= {n for n in nones if not none_harmless(n)}
+    rest = {n for s in node.body if s not in imports for n in _stored(s)} - given
+    kept = {n: why for n in rest if (why := unbound_harmless(n, False))}
+    if len(kept) < len(rest):
+        return {}  # a name the body binds is left unbound where something may read it
     found = {}
-    for statement in node.body:
-        if not isinstance(statement, (ast.Import, ast.ImportFrom)):
-            continue
+    for statement in imports:
         names = bound_names(statement)
         if any(alias.name == "*" for alias in statement.names):
             continue
-        if all(name in given for name in names):
-            value = "another value"
-            if nones & set(names):
-                value = "None, read only where a None is tested or caught"
-            found[id(statement)] = (
-                f"its ImportError is handled ({where}), which gives {', '.join(names)} "
-                f"{value} there"
-            )
+        for name in names:
+            if name not in given and name not in kept and (why := unbound_harmless(name, True)):
+                kept[name] = why
+        if not all(name in given or name in kept for name in names):
+            continue
+        ways = [f"{name}: {kept[name]}" for name in names if name in kept]
+        value = "None, read only where a None is tested or caught" if nones & set(names) else ""
+        value = value or "another value"
+        given_here = [name for name in names if name in given]
+        if given_here:
+            ways.insert(0, f"it gives {', '.join(given_here)} {value}")
+        found[id(statement)] = f"its ImportError is handled ({where}): {'; '.join(ways)}"
     return found
+
+
+def unbound_is_harmless(
+    scope: Sequence[ast.stmt], name: str, origin: ast.Try, *, kept: bool = True
+) -> str:
+    """Why ``name``, left as it was where the body of ``origin`` (a statement of the block
+    ``scope``) stops at a failed import, breaks nothing there: (where ``kept`` may be) the
+    block bound it before, on every path, to something other than ``None``; or nothing in
+    the block outside that body reads it ("": it may be read unbound or None)."""
+    first, last = origin.body[0].lineno, origin.body[-1].end_lineno or origin.body[-1].lineno
+    stores = [
+        node.lineno
+        for statement in scope
+        if statement.lineno < origin.lineno
+        for node in ast.walk(statement)
+        if _stores(node, name)
+    ]
+    if stores and kept:
+        line = max(stores)
+        top = next((s for s in scope if s.lineno == line), None)
+        if top is not None and name in {n for n, none in _given([top]) if not none}:
+            return f"it keeps the value line {line} gave it"
+    reads = (
+        node
+        for statement in scope
+        for node in ast.walk(statement)
+        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)
+    )
+    if all(first <= node.lineno <= last for node in reads):
+        return "read only after the import, inside the try body it leaves"
+    return ""
+
+
+def _signals(body: Sequence[ast.stmt], own: set[str]) -> bool:
+    """A handler's block binds or sets something besides the import's own names (what a
+    class or function it defines does inside is no binding of the block's)."""
+    for node in _shallow(body):
+        if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, ast.Store):
+            return True
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id not in own:
+            return True
+        if isinstance(node, _DEFINITIONS) and node.name not in own:
+            return True
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and not set(bound_names(node)) <= own:
+            return True
+    return False
+
+
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _shallow(body: Sequence[ast.stmt]) -> Iterator[ast.AST]:
+    """Every node of a block, a definition's own body left out."""
+    pending: list[ast.AST] = list(body)
+    while pending:
+        node = pending.pop()
+        yield node
+        if not isinstance(node, (*_DEFINITIONS, ast.Lambda)):
+            pending.extend(ast.iter_child_nodes(node))
+
+
+def _stores(node: ast.AST, name: str) -> bool:
+    if isinstance(node, ast.Name):
+        return node.id == name and not isinstance(node.ctx, ast.Load)
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return node.name == name
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return name in bound_names(node)
+    return False
+
+
+def _stored(statement: ast.stmt) -> Iterator[str]:
+    """The names a statement binds, anywhere in it (a nested function's own too: more
+    names only ever make the caller more careful)."""
+    for node in ast.walk(statement):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            yield node.id
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            yield node.name
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield from bound_names(node)
 
 
 def _given(body: Sequence[ast.stmt]) -> Iterator[tuple[str, bool]]:
