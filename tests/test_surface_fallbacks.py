@@ -208,3 +208,19 @@ def test_a_flag_the_body_sets_over_an_earlier_value_keeps_the_miss(tmp_path):
     # unsloth_zoo's HybridCache: HAS_HYBRID_CACHE = False before, True in the body
     source = f"HAS = False\ntry:\n    {IMPORT}\n    HAS = True\nexcept Exception:\n    pass\n"
     assert handled(tmp_path, source + "def use():\n    return HAS\n") == ""
+
+
+def test_what_follows_a_try_that_leaves_on_failure_requires_its_upstream_imports(tmp_path):
+    # unsloth's import_fixes: torch beside masking_utils, and an except that returns
+    source = """\
+        def fix():
+            try:
+                import torch
+                from transformers import masking_utils
+            except Exception:
+                return
+            return masking_utils.sdpa_mask
+    """
+    refs = project_surface(tmp_path, {"proj/m.py": source})
+    (site,) = next(r for r in refs if r.target == "transformers.masking_utils.sdpa_mask").sites
+    assert site.requires == ("transformers.masking_utils",)

@@ -1346,7 +1346,7 @@ class _Walker:
                     self.window &= returns
                 else:
                     self.undecided = self.undecided or self._undecided(node.value, check=True)
-            if isinstance(node, ast.Try) and (imports := self._imports_only(node.body)):
+            if isinstance(node, ast.Try) and (imports := self._upstream_imported(node.body)):
                 leaving = [h for h in node.handlers if _catches_import_error(h)]
                 if leaving and all(guards.exits(h.body, silently=True) for h in leaving):
                     # except ImportError: return: what follows runs where they imported
@@ -1548,6 +1548,16 @@ class _Walker:
         if self.scope is not self.module_scope:
             return ""  # a class body: its names are read as attributes, anywhere
         return self.project.unbound_harmless(self.path, node, name, kept=kept)
+
+    def _upstream_imported(self, body: list[ast.stmt]) -> tuple[str, ...]:
+        """The upstream targets a block's own import statements import (other imports and
+        statements beside them): all imported wherever the block ran to its end."""
+        return tuple(
+            target
+            for node in body
+            if isinstance(node, (ast.Import, ast.ImportFrom))
+            for target in self._imports_only([node])
+        )
 
     def _imports_only(self, body: list[ast.stmt]) -> tuple[str, ...]:
         """The upstream targets a ``try`` body imports, when it does nothing else (only
