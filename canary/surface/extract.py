@@ -410,6 +410,10 @@ class _Project:
         self.skipped: set[tuple[str, str, int]] = set()
         self._none_harmless: dict[tuple[str, int, str], bool] = {}
         self._unbound_harmless: dict[tuple[str, int, str, bool], str] = {}
+        self._naming: Counter[bytes] | None = None  # identifier -> files with it in their text
+        self._name_index: dict[tuple[str, int], fallbacks.NameIndex] = {}
+        # (path, line, column) of a try -> its handled imports (line, column) -> why
+        self.handled: dict[tuple[str, int, int], dict[tuple[int, int], str]] = {}
 
     def none_harmless(self, path: str, node: ast.Try, name: str) -> bool:
         """Whether ``name``, set to None by the handler of the module-level ``node`` of
@@ -417,10 +421,9 @@ class _Project:
         may import it)."""
         key = (path, node.lineno, name)
         if key not in self._none_harmless:
-            word = name.encode()
-            self._none_harmless[key] = fallbacks.none_is_harmless(
-                self.tree(path), self.text(path), name, node
-            ) and not any(word in self.text(other) for other in self.files if other != path)
+            self._none_harmless[key] = not self.named_elsewhere(
+                path, name
+            ) and fallbacks.none_is_harmless(self.tree(path), self.mentions(path, name), name, node)
         return self._none_harmless[key]
 
     def unbound_harmless(self, path: str, node: ast.Try, name: str, *, kept: bool) -> str:
@@ -428,12 +431,28 @@ class _Project:
         where no other file names ``name`` ("": some may import it)."""
         key = (path, node.lineno, name, kept)
         if key not in self._unbound_harmless:
-            why = fallbacks.unbound_is_harmless(self.tree(path).body, name, node, kept=kept)
-            word = name.encode()
-            if why and any(word in self.text(other) for other in self.files if other != path):
-                why = ""
+            why = ""
+            if not self.named_elsewhere(path, name):  # the cheaper look first
+                body = self.tree(path).body
+                index = self.names_in(path, 0, body)
+                why = fallbacks.unbound_is_harmless(body, index, name, node, kept=kept)
             self._unbound_harmless[key] = why
         return self._unbound_harmless[key]
+
+    def names_in(self, path: str, line: int, body: list[ast.stmt]) -> fallbacks.NameIndex:
+        """The names of the block ``body`` of ``path`` that starts a definition at ``line``
+        (0: the module), indexed once."""
+        if (path, line) not in self._name_index:
+            self._name_index[path, line] = fallbacks.index_names(body)
+        return self._name_index[path, line]
+
+    def named_elsewhere(self, path: str, name: str) -> bool:
+        """Whether a file other than ``path`` has ``name`` in its text (it may import it)."""
+        if self._naming is None:  # files per identifier, read once: far cheaper than a search each
+            self._naming = Counter()
+            for other in self.files:
+                self._naming.update(set(_IDENTIFIER.findall(self.text(other))))
+        return self._naming[name.encode()] > 1  # ``path`` itself binds it: one file is its own
 
     def text(self, path: str) -> bytes:
         if path not in self._text:
@@ -501,6 +520,13 @@ class _Project:
                 self.reaches(child) for child in self.children.get(module, ())
             )
         return self._reaches[module]
+
+    def mentions(self, path: str, name: str) -> fallbacks.Mentions:
+        """Whether a statement of ``path`` has ``name`` in its lines."""
+        if path not in self._lines:
+            self._lines[path] = self.text(path).splitlines()
+        lines, word = self._lines[path], name.encode()
+        return lambda node: any(word in line for line in lines[node.lineno - 1 : node.end_lineno])
 
     def identifiers(self, path: str, node: ast.stmt) -> set[str]:
         """The identifiers written in a statement's lines (a cheap look before walking it)."""
@@ -994,7 +1020,8 @@ class _Walker:
         self.helper_depth = 0  # evaluating a version helper called from helpers this deep
         self.undecided = ""  # why the current branch may not run: a test not evaluated
         self.fallback_of: tuple[str, ...] = ()  # in an except ImportError of these imports
-        self.handled: dict[int, str] = {}  # imports whose failure a handler takes the place of
+        # imports (by position) whose failure a handler takes the place of: why
+        self.handled: dict[tuple[int, int], str] = {}
         # the function (0: the module) whose current try body an except ImportError ends
         self.catching: int | None = None
         self.function_node: ast.FunctionDef | ast.AsyncFunctionDef | None = None
@@ -1503,11 +1530,19 @@ class _Walker:
         caught = bool(node.handlers)
         imports = self._imports_only(node.body)
         self.guarded += caught
-        handled = fallbacks.handled_imports(
-            node,
-            lambda name: self._none_harmless(node, name),
-            lambda name, kept: self._unbound_harmless(node, name, kept=kept),
-        )
+        handled: dict[tuple[int, int], str] = {}
+        if nested and self.emit:  # only a walk that records uses reads it
+            key = (self.path, node.lineno, node.col_offset)
+            if key not in self.project.handled:  # a function may be walked more than once
+                found = fallbacks.handled_imports(
+                    node,
+                    lambda name: self._none_harmless(node, name),
+                    lambda name, kept: self._unbound_harmless(node, name, kept=kept),
+                )
+                self.project.handled[key] = {
+                    (n.lineno, n.col_offset): found[id(n)] for n in node.body if id(n) in found
+                }
+            handled = self.project.handled[key]
         self.handled.update(handled)
         catching = self.catching
         if any(_catches_import_error(h) for h in node.handlers):
@@ -1532,6 +1567,10 @@ class _Walker:
         self.conditional -= 1
         self.body(node.finalbody, nested)
 
+    def _handled_import(self, node: ast.AST) -> str:
+        position = (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+        return self.handled.get(position, "")
+
     def _none_harmless(self, node: ast.Try, name: str) -> bool:
         """Whether ``name``, set to None where the imports of ``node`` fail, is read
         nowhere a None can break: judged at module level only."""
@@ -1544,7 +1583,9 @@ class _Walker:
         import, breaks nothing (""): it may). In a function, its body is the block; at
         module level the module, and no other file may name it (it may import it)."""
         if self.function_node is not None:
-            return fallbacks.unbound_is_harmless(self.function_node.body, name, node, kept=kept)
+            body = self.function_node.body
+            index = self.project.names_in(self.path, self.function_node.lineno, body)
+            return fallbacks.unbound_is_harmless(body, index, name, node, kept=kept)
         if self.scope is not self.module_scope:
             return ""  # a class body: its names are read as attributes, anywhere
         return self.project.unbound_harmless(self.path, node, name, kept=kept)
@@ -2443,7 +2484,7 @@ class _Walker:
                 undecided=self.undecided,
                 fallback_of=bound.fallback_of,
                 requires=self._required(target, presence=presence),
-                handled=self.handled.get(id(node), "") if kind is Kind.IMPORT else "",
+                handled=self._handled_import(node) if kind is Kind.IMPORT else "",
             )
         )
 

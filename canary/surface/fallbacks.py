@@ -16,7 +16,8 @@ the import gave one, and imports them unguarded elsewhere).
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 
 from canary.surface import guards
 
@@ -81,9 +82,11 @@ def handled_imports(
     nones = {n for h in handlers for n, none in _given(h.body) if none}
     given -= {n for n in nones if not none_harmless(n)}
     rest = {n for s in node.body if s not in imports for n in _stored(s)} - given
-    kept = {n: why for n in rest if (why := unbound_harmless(n, False))}
-    if len(kept) < len(rest):
-        return {}  # a name the body binds is left unbound where something may read it
+    kept = {}
+    for name in sorted(rest):
+        kept[name] = unbound_harmless(name, False)
+        if not kept[name]:
+            return {}  # a name the body binds is left unbound where something may read it
     found = {}
     for statement in imports:
         names = bound_names(statement)
@@ -104,35 +107,61 @@ def handled_imports(
     return found
 
 
+@dataclass(frozen=True)
+class NameIndex:
+    """Where a block's names are read and bound, by line (a nested function's own names
+    too: more reads and bindings only ever make a judgement more careful)."""
+
+    reads: Mapping[str, tuple[int, ...]]
+    stores: Mapping[str, tuple[int, ...]]
+
+
+def index_names(scope: Sequence[ast.stmt]) -> NameIndex:
+    """One walk of a block, for every name judged in it."""
+    reads: dict[str, list[int]] = {}
+    stores: dict[str, list[int]] = {}
+    for statement in scope:
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Name):
+                into = reads if isinstance(node.ctx, ast.Load) else stores
+                into.setdefault(node.id, []).append(node.lineno)
+            elif isinstance(node, (*_DEFINITIONS, ast.Import, ast.ImportFrom)):
+                for name in _stored_by(node):
+                    stores.setdefault(name, []).append(node.lineno)
+    return NameIndex(
+        {k: tuple(v) for k, v in reads.items()}, {k: tuple(v) for k, v in stores.items()}
+    )
+
+
 def unbound_is_harmless(
-    scope: Sequence[ast.stmt], name: str, origin: ast.Try, *, kept: bool = True
+    scope: Sequence[ast.stmt], index: NameIndex, name: str, origin: ast.Try, *, kept: bool
 ) -> str:
     """Why ``name``, left as it was where the body of ``origin`` (a statement of the block
-    ``scope``) stops at a failed import, breaks nothing there: (where ``kept`` may be) the
-    block bound it before, on every path, to something other than ``None``; or nothing in
-    the block outside that body reads it ("": it may be read unbound or None)."""
+    ``scope``, indexed by ``index``) stops at a failed import, breaks nothing there:
+    (where ``kept`` may be) the block bound it before, on every path, to something other
+    than ``None``; or nothing in the block outside that body reads it ("": it may be read
+    unbound or None)."""
     first, last = origin.body[0].lineno, origin.body[-1].end_lineno or origin.body[-1].lineno
-    stores = [
-        node.lineno
-        for statement in scope
-        if statement.lineno < origin.lineno
-        for node in ast.walk(statement)
-        if _stores(node, name)
-    ]
-    if stores and kept:
-        line = max(stores)
+    low = scope[0].lineno if scope else 0
+    before = [line for line in index.stores.get(name, ()) if low <= line < origin.lineno]
+    if before and kept:
+        line = max(before)
         top = next((s for s in scope if s.lineno == line), None)
         if top is not None and name in {n for n, none in _given([top]) if not none}:
             return f"it keeps the value line {line} gave it"
-    reads = (
-        node
-        for statement in scope
-        for node in ast.walk(statement)
-        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)
-    )
-    if all(first <= node.lineno <= last for node in reads):
+    high = scope[-1].end_lineno or scope[-1].lineno if scope else 0
+    reads = [line for line in index.reads.get(name, ()) if low <= line <= high]
+    if all(first <= line <= last for line in reads):
         return "read only after the import, inside the try body it leaves"
     return ""
+
+
+def _stored_by(node: ast.AST) -> tuple[str, ...]:
+    if isinstance(node, _DEFINITIONS):
+        return (node.name,)
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return bound_names(node)
+    return ()
 
 
 def _signals(body: Sequence[ast.stmt], own: set[str]) -> bool:
@@ -161,16 +190,6 @@ def _shallow(body: Sequence[ast.stmt]) -> Iterator[ast.AST]:
         yield node
         if not isinstance(node, (*_DEFINITIONS, ast.Lambda)):
             pending.extend(ast.iter_child_nodes(node))
-
-
-def _stores(node: ast.AST, name: str) -> bool:
-    if isinstance(node, ast.Name):
-        return node.id == name and not isinstance(node.ctx, ast.Load)
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return node.name == name
-    if isinstance(node, (ast.Import, ast.ImportFrom)):
-        return name in bound_names(node)
-    return False
 
 
 def _stored(statement: ast.stmt) -> Iterator[str]:
@@ -225,22 +244,22 @@ def _is_none(value: ast.expr) -> bool:
 _CATCHES_NONE = frozenset({"TypeError", "AttributeError", "Exception", "BaseException"})
 
 
-def none_is_harmless(module: ast.Module, text: bytes, name: str, origin: ast.Try) -> bool:
+Mentions = Callable[[ast.stmt], bool]
+"""Whether a statement's text names the name in question: one that does not can neither
+read nor bind it (a cheap look before walking it)."""
+
+
+def none_is_harmless(module: ast.Module, mentions: Mentions, name: str, origin: ast.Try) -> bool:
     """Whether ``name``, set to ``None`` by the handler of ``origin`` (a module-level
-    ``try``), is read nowhere in ``module`` (whose source is ``text``) where a None can
-    break: each read is in the
+    ``try``), is read nowhere in ``module`` where a None can break: each read is in the
     test of ``if name`` / ``if name is not None`` or under one, or inside a ``try`` whose
     handler catches TypeError/AttributeError; and a block under such a test at module
     level binds nothing (liger binds its output classes there: a None one module away).
     Reads from other modules are the caller's to rule out."""
-    lines = text.splitlines()
-    word = name.encode()
     return all(
         _reads_harmless(statement, name, gated=False, module_level=True)
         for statement in module.body
-        if statement.lineno != origin.lineno
-        # only a statement that names it can read it: most of a long module does not
-        and any(word in line for line in lines[statement.lineno - 1 : statement.end_lineno])
+        if statement.lineno != origin.lineno and mentions(statement)
     )
 
 
