@@ -411,7 +411,6 @@ class _Project:
         self._none_harmless: dict[tuple[str, int, str], bool] = {}
         self._unbound_harmless: dict[tuple[str, int, str, bool], str] = {}
         self._naming: Counter[bytes] | None = None  # identifier -> files with it in their text
-        self._name_index: dict[tuple[str, int], fallbacks.NameIndex] = {}
         # (path, line, column) of a try -> its handled imports (line, column) -> why
         self.handled: dict[tuple[str, int, int], dict[tuple[int, int], str]] = {}
 
@@ -421,9 +420,9 @@ class _Project:
         may import it)."""
         key = (path, node.lineno, name)
         if key not in self._none_harmless:
-            self._none_harmless[key] = not self.named_elsewhere(
-                path, name
-            ) and fallbacks.none_is_harmless(self.tree(path), self.mentions(path, name), name, node)
+            self._none_harmless[key] = fallbacks.none_is_harmless(
+                self.naming(path, name), name, node
+            ) and not self.named_elsewhere(path, name)
         return self._none_harmless[key]
 
     def unbound_harmless(self, path: str, node: ast.Try, name: str, *, kept: bool) -> str:
@@ -431,20 +430,16 @@ class _Project:
         where no other file names ``name`` ("": some may import it)."""
         key = (path, node.lineno, name, kept)
         if key not in self._unbound_harmless:
-            why = ""
-            if not self.named_elsewhere(path, name):  # the cheaper look first
-                body = self.tree(path).body
-                index = self.names_in(path, 0, body)
-                why = fallbacks.unbound_is_harmless(body, index, name, node, kept=kept)
-            self._unbound_harmless[key] = why
+            lines = self.lines(path)
+            block = fallbacks.Block(
+                lines,
+                1,
+                len(lines),
+                lambda: self.naming(path, name),
+            )
+            why = fallbacks.unbound_is_harmless(block, name, node, kept=kept)
+            self._unbound_harmless[key] = "" if why and self.named_elsewhere(path, name) else why
         return self._unbound_harmless[key]
-
-    def names_in(self, path: str, line: int, body: list[ast.stmt]) -> fallbacks.NameIndex:
-        """The names of the block ``body`` of ``path`` that starts a definition at ``line``
-        (0: the module), indexed once."""
-        if (path, line) not in self._name_index:
-            self._name_index[path, line] = fallbacks.index_names(body)
-        return self._name_index[path, line]
 
     def named_elsewhere(self, path: str, name: str) -> bool:
         """Whether a file other than ``path`` has ``name`` in its text (it may import it)."""
@@ -521,12 +516,25 @@ class _Project:
             )
         return self._reaches[module]
 
-    def mentions(self, path: str, name: str) -> fallbacks.Mentions:
-        """Whether a statement of ``path`` has ``name`` in its lines."""
+    def lines(self, path: str) -> list[bytes]:
         if path not in self._lines:
             self._lines[path] = self.text(path).splitlines()
-        lines, word = self._lines[path], name.encode()
-        return lambda node: any(word in line for line in lines[node.lineno - 1 : node.end_lineno])
+        return self._lines[path]
+
+    def naming(self, path: str, name: str) -> list[ast.stmt]:
+        """The module's top-level statements whose text names ``name``, only those parsed
+        (one that does not name it can neither read nor bind it)."""
+        lines, word = self.lines(path), name.encode()
+        found = []
+        for statement in self.body(path):
+            if isinstance(statement, Definition):
+                first = statement.first_line
+                last = first + statement.text.count("\n")
+            else:
+                first, last = statement.lineno, statement.end_lineno or statement.lineno
+            if any(word in line for line in lines[first - 1 : last]):
+                found.append(statement.node if isinstance(statement, Definition) else statement)
+        return found
 
     def identifiers(self, path: str, node: ast.stmt) -> set[str]:
         """The identifiers written in a statement's lines (a cheap look before walking it)."""
@@ -1583,9 +1591,15 @@ class _Walker:
         import, breaks nothing (""): it may). In a function, its body is the block; at
         module level the module, and no other file may name it (it may import it)."""
         if self.function_node is not None:
-            body = self.function_node.body
-            index = self.project.names_in(self.path, self.function_node.lineno, body)
-            return fallbacks.unbound_is_harmless(body, index, name, node, kept=kept)
+            function = self.function_node
+            body = function.body
+            block = fallbacks.Block(
+                self.project.lines(self.path),
+                body[0].lineno,
+                function.end_lineno or body[-1].lineno,
+                lambda: body,
+            )
+            return fallbacks.unbound_is_harmless(block, name, node, kept=kept)
         if self.scope is not self.module_scope:
             return ""  # a class body: its names are read as attributes, anywhere
         return self.project.unbound_harmless(self.path, node, name, kept=kept)

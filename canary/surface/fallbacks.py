@@ -16,7 +16,7 @@ the import gave one, and imports them unguarded elsewhere).
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from canary.surface import guards
@@ -107,56 +107,62 @@ def handled_imports(
     return found
 
 
-@dataclass(frozen=True)
-class NameIndex:
-    """Where a block's names are read and bound, by line (a nested function's own names
-    too: more reads and bindings only ever make a judgement more careful)."""
-
-    reads: Mapping[str, tuple[int, ...]]
-    stores: Mapping[str, tuple[int, ...]]
-
-
-def index_names(scope: Sequence[ast.stmt]) -> NameIndex:
-    """One walk of a block, for every name judged in it."""
-    reads: dict[str, list[int]] = {}
-    stores: dict[str, list[int]] = {}
-    for statement in scope:
-        for node in ast.walk(statement):
-            if isinstance(node, ast.Name):
-                into = reads if isinstance(node.ctx, ast.Load) else stores
-                into.setdefault(node.id, []).append(node.lineno)
-            elif isinstance(node, (*_DEFINITIONS, ast.Import, ast.ImportFrom)):
-                for name in _stored_by(node):
-                    stores.setdefault(name, []).append(node.lineno)
-    return NameIndex(
-        {k: tuple(v) for k, v in reads.items()}, {k: tuple(v) for k, v in stores.items()}
-    )
-
-
 def unbound_is_harmless(
-    scope: Sequence[ast.stmt], index: NameIndex, name: str, origin: ast.Try, *, kept: bool
+    block: Block,
+    name: str,
+    origin: ast.Try,
+    *,
+    kept: bool,
 ) -> str:
-    """Why ``name``, left as it was where the body of ``origin`` (a statement of the block
-    ``scope``, indexed by ``index``) stops at a failed import, breaks nothing there:
-    (where ``kept`` may be) the block bound it before, on every path, to something other
-    than ``None``; or nothing in the block outside that body reads it ("": it may be read
-    unbound or None)."""
+    """Why ``name``, left as it was where the body of ``origin`` (a statement of
+    ``block``) stops at a failed import, breaks nothing there: nothing in the block outside
+    that body names it; or (where ``kept`` may be) the block bound it before, on every
+    path, to something other than ``None`` ("": it may be read unbound or None). The text
+    is looked at first: a name it does not show outside the body is read nowhere there."""
     first, last = origin.body[0].lineno, origin.body[-1].end_lineno or origin.body[-1].lineno
-    low = scope[0].lineno if scope else 0
-    before = [line for line in index.stores.get(name, ()) if low <= line < origin.lineno]
-    if before and kept:
+    word = name.encode()
+    outside = [
+        number
+        for number in (*range(block.low, first), *range(last + 1, block.high + 1))
+        if word in block.lines[number - 1]
+    ]
+    if not outside:
+        return "read only after the import, inside the try body it leaves"
+    if not kept or outside[0] >= origin.lineno:
+        return ""  # named only after the try: no value kept from before it
+    statements = block.statements()
+    before = [
+        node.lineno
+        for statement in statements
+        if statement.lineno < origin.lineno
+        and any(word in line for line in block.lines[statement.lineno - 1 : statement.end_lineno])
+        for node in ast.walk(statement)
+        if name in _stored_by(node)
+    ]
+    if before:
         line = max(before)
-        top = next((s for s in scope if s.lineno == line), None)
+        top = next((s for s in statements if s.lineno == line), None)
         if top is not None and name in {n for n, none in _given([top]) if not none}:
             return f"it keeps the value line {line} gave it"
-    high = scope[-1].end_lineno or scope[-1].lineno if scope else 0
-    reads = [line for line in index.reads.get(name, ()) if low <= line <= high]
-    if all(first <= line <= last for line in reads):
-        return "read only after the import, inside the try body it leaves"
     return ""
 
 
+@dataclass(frozen=True)
+class Block:
+    """A function's body or a module, as :func:`unbound_is_harmless` reads it: the lines
+    of its file, its first and last line, and (parsed only when the text does not decide)
+    its statements."""
+
+    lines: Sequence[bytes]
+    low: int
+    high: int
+    statements: Callable[[], Sequence[ast.stmt]]
+
+
 def _stored_by(node: ast.AST) -> tuple[str, ...]:
+    """The names one node binds."""
+    if isinstance(node, ast.Name):
+        return () if isinstance(node.ctx, ast.Load) else (node.id,)
     if isinstance(node, _DEFINITIONS):
         return (node.name,)
     if isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -244,22 +250,18 @@ def _is_none(value: ast.expr) -> bool:
 _CATCHES_NONE = frozenset({"TypeError", "AttributeError", "Exception", "BaseException"})
 
 
-Mentions = Callable[[ast.stmt], bool]
-"""Whether a statement's text names the name in question: one that does not can neither
-read nor bind it (a cheap look before walking it)."""
-
-
-def none_is_harmless(module: ast.Module, mentions: Mentions, name: str, origin: ast.Try) -> bool:
+def none_is_harmless(naming: Sequence[ast.stmt], name: str, origin: ast.Try) -> bool:
     """Whether ``name``, set to ``None`` by the handler of ``origin`` (a module-level
-    ``try``), is read nowhere in ``module`` where a None can break: each read is in the
+    ``try``), is read nowhere in its module (``naming``: its statements whose text names
+    it) where a None can break: each read is in the
     test of ``if name`` / ``if name is not None`` or under one, or inside a ``try`` whose
     handler catches TypeError/AttributeError; and a block under such a test at module
     level binds nothing (liger binds its output classes there: a None one module away).
     Reads from other modules are the caller's to rule out."""
     return all(
         _reads_harmless(statement, name, gated=False, module_level=True)
-        for statement in module.body
-        if statement.lineno != origin.lineno and mentions(statement)
+        for statement in naming
+        if statement.lineno != origin.lineno
     )
 
 
