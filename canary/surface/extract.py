@@ -410,7 +410,6 @@ class _Project:
         self.skipped: set[tuple[str, str, int]] = set()
         self._none_harmless: dict[tuple[str, int, str], bool] = {}
         self._unbound_harmless: dict[tuple[str, int, str, bool], str] = {}
-        self._naming: Counter[bytes] | None = None  # identifier -> files with it in their text
         # (path, line, column) of a try -> its handled imports (line, column) -> why
         self.handled: dict[tuple[str, int, int], dict[tuple[int, int], str]] = {}
 
@@ -442,12 +441,10 @@ class _Project:
         return self._unbound_harmless[key]
 
     def named_elsewhere(self, path: str, name: str) -> bool:
-        """Whether a file other than ``path`` has ``name`` in its text (it may import it)."""
-        if self._naming is None:  # files per identifier, read once: far cheaper than a search each
-            self._naming = Counter()
-            for other in self.files:
-                self._naming.update(set(_IDENTIFIER.findall(self.text(other))))
-        return self._naming[name.encode()] > 1  # ``path`` itself binds it: one file is its own
+        """Whether a file other than ``path`` has ``name`` in its text (it may import it):
+        asked only of a name its module leaves harmless, so seldom."""
+        word = name.encode()
+        return any(word in self.text(other) for other in self.files if other != path)
 
     def text(self, path: str) -> bytes:
         if path not in self._text:
@@ -1539,7 +1536,8 @@ class _Walker:
         imports = self._imports_only(node.body)
         self.guarded += caught
         handled: dict[tuple[int, int], str] = {}
-        if nested and self.emit:  # only a walk that records uses reads it
+        # only a walk that records uses reads it, and only of a try that imports upstream
+        if nested and self.emit and self._upstream_imported(node.body):
             key = (self.path, node.lineno, node.col_offset)
             if key not in self.project.handled:  # a function may be walked more than once
                 found = fallbacks.handled_imports(
