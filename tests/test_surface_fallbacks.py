@@ -224,3 +224,21 @@ def test_what_follows_a_try_that_leaves_on_failure_requires_its_upstream_imports
     refs = project_surface(tmp_path, {"proj/m.py": source})
     (site,) = next(r for r in refs if r.target == "transformers.masking_utils.sdpa_mask").sites
     assert site.requires == ("transformers.masking_utils",)
+
+
+def test_a_handler_that_goes_on_after_another_error_requires_nothing(tmp_path):
+    # a ValueError before the import reaches what follows without it
+    source = """\
+        def fix(x):
+            try:
+                int(x)
+                from transformers import masking_utils
+            except ValueError:
+                pass
+            except ImportError:
+                return
+            return masking_utils.sdpa_mask
+    """
+    refs = project_surface(tmp_path, {"proj/m.py": source})
+    (site,) = next(r for r in refs if r.target == "transformers.masking_utils.sdpa_mask").sites
+    assert site.requires == ()

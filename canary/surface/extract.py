@@ -1380,7 +1380,13 @@ class _Walker:
                     self.undecided = self.undecided or self._undecided(node.value, check=True)
             if isinstance(node, ast.Try) and (imports := self._upstream_imported(node.body)):
                 leaving = [h for h in node.handlers if _catches_import_error(h)]
-                if leaving and all(guards.exits(h.body, silently=True) for h in leaving):
+                # another handler that goes on may come from a statement before an import
+                others = all(guards.exits(h.body, silently=True) for h in node.handlers)
+                if (
+                    leaving
+                    and all(guards.exits(h.body, silently=True) for h in leaving)
+                    and (others or self._imports_only(node.body))
+                ):
                     # except ImportError: return: what follows runs where they imported
                     self.present |= {f"+{target}" for target in imports}
             if isinstance(node, ast.If) and guards.exits(node.body):
