@@ -381,7 +381,8 @@ def _confidence(finding: Any) -> Confidence:
 def seen_findings(findings: Iterable[Any]) -> list[Seen]:
     """canary's findings as :class:`Seen`: the counted ones (``fails``) and the possible
     ones (``confidence == "possible"``, held on the releases that are neither accepted nor
-    excused); a finding that is neither (accepted, excused, gated) is left out."""
+    excused nor handled); a finding that is neither (accepted, excused, handled, gated) is
+    left out."""
     seen = []
     for finding in findings:
         confidence = _confidence(finding)
@@ -393,7 +394,9 @@ def seen_findings(findings: Iterable[Any]) -> list[Seen]:
             releases = tuple(
                 v
                 for v in finding.missing
-                if v not in finding.accepted and v not in getattr(finding, "excused", {})
+                if v not in finding.accepted
+                and v not in getattr(finding, "excused", {})
+                and v not in getattr(finding, "handled", {})
             )
             if not releases:
                 continue

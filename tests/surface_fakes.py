@@ -121,3 +121,17 @@ def moved_class_trees(*layouts: str) -> dict[str, dict[str, bytes]]:
     }
     base = {"toy/__init__.py": b"", "toy/trainer/__init__.py": b""}
     return {f"{i}.0": {**base, **files[layout]} for i, layout in enumerate(layouts, start=1)}
+
+
+def project_surface(tmp_path, files: dict[str, str], upstream=("transformers", "trl", "peft")):
+    """The references extraction finds in a project tree of ``files`` (path -> source,
+    dedented), written under ``tmp_path``."""
+    import textwrap
+
+    from canary.surface.extract import extract
+
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return extract(tmp_path, sorted(files), upstream=upstream)

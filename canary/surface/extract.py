@@ -98,7 +98,7 @@ from typing import Any
 
 from canary.errors import ParseError
 from canary.gcpause import no_collections
-from canary.surface import anchortests, guards, importers, versiontests
+from canary.surface import anchortests, fallbacks, guards, importers, versiontests
 from canary.surface.config import SourceRegistry
 from canary.surface.model import Kind, Match, ReadFrom, Reference, Site, merge_references
 from canary.surface.segments import Definition, Statement, split_module
@@ -250,6 +250,7 @@ class Use:
     spot: anchortests.Spot = (0, 0)  # ANCHOR: where it is applied (line, column)
     partners: tuple[anchortests.Spot, ...] = ()  # ANCHOR: the spots of its alternatives
     after: tuple[str, ...] = ()  # reached only after its function imported these
+    handled: str = ""  # an import whose failure its try's handler takes the place of: why
     read_from: ReadFrom | None = None  # an anchor read only where its owner is the one read
 
 
@@ -439,6 +440,43 @@ class _Project:
         self.applied_uses: list[Use] = []  # anchors found in helpers given a source
         # (why, path, line): a set, so parallel walkers that meet the same site count it once
         self.skipped: set[tuple[str, str, int]] = set()
+        self._none_harmless: dict[tuple[str, int, str], bool] = {}
+        self._unbound_harmless: dict[tuple[str, int, str, bool], str] = {}
+        # (path, line, column) of a try -> its handled imports (line, column) -> why
+        self.handled: dict[tuple[str, int, int], dict[tuple[int, int], str]] = {}
+
+    def none_harmless(self, path: str, node: ast.Try, name: str) -> bool:
+        """Whether ``name``, set to None by the handler of the module-level ``node`` of
+        ``path``, is read nowhere there a None can break, and no other file names it (it
+        may import it)."""
+        key = (path, node.lineno, name)
+        if key not in self._none_harmless:
+            self._none_harmless[key] = fallbacks.none_is_harmless(
+                self.naming(path, name), name, node
+            ) and not self.named_elsewhere(path, name)
+        return self._none_harmless[key]
+
+    def unbound_harmless(self, path: str, node: ast.Try, name: str, *, kept: bool) -> str:
+        """:func:`fallbacks.unbound_is_harmless` of the module-level ``node`` of ``path``,
+        where no other file names ``name`` ("": some may import it)."""
+        key = (path, node.lineno, name, kept)
+        if key not in self._unbound_harmless:
+            lines = self.lines(path)
+            block = fallbacks.Block(
+                lines,
+                1,
+                len(lines),
+                lambda: self.naming(path, name),
+            )
+            why = fallbacks.unbound_is_harmless(block, name, node, kept=kept)
+            self._unbound_harmless[key] = "" if why and self.named_elsewhere(path, name) else why
+        return self._unbound_harmless[key]
+
+    def named_elsewhere(self, path: str, name: str) -> bool:
+        """Whether a file other than ``path`` has ``name`` in its text (it may import it):
+        asked only of a name its module leaves harmless, so seldom."""
+        word = name.encode()
+        return any(word in self.text(other) for other in self.files if other != path)
 
     def text(self, path: str) -> bytes:
         if path not in self._text:
@@ -509,6 +547,26 @@ class _Project:
                 self.reaches(child) for child in self.children.get(module, ())
             )
         return self._reaches[module]
+
+    def lines(self, path: str) -> list[bytes]:
+        if path not in self._lines:
+            self._lines[path] = self.text(path).splitlines()
+        return self._lines[path]
+
+    def naming(self, path: str, name: str) -> list[ast.stmt]:
+        """The module's top-level statements whose text names ``name``, only those parsed
+        (one that does not name it can neither read nor bind it)."""
+        lines, word = self.lines(path), name.encode()
+        found = []
+        for statement in self.body(path):
+            if isinstance(statement, Definition):
+                first = statement.first_line
+                last = first + statement.text.count("\n")
+            else:
+                first, last = statement.lineno, statement.end_lineno or statement.lineno
+            if any(word in line for line in lines[first - 1 : last]):
+                found.append(statement.node if isinstance(statement, Definition) else statement)
+        return found
 
     def identifiers(self, path: str, node: ast.stmt) -> set[str]:
         """The identifiers written in a statement's lines (a cheap look before walking it)."""
@@ -851,15 +909,7 @@ def _registered(nodes: list[ast.AST], aliases: set[str]) -> Iterator[tuple[str, 
                 yield key, item
 
 
-_IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
-
-
-def _catches_import_error(handler: ast.ExceptHandler) -> bool:
-    """The handler catches the ImportError a failed import raises."""
-    if handler.type is None:
-        return True
-    types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
-    return any(isinstance(t, ast.Name) and t.id in _IMPORT_ERRORS for t in types)
+_catches_import_error = fallbacks.catches_import_error
 
 
 def _may_mention(function: ProjectFunction, *words: str) -> bool:
@@ -1022,7 +1072,7 @@ class _Walker:
         self.done_test = False  # evaluating the test of an if whose body returns
         # the function walked, whose anchor tests are read when first needed (most
         # functions never hold a source text)
-        self.anchor_function: ast.FunctionDef | ast.AsyncFunctionDef | None = None
+        self.function_node: ast.FunctionDef | ast.AsyncFunctionDef | None = None
         self.tested = 0  # in code that runs only where an anchor a test asked about is there
         self.helper_depth = 0  # evaluating a version helper called from helpers this deep
         self.undecided = ""  # why the current branch may not run: a test not evaluated
@@ -1031,6 +1081,10 @@ class _Walker:
         # fails it raises there, so what follows in them runs only where they succeed
         self.imported: frozenset[str] = frozenset()
         self.loads: list[importers.Load] = []  # its imports of project modules
+        # imports (by position) whose failure a handler takes the place of: why
+        self.handled: dict[tuple[int, int], str] = {}
+        # the function (0: the module) whose current try body an except ImportError ends
+        self.catching: int | None = None
 
     # entry points
 
@@ -1177,7 +1231,7 @@ class _Walker:
         self.selector = names[selector] if selector is not None and selector < len(names) else None
         self.selected = selected
         self.applying, self.depth, self.function = True, depth, id(node)
-        self.anchor_function = node
+        self.function_node = node
         self.block(node.body)
 
     def evaluate(
@@ -1373,6 +1427,10 @@ class _Walker:
             self.statement(node)
             if self.function and isinstance(node, (ast.Import, ast.ImportFrom)):
                 self.imported |= set(self._imports_only([node]))
+            if self.catching == self.function and isinstance(node, (ast.Import, ast.ImportFrom)):
+                # in a try body whose handler catches its ImportError, what follows an
+                # import runs only where it imported: a failure leaves the body there
+                self.present |= {f"+{target}" for target in self._imports_only([node])}
             if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
                 # check_version("trl>=0.9"): what follows runs only where it returned
                 returns = self.returns_where(node.value)
@@ -1380,9 +1438,15 @@ class _Walker:
                     self.window &= returns
                 else:
                     self.undecided = self.undecided or self._undecided(node.value, check=True)
-            if isinstance(node, ast.Try) and (imports := self._imports_only(node.body)):
+            if isinstance(node, ast.Try) and (imports := self._upstream_imported(node.body)):
                 leaving = [h for h in node.handlers if _catches_import_error(h)]
-                if leaving and all(guards.exits(h.body, silently=True) for h in leaving):
+                # another handler that goes on may come from a statement before an import
+                others = all(guards.exits(h.body, silently=True) for h in node.handlers)
+                if (
+                    leaving
+                    and all(guards.exits(h.body, silently=True) for h in leaving)
+                    and (others or self._imports_only(node.body))
+                ):
                     # except ImportError: return: what follows runs where they imported
                     self.present |= {f"+{target}" for target in imports}
             if isinstance(node, ast.If) and guards.exits(node.body):
@@ -1542,7 +1606,7 @@ class _Walker:
 
     def anchor_tests(self) -> anchortests.Reading:
         """How the function walked tests its anchors (module level: not read)."""
-        function = self.anchor_function
+        function = self.function_node
         return anchortests.EMPTY if function is None else anchortests.read(function)
 
     def anchor_branches(self, node: ast.If) -> anchortests.Branches:
@@ -1570,7 +1634,28 @@ class _Walker:
         caught = bool(node.handlers)
         imports = self._imports_only(node.body)
         self.guarded += caught
+        handled: dict[tuple[int, int], str] = {}
+        # only a walk that records uses reads it, and only of a try that imports upstream
+        if nested and self.emit and self._upstream_imported(node.body):
+            key = (self.path, node.lineno, node.col_offset)
+            if key not in self.project.handled:  # a function may be walked more than once
+                found = fallbacks.handled_imports(
+                    node,
+                    lambda name: self._none_harmless(node, name),
+                    lambda name, kept: self._unbound_harmless(node, name, kept=kept),
+                )
+                self.project.handled[key] = {
+                    (n.lineno, n.col_offset): found[id(n)] for n in node.body if id(n) in found
+                }
+            handled = self.project.handled[key]
+        self.handled.update(handled)
+        catching = self.catching
+        if any(_catches_import_error(h) for h in node.handlers):
+            self.catching = self.function
         self.body(node.body, nested)
+        self.catching = catching
+        for key in handled:
+            self.handled.pop(key, None)
         self.guarded -= caught
         self.conditional += 1
         outer = self.fallback_of
@@ -1587,6 +1672,45 @@ class _Walker:
         self.conditional -= 1
         self.body(node.finalbody, nested)
 
+    def _handled_import(self, node: ast.AST) -> str:
+        position = (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+        return self.handled.get(position, "")
+
+    def _none_harmless(self, node: ast.Try, name: str) -> bool:
+        """Whether ``name``, set to None where the imports of ``node`` fail, is read
+        nowhere a None can break: judged at module level only."""
+        if self.scope is not self.module_scope or self.function:
+            return False
+        return self.project.none_harmless(self.path, node, name)
+
+    def _unbound_harmless(self, node: ast.Try, name: str, *, kept: bool) -> str:
+        """Why ``name``, left as it was where the body of ``node`` stops at a failed
+        import, breaks nothing (""): it may). In a function, its body is the block; at
+        module level the module, and no other file may name it (it may import it)."""
+        if self.function_node is not None:
+            function = self.function_node
+            body = function.body
+            block = fallbacks.Block(
+                self.project.lines(self.path),
+                body[0].lineno,
+                function.end_lineno or body[-1].lineno,
+                lambda: body,
+            )
+            return fallbacks.unbound_is_harmless(block, name, node, kept=kept)
+        if self.scope is not self.module_scope:
+            return ""  # a class body: its names are read as attributes, anywhere
+        return self.project.unbound_harmless(self.path, node, name, kept=kept)
+
+    def _upstream_imported(self, body: list[ast.stmt]) -> tuple[str, ...]:
+        """The upstream targets a block's own import statements import (other imports and
+        statements beside them): all imported wherever the block ran to its end."""
+        return tuple(
+            target
+            for node in body
+            if isinstance(node, (ast.Import, ast.ImportFrom))
+            for target in self._imports_only([node])
+        )
+
     def _imports_only(self, body: list[ast.stmt]) -> tuple[str, ...]:
         """The upstream targets a ``try`` body imports, when it does nothing else (only
         their failure can raise ImportError there); () otherwise."""
@@ -1599,6 +1723,8 @@ class _Walker:
                 if base is None or any(alias.name == "*" for alias in node.names):
                     return ()
                 names = [f"{base}.{alias.name}" for alias in node.names]
+            elif fallbacks.harmless(node):
+                continue
             else:
                 return ()
             if not all(self.project.is_upstream(name) for name in names):
@@ -1617,7 +1743,7 @@ class _Walker:
             self.expr(annotation)
         if self.summarising or self._skippable(node):
             return  # a helper's nested functions are not its return value
-        outer = (self.scope, self.conditional, self.function, self.imported)
+        outer = (self.scope, self.conditional, self.function, self.imported, self.function_node)
         parent = self.scope
         while parent.is_class and parent.parent is not None:
             parent = parent.parent
@@ -1625,10 +1751,9 @@ class _Walker:
         for arg in _arguments(node.args):
             self.scope.names[arg] = None
         self.conditional, self.function, self.imported = 0, id(node), frozenset()
-        tests, self.anchor_function = self.anchor_function, node
+        self.function_node = node
         self.block(node.body)
-        self.scope, self.conditional, self.function, self.imported = outer
-        self.anchor_function = tests
+        self.scope, self.conditional, self.function, self.imported, self.function_node = outer
 
     def s_class(self, node: ast.ClassDef, nested: bool) -> None:
         self.scope.names[node.name] = None
@@ -2557,6 +2682,7 @@ class _Walker:
                 partners=partners,
                 read_from=read_from,
                 after=tuple(sorted(self.imported - {target})),
+                handled=self._handled_import(node) if kind is Kind.IMPORT else "",
             )
         )
 
@@ -2760,6 +2886,7 @@ def _merge(uses: Iterable[Use]) -> tuple[Reference, ...]:
                     aliases=use.aliases if use.kind is Kind.PATCH else "",
                     alternatives=alternatives.get(use, ()),
                     after=use.after,
+                    handled=use.handled,
                 ),
             ),
             use.anchor,

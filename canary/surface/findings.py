@@ -24,14 +24,22 @@ Three narrowings, each exactly as wide as its reason:
   1. every site of it that runs there is guarded (a ``try``, a ``hasattr``, a test): the
      miss does not crash, and it undoes no patch that ever applied on that release (the
      thing never existed there): the project's code expects it absent. A *removed*
-     guarded miss still counts: there the patch used to apply and silently stopped;
+     guarded miss still counts (there the patch used to apply and silently stopped)
+     unless it is handled (below);
   2. it lies in a model package of transformers (``transformers.models.<name>``) that the
      release does not have at all, as resolved for that release (``absent``), and no
      site of it runs at import unguarded: a model type a release lacks cannot be loaded
      on it, so code that patches that model runs for no user of the release, while a
      module-level import would fail for every user.
 
-  A miss *after* an ok release (removed) is always held, as is one that never was ok.
+  A miss *after* an ok release (removed) is held, as is one that never was ok, unless
+  it is handled (below).
+
+- **Handled.** A missing import whose every site that runs there sits in a ``try`` whose
+  ``except ImportError`` takes its place (:attr:`Site.handled`: it gives the names other
+  values, or leaves silently; :mod:`canary.surface.fallbacks`) breaks nothing there: it is
+  recorded (``handled``), never held. What the project does with the names afterwards is
+  held at those uses.
 
 - **Adds a name, never replaced one.** An assignment that binds an upstream name (``X.n =
   v``, every site of it: an item assignment or ``+=`` reads ``X.n`` first) cannot raise
@@ -100,6 +108,8 @@ class Finding:
     # evaluate decides); "": proven, the site runs there
     possible: str = ""
     proof: str = ""  # what makes it true: upstream lacks it there, and where a site runs
+    # missing where every site that runs is an import whose failure is handled -> why
+    handled: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def confidence(self) -> str:
@@ -108,11 +118,14 @@ class Finding:
 
     @property
     def new(self) -> tuple[str, ...]:
-        """The releases whose miss is neither accepted nor excused: these fail the run."""
+        """The releases whose miss is neither accepted, excused nor handled: these fail the
+        run."""
         return tuple(
             version
             for version in self.missing
-            if version not in self.accepted and version not in self.excused
+            if version not in self.accepted
+            and version not in self.excused
+            and version not in self.handled
         )
 
     @property
@@ -131,6 +144,7 @@ class Finding:
             "releases": list(self.new),
             "accepted": dict(self.accepted),
             "excused": dict(self.excused),
+            "handled": dict(self.handled),
             "confidence": self.confidence,
             "why": self.possible or self.proof,
         }
@@ -208,6 +222,9 @@ def findings(
         }
         if excused:
             finding = replace(finding, excused=excused)
+        handled = {v: why for v in missing if (why := _handled(reference, v, runs))}
+        if handled:
+            finding = replace(finding, handled=handled)
         possible = _undecided(finding, runs) or _unknown_spelling(finding, runs, spellings)
         finding = replace(finding, possible=possible, proof=_proof(finding, runs))
         found.append(finding)
@@ -283,6 +300,16 @@ def _first_ok(resolved: Sequence[Resolved]) -> dict[str, str]:
             if since is not None:
                 first[item.reference.target] = since
     return first
+
+
+def _handled(reference: Reference, version: str, runs: Runs) -> str:
+    """Why a miss breaks nothing on ``version``: every site that runs there is an import
+    whose failure is handled ("": some site may break)."""
+    running = [site for site in reference.sites if runs(reference, site, version)]
+    if not running or not all(site.handled for site in running):
+        return ""
+    site = running[0]
+    return f"{site.path}:{site.line}: {site.handled}"
 
 
 Runs = Callable[[Reference, Site, str], bool]

@@ -10,7 +10,7 @@ a :class:`SurfaceResult` holds both and reads/writes the JSON other tools rely o
                      "read_from"?: {"owners", "follow_shims"}, "sites": [{"path", "line",
                      "guarded", "versions", "at_import", "undecided",
                      "fallback_of", "requires", "replaces", "aliases",
-                     "alternatives", "after"}],
+                     "alternatives", "after", "handled"}],
                      "outcomes": {version: "ok" | "missing" | "unknown"}}]}
 """
 
@@ -105,6 +105,9 @@ class Site:
     # upstream imports its function made before it, in the blocks around it: where one
     # fails, it raises there and the site is not reached
     after: tuple[str, ...] = ()
+    # an import whose failure the handler of its ``try`` takes the place of (it gives the
+    # names other values, or leaves silently): why its miss breaks nothing ("": it may)
+    handled: str = ""
 
     def runs_on(self, package: str, label: str) -> bool:
         """Whether the site can run on release ``label`` of ``package``: every bound of its
@@ -140,6 +143,8 @@ class Site:
             data["alternatives"] = list(self.alternatives)
         if self.after:
             data["after"] = list(self.after)
+        if self.handled:
+            data["handled"] = self.handled
         return data
 
     @classmethod
@@ -158,6 +163,7 @@ class Site:
             str(data.get("aliases") or ""),
             tuple(str(t) for t in data.get("alternatives") or ()),
             tuple(str(t) for t in data.get("after") or ()),
+            str(data.get("handled") or ""),
         )
 
 

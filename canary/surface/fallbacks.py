@@ -1,0 +1,326 @@
+"""When a failed upstream import breaks nothing: the ``except ImportError`` of its ``try``
+takes its place, giving every name it binds another value or leaving the block silently.
+
+The proof, for an import directly in a ``try`` body: where the module or name is missing
+the import raises ImportError; the first handler that catches it runs. If that handler
+binds each of the import's names (to another object: a class, a function, an import from
+the new place) the names hold the fallback from then on, and what the project does with
+them is checked where it does it (as uses of the fallback). If it leaves by ``return``,
+``continue`` or ``break``, nothing after it runs there. Either way the import itself
+breaks nothing. Not handled: a handler that raises (a break, loudly), that passes (the
+names stay unbound: a NameError one use away), or that binds a name to ``None`` (a use
+one module away may still need the object: liger defines its output classes only when
+the import gave one, and imports them unguarded elsewhere).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+from canary.surface import guards
+
+IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+
+
+def catches_import_error(handler: ast.ExceptHandler) -> bool:
+    """The handler catches the ImportError a failed import raises."""
+    if handler.type is None:
+        return True
+    types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any(isinstance(t, ast.Name) and t.id in IMPORT_ERRORS for t in types)
+
+
+def harmless(node: ast.stmt) -> bool:
+    """A statement that cannot raise: ``pass``, or names bound to names or literals
+    (``AutoModelForVision2Seq = AutoModelForImageTextToText`` after importing the latter).
+    Beside imports in a ``try`` body, it leaves their failure the only way into a
+    handler."""
+    if isinstance(node, ast.Pass):
+        return True
+    if not isinstance(node, ast.Assign):
+        return False
+    return all(isinstance(t, ast.Name) for t in node.targets) and isinstance(
+        node.value, (ast.Name, ast.Constant)
+    )
+
+
+def bound_names(node: ast.Import | ast.ImportFrom) -> tuple[str, ...]:
+    """The names an import statement binds (``import a.b`` binds ``a``)."""
+    return tuple(alias.asname or alias.name.split(".", 1)[0] for alias in node.names)
+
+
+def handled_imports(
+    node: ast.Try,
+    none_harmless: Callable[[str], bool] = lambda name: False,
+    unbound_harmless: Callable[[str, bool], str] = lambda name, kept: "",
+) -> dict[int, str]:
+    """The imports directly in the ``try`` body whose failure its handler takes the place
+    of (by ``id``), each with why (the module docstring's proof). Every handler that may
+    catch it must: which one does depends on the error (a missing module or name). A name
+    a handler sets to ``None`` counts as given only where ``none_harmless`` says no read of
+    it can break on a None (:func:`none_is_harmless`); one it leaves unbound (the
+    import's, or one the rest of the body binds) only where ``unbound_harmless`` says why
+    that breaks nothing (:func:`unbound_is_harmless`). A handler that binds anything else
+    signals the failure (``HAS_GLM4_MOE = False``, read later to raise): not handled; so
+    is a name the rest of the body binds that keeps an earlier value (that is the flag)."""
+    handlers = [h for h in node.handlers if catches_import_error(h)]
+    if not handlers:
+        return {}
+    where = f"line {handlers[0].lineno}"
+    imports = [n for n in node.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    if all(guards.exits(h.body, silently=True) for h in handlers):
+        why = f"its ImportError leaves the block silently ({where}): nothing after it runs there"
+        return {id(n): why for n in imports}
+    if any(isinstance(h.body[-1], ast.Raise) for h in handlers):
+        return {}  # raised again: a break, loudly
+    own = {name for statement in imports for name in bound_names(statement)}
+    if any(_signals(h.body, own) for h in handlers):
+        return {}
+    given = set.intersection(*({n for n, _ in _given(h.body)} for h in handlers))
+    nones = {n for h in handlers for n, none in _given(h.body) if none}
+    given -= {n for n in nones if not none_harmless(n)}
+    rest = {n for s in node.body if s not in imports for n in _stored(s)} - given
+    kept = {}
+    for name in sorted(rest):
+        kept[name] = unbound_harmless(name, False)
+        if not kept[name]:
+            return {}  # a name the body binds is left unbound where something may read it
+    found = {}
+    for statement in imports:
+        names = bound_names(statement)
+        if any(alias.name == "*" for alias in statement.names):
+            continue
+        for name in names:
+            if name not in given and name not in kept and (why := unbound_harmless(name, True)):
+                kept[name] = why
+        if not all(name in given or name in kept for name in names):
+            continue
+        ways = [f"{name}: {kept[name]}" for name in names if name in kept]
+        value = "None, read only where a None is tested or caught" if nones & set(names) else ""
+        value = value or "another value"
+        given_here = [name for name in names if name in given]
+        if given_here:
+            ways.insert(0, f"it gives {', '.join(given_here)} {value}")
+        found[id(statement)] = f"its ImportError is handled ({where}): {'; '.join(ways)}"
+    return found
+
+
+def unbound_is_harmless(
+    block: Block,
+    name: str,
+    origin: ast.Try,
+    *,
+    kept: bool,
+) -> str:
+    """Why ``name``, left as it was where the body of ``origin`` (a statement of
+    ``block``) stops at a failed import, breaks nothing there: nothing in the block outside
+    that body names it; or (where ``kept`` may be) the block bound it before, on every
+    path, to something other than ``None`` ("": it may be read unbound or None). The text
+    is looked at first: a name it does not show outside the body is read nowhere there."""
+    first, last = origin.body[0].lineno, origin.body[-1].end_lineno or origin.body[-1].lineno
+    word = name.encode()
+    outside = [
+        number
+        for number in (*range(block.low, first), *range(last + 1, block.high + 1))
+        if word in block.lines[number - 1]
+    ]
+    if not outside:
+        return "read only after the import, inside the try body it leaves"
+    if not kept or outside[0] >= origin.lineno:
+        return ""  # named only after the try: no value kept from before it
+    statements = block.statements()
+    before = [
+        node.lineno
+        for statement in statements
+        if statement.lineno < origin.lineno
+        and any(word in line for line in block.lines[statement.lineno - 1 : statement.end_lineno])
+        for node in ast.walk(statement)
+        if name in _stored_by(node)
+    ]
+    if before:
+        line = max(before)
+        top = next((s for s in statements if s.lineno == line), None)
+        if top is not None and name in {n for n, none in _given([top]) if not none}:
+            return f"it keeps the value line {line} gave it"
+    return ""
+
+
+@dataclass(frozen=True)
+class Block:
+    """A function's body or a module, as :func:`unbound_is_harmless` reads it: the lines
+    of its file, its first and last line, and (parsed only when the text does not decide)
+    its statements."""
+
+    lines: Sequence[bytes]
+    low: int
+    high: int
+    statements: Callable[[], Sequence[ast.stmt]]
+
+
+def _stored_by(node: ast.AST) -> tuple[str, ...]:
+    """The names one node binds."""
+    if isinstance(node, ast.Name):
+        return () if isinstance(node.ctx, ast.Load) else (node.id,)
+    if isinstance(node, _DEFINITIONS):
+        return (node.name,)
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return bound_names(node)
+    return ()
+
+
+def _signals(body: Sequence[ast.stmt], own: set[str]) -> bool:
+    """A handler's block binds or sets something besides the import's own names (what a
+    class or function it defines does inside is no binding of the block's)."""
+    for node in _shallow(body):
+        if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, ast.Store):
+            return True
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id not in own:
+            return True
+        if isinstance(node, _DEFINITIONS) and node.name not in own:
+            return True
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and not set(bound_names(node)) <= own:
+            return True
+    return False
+
+
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _shallow(body: Sequence[ast.stmt]) -> Iterator[ast.AST]:
+    """Every node of a block, a definition's own body left out."""
+    pending: list[ast.AST] = list(body)
+    while pending:
+        node = pending.pop()
+        yield node
+        if not isinstance(node, (*_DEFINITIONS, ast.Lambda)):
+            pending.extend(ast.iter_child_nodes(node))
+
+
+def _stored(statement: ast.stmt) -> Iterator[str]:
+    """The names a statement binds, anywhere in it (a nested function's own too: more
+    names only ever make the caller more careful)."""
+    for node in ast.walk(statement):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            yield node.id
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            yield node.name
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield from bound_names(node)
+
+
+def _given(body: Sequence[ast.stmt]) -> Iterator[tuple[str, bool]]:
+    """The names a handler's block binds on every path through it (its own top-level
+    statements; a nested block may not run), each with whether to ``None``."""
+    if body and isinstance(body[-1], ast.Raise):
+        return  # it raises: nothing it binds outlives it
+    for statement in body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            yield statement.name, False
+        elif isinstance(statement, (ast.Import, ast.ImportFrom)):
+            yield from ((name, False) for name in bound_names(statement))
+        elif isinstance(statement, ast.Assign):
+            for target in statement.targets:
+                yield from _given_by(target, statement.value)
+        elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
+            yield from _given_by(statement.target, statement.value)
+
+
+def _given_by(target: ast.expr, value: ast.expr) -> Iterator[tuple[str, bool]]:
+    """The names ``target = value`` binds, each with whether to ``None`` (an unpacked
+    value that is no display may hold a None: nothing is known of its parts)."""
+    if isinstance(target, ast.Name):
+        yield target.id, _is_none(value)
+    elif (
+        isinstance(target, (ast.Tuple, ast.List))
+        and isinstance(value, (ast.Tuple, ast.List))
+        and len(target.elts) == len(value.elts)
+    ):
+        for part, given in zip(target.elts, value.elts, strict=True):
+            yield from _given_by(part, given)
+
+
+def _is_none(value: ast.expr) -> bool:
+    return isinstance(value, ast.Constant) and value.value is None
+
+
+# Handlers that catch what reading a None raises (TypeError, AttributeError): a read of a
+# None fallback inside their ``try`` is absorbed there.
+_CATCHES_NONE = frozenset({"TypeError", "AttributeError", "Exception", "BaseException"})
+
+
+def none_is_harmless(naming: Sequence[ast.stmt], name: str, origin: ast.Try) -> bool:
+    """Whether ``name``, set to ``None`` by the handler of ``origin`` (a module-level
+    ``try``), is read nowhere in its module (``naming``: its statements whose text names
+    it) where a None can break: each read is in the
+    test of ``if name`` / ``if name is not None`` or under one, or inside a ``try`` whose
+    handler catches TypeError/AttributeError; and a block under such a test at module
+    level binds nothing (liger binds its output classes there: a None one module away).
+    Reads from other modules are the caller's to rule out."""
+    return all(
+        _reads_harmless(statement, name, gated=False, module_level=True)
+        for statement in naming
+        if statement.lineno != origin.lineno
+    )
+
+
+def _reads_harmless(  # noqa: PLR0911 - one return per form of block
+    node: ast.AST, name: str, *, gated: bool, module_level: bool
+) -> bool:
+    if isinstance(node, ast.Name):
+        return node.id != name or not isinstance(node.ctx, ast.Load) or gated
+    if isinstance(node, ast.If):
+        tested = any(n.id == name for n in guards.names_not_none(node.test))
+        if tested and module_level and _binds(node.body):
+            return False
+        return (
+            _reads_harmless(node.test, name, gated=gated or tested, module_level=module_level)
+            and _all_harmless(node.body, name, gated=gated or tested, module_level=module_level)
+            and _all_harmless(node.orelse, name, gated=gated, module_level=module_level)
+        )
+    if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+        for value in node.values:
+            if not _reads_harmless(value, name, gated=gated, module_level=module_level):
+                return False
+            gated = gated or any(n.id == name for n in guards.names_not_none(value))
+        return True
+    if isinstance(node, ast.Try) and any(_catches_none(h) for h in node.handlers):
+        body = _all_harmless(node.body, name, gated=True, module_level=module_level)
+        rest = [*node.handlers, *node.orelse, *node.finalbody]
+        return body and _all_harmless(rest, name, gated=gated, module_level=module_level)
+    inner = module_level and not isinstance(
+        node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+    )
+    return _all_harmless(ast.iter_child_nodes(node), name, gated=gated, module_level=inner)
+
+
+def _all_harmless(nodes: Iterable[ast.AST], name: str, *, gated: bool, module_level: bool) -> bool:
+    return all(_reads_harmless(n, name, gated=gated, module_level=module_level) for n in nodes)
+
+
+def _catches_none(handler: ast.ExceptHandler) -> bool:
+    if handler.type is None:
+        return True
+    types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any(isinstance(t, ast.Name) and t.id in _CATCHES_NONE for t in types)
+
+
+def _binds(body: Sequence[ast.stmt]) -> bool:
+    """A module-level block binds a name the rest of the project may import."""
+    return any(
+        isinstance(
+            node,
+            (
+                ast.FunctionDef,
+                ast.AsyncFunctionDef,
+                ast.ClassDef,
+                ast.Assign,
+                ast.AnnAssign,
+                ast.Import,
+                ast.ImportFrom,
+            ),
+        )
+        for statement in body
+        for node in ast.walk(statement)
+    )

@@ -1,0 +1,244 @@
+"""A failed upstream import breaks nothing where its ``except ImportError`` takes its
+place: the names get other values (a None only where every read tests or catches it), or
+the block leaves silently. Such a miss is recorded as handled, never held."""
+
+from __future__ import annotations
+
+import pytest
+from surface_fakes import project_surface
+
+from canary.surface.findings import findings
+from canary.surface.model import Kind, Outcome, Reference, Resolved, Site, Target
+
+FLASH = "transformers.models.llama.modeling_llama.LlamaFlashAttention2"
+IMPORT = "from transformers.models.llama.modeling_llama import LlamaFlashAttention2"
+READ = "def use():\n    return LlamaFlashAttention2\n"  # a read a None or unbound name breaks
+
+
+def handled(tmp_path, source: str, *others: str, target: str = FLASH) -> str:
+    """The ``handled`` of the one site of ``target`` imported in ``proj/m.py``; ``others``:
+    the sources of further modules."""
+    files = {"proj/__init__.py": "", "proj/m.py": source}
+    files |= {f"proj/o{i}.py": text for i, text in enumerate(others)}
+    refs = project_surface(tmp_path, files)
+    (site,) = next(r for r in refs if r.target == target and r.kind is Kind.IMPORT).sites
+    return site.handled
+
+
+def fallback(handler: str, after: str = "") -> str:
+    return f"try:\n    {IMPORT}\nexcept ImportError:\n    {handler}\n{after}"
+
+
+@pytest.mark.parametrize(
+    "handler",
+    [
+        "LlamaFlashAttention2 = LlamaAttention",  # unsloth's: another class
+        "from transformers.models.llama.modeling_llama import LlamaAttention as "
+        "LlamaFlashAttention2",  # the new place
+        "class LlamaFlashAttention2:\n        def forward(self):\n            self.x = 1",
+    ],
+)
+def test_a_handler_that_gives_the_name_another_value_handles_the_miss(tmp_path, handler):
+    assert "another value" in handled(tmp_path, fallback(handler))
+
+
+def test_a_handler_that_leaves_silently_handles_the_miss(tmp_path):
+    source = f"def patch():\n    try:\n        {IMPORT}\n    except ImportError:\n        return\n"
+    assert "leaves the block silently" in handled(tmp_path, source)
+
+
+@pytest.mark.parametrize(
+    "handler",
+    [
+        "pass",  # the name stays unbound: a NameError one use away
+        "raise RuntimeError('upgrade transformers')",  # a break, loudly
+        "X = LlamaAttention",  # another name: LlamaFlashAttention2 stays unbound
+        "LlamaFlashAttention2 = LlamaAttention\n    raise",
+    ],
+)
+def test_a_handler_that_leaves_the_name_unbound_or_raises_does_not(tmp_path, handler):
+    assert handled(tmp_path, fallback(handler, READ)) == ""
+
+
+@pytest.mark.parametrize(
+    ("before", "inside", "after", "why"),
+    [
+        # unsloth_zoo's HybridCache = t.Any before the try: read after it, as the Any
+        ("LlamaFlashAttention2 = object\n", "", READ, "keeps the value line 1 gave it"),
+        # unsloth's gemma3 logger: used and deleted in the body the failure leaves
+        ("", "\n    LlamaFlashAttention2.forward = 1", "", "read only after the import, inside"),
+    ],
+)
+def test_a_name_left_as_it_was_handles_the_miss_where_nothing_reads_it_unbound(
+    tmp_path, before, inside, after, why
+):
+    source = f"{before}try:\n    {IMPORT}{inside}\nexcept Exception:\n    pass\n{after}"
+    assert why in handled(tmp_path, source)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "LlamaFlashAttention2 = None\n",  # a None before: read unguarded below
+        "if x:\n    LlamaFlashAttention2 = object\n",  # not bound on every path
+    ],
+)
+def test_a_name_bound_before_only_sometimes_or_to_none_does_not(tmp_path, source):
+    source += fallback("pass", READ)
+    assert handled(tmp_path, source) == ""
+
+
+def test_a_name_the_rest_of_the_body_binds_and_others_read_keeps_the_miss(tmp_path):
+    # liger's shape: a class defined only where the import gave its base, imported elsewhere
+    body = "class Mine(LlamaFlashAttention2): pass"
+    source = f"try:\n    {IMPORT}\n    {body}\nexcept Exception:\n    pass\n"
+    assert handled(tmp_path, source, "from proj.m import Mine\n") == ""
+
+
+def test_an_import_the_try_does_not_catch_is_not_handled(tmp_path):
+    source = f"try:\n    {IMPORT}\nexcept ValueError:\n    LlamaFlashAttention2 = None\n"
+    assert handled(tmp_path, source) == ""
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        # ms-swift's BoneModel: patched only under the test
+        "def patch(f):\n    if LlamaFlashAttention2 is not None:\n"
+        "        LlamaFlashAttention2.forward = f\n",
+        # unsloth_zoo's ConstantLengthDataset: isinstance(x, None) raises TypeError, caught
+        "def pick(d):\n    try:\n        return isinstance(d, LlamaFlashAttention2)\n"
+        "    except Exception:\n        return False\n",
+        "def on(f):\n    if f and LlamaFlashAttention2:\n"
+        "        return LlamaFlashAttention2.forward\n",
+    ],
+)
+def test_a_none_read_only_where_tested_or_caught_handles_the_miss(tmp_path, after):
+    assert "None, read only where" in handled(
+        tmp_path, fallback("LlamaFlashAttention2 = None", after)
+    )
+
+
+@pytest.mark.parametrize(
+    ("after", "others"),
+    [
+        ("def make():\n    return LlamaFlashAttention2()\n", ()),  # None(): TypeError
+        # liger's output classes: defined only when the import gave one, imported elsewhere
+        (
+            "if LlamaFlashAttention2 is not None:\n    class Mine(LlamaFlashAttention2): pass\n",
+            (),
+        ),
+        # another module may import the None and read it unguarded
+        ("", ("from proj.m import LlamaFlashAttention2\nLlamaFlashAttention2.forward\n",)),
+    ],
+)
+def test_a_none_that_may_be_read_unguarded_does_not(tmp_path, after, others):
+    assert handled(tmp_path, fallback("LlamaFlashAttention2 = None", after), *others) == ""
+
+
+def test_a_try_that_also_renames_what_it_imported_still_has_a_fallback(tmp_path):
+    # unsloth's loader.py: the except branch runs only where AutoModelForImageTextToText fails
+    source = """\
+        try:
+            from transformers import AutoModelForImageTextToText
+            AutoModelForVision2Seq = AutoModelForImageTextToText
+        except:
+            from transformers import AutoModelForVision2Seq
+    """
+    refs = project_surface(tmp_path, {"proj/__init__.py": "", "proj/m.py": source})
+    (site,) = next(r for r in refs if r.target == "transformers.AutoModelForVision2Seq").sites
+    assert site.fallback_of == ("transformers.AutoModelForImageTextToText",)
+
+
+RELEASES = ("4.47.0", "4.48.0", "5.0.0")
+PROJECT = Target("proj", "1.0", {"transformers": ">=4.47"})
+
+
+def miss(*sites: Site) -> Resolved:
+    """LlamaFlashAttention2 removed in 4.48.0, imported at ``sites``."""
+    outcomes = dict(zip(RELEASES, (Outcome.OK, Outcome.MISSING, Outcome.MISSING), strict=True))
+    return Resolved(Reference("transformers", FLASH, Kind.IMPORT, sites), outcomes, {})
+
+
+def test_a_removed_miss_whose_every_site_is_handled_is_recorded_never_held():
+    (finding,) = findings(
+        [miss(Site("proj/m.py", 2, True, handled="gives it another value"))], PROJECT
+    )
+    assert (finding.new, finding.fails) == ((), False)
+    assert finding.handled == dict.fromkeys(RELEASES[1:], "proj/m.py:2: gives it another value")
+    assert finding.to_json()["handled"] == finding.handled
+
+
+def test_one_site_that_is_not_handled_holds_the_miss():
+    sites = Site("proj/m.py", 2, True, handled="leaves"), Site("proj/n.py", 5, True)
+    (finding,) = findings([miss(*sites)], PROJECT)
+    assert (finding.new, finding.handled) == (RELEASES[1:], {})
+
+
+def test_handled_survives_the_json_contract():
+    site = Site("proj/m.py", 2, True, handled="leaves")
+    assert Site.from_json(site.to_json()) == site
+    assert "handled" not in Site("proj/m.py", 2).to_json()
+
+
+def test_what_follows_an_import_in_a_try_body_requires_it_where_the_handler_catches(tmp_path):
+    # unsloth_zoo's Qwen2_5_VLImageProcessor.max_pixels: patched only where it imported
+    patch = "\n    LlamaFlashAttention2.forward = f\nexcept {}:\n    pass\n"
+    for caught, required in (("ImportError", (FLASH,)), ("ValueError", ())):
+        refs = project_surface(
+            tmp_path, {"proj/m.py": f"def f(): pass\ntry:\n    {IMPORT}{patch.format(caught)}"}
+        )
+        (site,) = next(r for r in refs if r.kind is Kind.PATCH).sites
+        assert site.requires == required
+
+
+@pytest.mark.parametrize(
+    "handler",
+    [
+        # unsloth's glm4_moe_lite: dummy classes, and a flag read later to raise
+        "HAS_LLAMA = False\n    class LlamaFlashAttention2: pass",
+        "LlamaFlashAttention2 = LlamaAttention\n    FLAGS['llama'] = False",
+    ],
+)
+def test_a_handler_that_signals_the_failure_does_not_handle_it(tmp_path, handler):
+    assert handled(tmp_path, fallback(handler, READ)) == ""
+
+
+def test_a_flag_the_body_sets_over_an_earlier_value_keeps_the_miss(tmp_path):
+    # unsloth_zoo's HybridCache: HAS_HYBRID_CACHE = False before, True in the body
+    source = f"HAS = False\ntry:\n    {IMPORT}\n    HAS = True\nexcept Exception:\n    pass\n"
+    assert handled(tmp_path, source + "def use():\n    return HAS\n") == ""
+
+
+def test_what_follows_a_try_that_leaves_on_failure_requires_its_upstream_imports(tmp_path):
+    # unsloth's import_fixes: torch beside masking_utils, and an except that returns
+    source = """\
+        def fix():
+            try:
+                import torch
+                from transformers import masking_utils
+            except Exception:
+                return
+            return masking_utils.sdpa_mask
+    """
+    refs = project_surface(tmp_path, {"proj/m.py": source})
+    (site,) = next(r for r in refs if r.target == "transformers.masking_utils.sdpa_mask").sites
+    assert site.requires == ("transformers.masking_utils",)
+
+
+def test_a_handler_that_goes_on_after_another_error_requires_nothing(tmp_path):
+    # a ValueError before the import reaches what follows without it
+    source = """\
+        def fix(x):
+            try:
+                int(x)
+                from transformers import masking_utils
+            except ValueError:
+                pass
+            except ImportError:
+                return
+            return masking_utils.sdpa_mask
+    """
+    refs = project_surface(tmp_path, {"proj/m.py": source})
+    (site,) = next(r for r in refs if r.target == "transformers.masking_utils.sdpa_mask").sites
+    assert site.requires == ()
