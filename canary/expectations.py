@@ -849,8 +849,7 @@ def expect_reaches(
 
     ``positions``: the callee's positional parameters (after ``self``) when it lives in
     another package (``super().compute_loss`` reaching transformers' Trainer), so that the
-    value passed at ``keyword``'s index counts as ``keyword=``; a check of the callee's own
-    package holds the callee to that order (:mod:`canary.checks.contracts`)."""
+    value passed at ``keyword``'s index counts as ``keyword=`` (:mod:`canary.checks.contracts`)."""
     _decided(function, name)
     calls = expect_call(function, callee)
     flow = function.flow

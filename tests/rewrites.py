@@ -438,8 +438,8 @@ def _arguments(files: Files) -> Files:
     return _each_module(files, lambda tree, path: _arguments_in(tree, path, outside))
 
 
-#: Callees in another package whose order a check declares (canary/checks/contracts.py) and
-#: a check of that package holds: (the outside base, its method) -> what it binds.
+#: Callees in another package whose order a check declares (canary/checks/contracts.py):
+#: (the outside base, its method) -> what it binds.
 OUTSIDE_CALLEES = {("transformers", "Trainer", "compute_loss"): _Callee(TRAINER_COMPUTE_LOSS, 0)}
 
 

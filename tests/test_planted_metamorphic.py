@@ -315,28 +315,3 @@ def test_an_argument_to_a_callee_in_another_package_binds_by_its_declared_order(
             reaches()
     else:
         reaches()
-
-
-TRAINER_WITH = "class Trainer:\n    def compute_loss(self, {}):\n        return 0\n"
-
-
-@pytest.mark.parametrize(
-    ("signature", "drifts"),
-    [
-        ("model, inputs, return_outputs=False, num_items_in_batch=None", False),
-        # the count moved ahead of the flag: trl's positional calls now pass a flag as count
-        ("model, inputs, num_items_in_batch=None, return_outputs=False", True),
-        ("model, inputs, return_outputs=False, *, num_items_in_batch=None", True),
-    ],
-)
-def test_the_callee_is_held_to_the_order_callers_bind_by(signature, drifts):
-    from canary.checks.contracts import TRAINER_COMPUTE_LOSS
-    from canary.expectations import expect_parameters
-
-    method = parse_module(TRAINER_WITH.format(signature), path="transformers/trainer.py")
-    method = method.cls("Trainer").method("compute_loss")
-    if drifts:
-        with pytest.raises(Drift):
-            expect_parameters(method, *TRAINER_COMPUTE_LOSS, positional=1)
-    else:
-        expect_parameters(method, *TRAINER_COMPUTE_LOSS, positional=1)

@@ -388,3 +388,15 @@ def test_renamed_locals_compute_the_same_fallback():
             trainer.__init__(instance, model=SimpleNamespace(forward=forward))
             results.append(instance.model_accepts_loss_kwargs)
         assert results == [True, False]
+
+
+def test_the_compute_loss_order_trl_calls_bind_by_is_the_released_trainers():
+    # canary/checks/contracts.py: declared for trl's positional super().compute_loss.
+    from canary.checks.contracts import TRAINER_COMPUTE_LOSS
+    from canary.codeindex import parse_module
+    from canary.expectations import expect_parameters
+
+    trainer = parse_module(FILES["transformers/trainer.py"], path="transformers/trainer.py")
+    expect_parameters(
+        trainer.cls("Trainer").method("compute_loss"), *TRAINER_COMPUTE_LOSS, positional=1
+    )

@@ -1,10 +1,12 @@
-"""What one upstream package's code relies on in another's signatures: each is declared
-once here, used by the check of the caller and held by a check of the callee's package."""
+"""What one upstream package's code relies on in another's signatures, declared once: the
+caller's check binds by it; the behaviour sweep runs the call on every release."""
 
 from __future__ import annotations
 
-#: transformers' ``Trainer.compute_loss`` positional parameters after ``self``. trl's trainers
-#: call ``super().compute_loss(...)``; the count they pass at index 3 is
-#: ``num_items_in_batch=`` only while this order holds, which
-#: test_transformers.py::test_compute_loss_takes_num_items_in_batch asserts on every release.
+#: transformers' ``Trainer.compute_loss`` positional parameters after ``self``, the same on
+#: every release from 4.46.0 (trainer.py). trl's trainers call ``super().compute_loss(...)``;
+#: a count they pass at index 3 is ``num_items_in_batch=``. No transformers check holds the
+#: order, on purpose: the fixes pass the count by keyword, so a keyword-only
+#: ``num_items_in_batch`` breaks none of them (tests/test_planted_signatures.py), and would
+#: break only a positional trl call, which the sweep's SFT runs would show.
 TRAINER_COMPUTE_LOSS = ("model", "inputs", "return_outputs", "num_items_in_batch")

@@ -39,7 +39,6 @@ from canary.catalog import (
     expect_updated_once,
     row,
 )
-from canary.checks.contracts import TRAINER_COMPUTE_LOSS
 from canary.fixes.grad_accum_clamp import DOUBLE_DIVISION_WINDOW, in_double_division_window
 
 pytestmark = pytest.mark.upstream("transformers")
@@ -285,11 +284,9 @@ def test_pretrained_model_base_model_is_a_property(upstream):
 def test_compute_loss_takes_num_items_in_batch(upstream):
     """Trainer.compute_loss takes num_items_in_batch by keyword (training_step and TRL's
     SFTTrainer pass num_items_in_batch=...), so a loss that honours it is not divided again
-    by the Trainer (the shadowed accepts_loss_kwargs promises exactly that); and in the
-    order a positional super().compute_loss(...) of trl binds it by (TRAINER_COMPUTE_LOSS)."""
+    by the Trainer (the shadowed accepts_loss_kwargs promises exactly that)."""
     compute_loss = _trainer_method(upstream, "compute_loss")
     expect_parameters(compute_loss, "num_items_in_batch", keyword=True)
-    expect_parameters(compute_loss, *TRAINER_COMPUTE_LOSS, positional=1)
 
 
 def _passes_num_items(upstream, kwargs_name):
