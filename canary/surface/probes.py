@@ -31,7 +31,7 @@ def requirements(
             isinstance(test, ast.Call)
             and isinstance(test.func, ast.Name)
             and test.func.id == "hasattr"
-            and len(test.args) == 2  # noqa: PLR2004 - hasattr(obj, name)
+            and len(test.args) == 2
             and not test.keywords
             and isinstance(test.args[1], ast.Constant)
             and isinstance(test.args[1].value, str)
