@@ -98,7 +98,7 @@ from typing import Any
 
 from canary.errors import ParseError
 from canary.gcpause import no_collections
-from canary.surface import anchortests, fallbacks, guards, importers, versiontests
+from canary.surface import anchortests, fallbacks, guards, importers, probes, versiontests
 from canary.surface.config import SourceRegistry
 from canary.surface.model import Kind, Match, ReadFrom, Reference, Site, merge_references
 from canary.surface.segments import Definition, Statement, split_module
@@ -427,6 +427,7 @@ class _Project:
         self._summaries: dict[int, tuple[Value | None, tuple[str, ...]]] = {}
         self._helper_calls: dict[tuple, versiontests.Outcome | None] = {}
         self._checks: dict[int, bool] = {}
+        self._probes: dict[int, frozenset[str] | None] = {}
         self._versions_returned: dict[tuple, guards.InstalledVersion | None] = {}
         self._takes_source: dict[int, bool] = {}
         self._acts_on_objects: dict[int, bool] = {}
@@ -666,6 +667,21 @@ class _Project:
             walker = _Walker(self, self.path_of[function.module], emit=False)
             self._versions_returned[key] = walker.version_returned(function, params, depth)
         return self._versions_returned[key]
+
+    def probe_requires(self, function: ProjectFunction) -> frozenset[str] | None:
+        """What ``function`` requires of upstream for returning a truthy value, when it is a
+        presence probe (:mod:`canary.surface.probes`); None: it is none."""
+        key = id(function.definition)
+        if key not in self._probes:
+            walker = _Walker(self, self.path_of[function.module], emit=False)
+            exports = self.exports(function.module)
+            walker.module_scope = walker.scope = _Scope(
+                exports.names, exports.values, conditions=exports.conditions
+            )
+            self._probes[key] = probes.requirements(
+                function.node, walker._imports_only, walker.upstream_path
+            )
+        return self._probes[key]
 
     def may_check(self, function: ProjectFunction) -> bool:
         """Whether calling ``function`` may stop the caller: it raises, or its name says it
@@ -1985,6 +2001,11 @@ class _Walker:
         binding, _, complete = self.chain(node)
         return binding if complete else None
 
+    def upstream_path(self, node: ast.expr) -> str | None:
+        """The upstream thing ``node`` names in whole, if any."""
+        binding, _, complete = self.chain(node)
+        return binding.path if isinstance(binding, Upstream) and complete else None
+
     def chain(self, node: ast.expr) -> tuple[Binding | None, int, bool]:
         """What an attribute chain is bound to: the binding, how many attributes were taken
         on upstream objects, and whether the whole chain was (False: it stopped early, at a
@@ -2147,6 +2168,11 @@ class _Walker:
             bound = self.scope.value(test.id)
             if isinstance(bound, _Presence):  # if added: ... (added = not hasattr(...))
                 return bound.true if positive else bound.false
+        if positive and isinstance(test, ast.Call):
+            function = self._callee(test)
+            if isinstance(function, ProjectFunction):  # if _mistral4_available(): ...
+                required = self.project.probe_requires(function)
+                return frozenset(f"+{target}" for target in required or ())
         found = set()
         for obj, name, present in guards.presence_tested(test, positive=positive):
             binding, _, complete = self.chain(obj)
