@@ -925,9 +925,6 @@ def _registered(nodes: list[ast.AST], aliases: set[str]) -> Iterator[tuple[str, 
                 yield key, item
 
 
-_catches_import_error = fallbacks.catches_import_error
-
-
 def _may_mention(function: ProjectFunction, *words: str) -> bool:
     """Whether the function's text may contain one of ``words`` (a function parsed
     already, nested in another, may: its text is not kept)."""
@@ -1441,12 +1438,15 @@ class _Walker:
         imported = self.imported
         for node in statements:
             self.statement(node)
-            if self.function and isinstance(node, (ast.Import, ast.ImportFrom)):
-                self.imported |= set(self._imports_only([node]))
-            if self.catching == self.function and isinstance(node, (ast.Import, ast.ImportFrom)):
-                # in a try body whose handler catches its ImportError, what follows an
-                # import runs only where it imported: a failure leaves the body there
-                self.present |= {f"+{target}" for target in self._imports_only([node])}
+            catching = self.catching == self.function
+            if isinstance(node, (ast.Import, ast.ImportFrom)) and (self.function or catching):
+                targets = self._imports_only([node])
+                if self.function:
+                    self.imported |= set(targets)
+                if catching:
+                    # in a try body whose handler catches its ImportError, what follows an
+                    # import runs only where it imported: a failure leaves the body there
+                    self.present |= {f"+{target}" for target in targets}
             if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
                 # check_version("trl>=0.9"): what follows runs only where it returned
                 returns = self.returns_where(node.value)
@@ -1455,7 +1455,7 @@ class _Walker:
                 else:
                     self.undecided = self.undecided or self._undecided(node.value, check=True)
             if isinstance(node, ast.Try) and (imports := self._upstream_imported(node.body)):
-                leaving = [h for h in node.handlers if _catches_import_error(h)]
+                leaving = [h for h in node.handlers if fallbacks.catches_import_error(h)]
                 # another handler that goes on may come from a statement before an import
                 others = all(guards.exits(h.body, silently=True) for h in node.handlers)
                 if (
@@ -1666,7 +1666,7 @@ class _Walker:
             handled = self.project.handled[key]
         self.handled.update(handled)
         catching = self.catching
-        if any(_catches_import_error(h) for h in node.handlers):
+        if any(fallbacks.catches_import_error(h) for h in node.handlers):
             self.catching = self.function
         self.body(node.body, nested)
         self.catching = catching
@@ -1680,7 +1680,7 @@ class _Walker:
                 self.expr(handler.type)
             if handler.name:
                 self.scope.names[handler.name] = None
-            if imports and not outer and _catches_import_error(handler):
+            if imports and not outer and fallbacks.catches_import_error(handler):
                 self.fallback_of = imports
             self.body(handler.body, nested)
             self.fallback_of = outer
