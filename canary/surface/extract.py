@@ -98,7 +98,15 @@ from typing import Any
 
 from canary.errors import ParseError
 from canary.gcpause import no_collections
-from canary.surface import anchortests, fallbacks, guards, importers, probes, versiontests
+from canary.surface import (
+    anchortests,
+    callers,
+    fallbacks,
+    guards,
+    importers,
+    probes,
+    versiontests,
+)
 from canary.surface.config import SourceRegistry
 from canary.surface.model import Kind, Match, ReadFrom, Reference, Site, merge_references
 from canary.surface.segments import Definition, Statement, split_module
@@ -252,6 +260,7 @@ class Use:
     after: tuple[str, ...] = ()  # reached only after its function imported these
     handled: str = ""  # an import whose failure its try's handler takes the place of: why
     read_from: ReadFrom | None = None  # an anchor read only where its owner is the one read
+    within: str = ""  # the module-level function it lies in ("": none; a method's is none)
 
 
 def _read_from(text: Text, name: str | None) -> ReadFrom | None:
@@ -314,12 +323,14 @@ def survey(
     large project's files in (default: one per CPU; 1: this process only)."""
     project = _Project(root, tuple(files), frozenset(upstream), frozenset(version_parsers))
     paths = list(project.paths_to_walk())
-    uses, skipped, loads = _walk_all(project, paths, os.cpu_count() if workers is None else workers)
+    walked = _walk_all(project, paths, os.cpu_count() if workers is None else workers)
+    uses, skipped = walked.uses, walked.skipped
     for registry in registries:
         uses.extend(project.registered_anchors(registry))
     uses.extend(project.drain_applied())
     skipped |= project.skipped
-    uses = importers.reach(uses, loads, project.module_of, project.source)
+    uses = callers.carry(uses, walked.mentions, project.module_of, project.text)
+    uses = importers.reach(uses, walked.loads, project.module_of, project.source)
     own = _own_targets(uses, project.own_tokens, tuple(own_attributes))
     references = _merge(use for use in uses if not _is_own(use, own))
     counts = Counter(why for why, _, _ in skipped)
@@ -331,9 +342,24 @@ _PARALLEL_FROM = 16
 _FORKED: _Project | None = None  # the project a forked worker walks (inherited, warm)
 
 
-def _walk_all(
-    project: _Project, paths: list[str], workers: int
-) -> tuple[list[Use], set[tuple[str, str, int]], list[importers.Load]]:
+@dataclass
+class _Walked:
+    """What walking files found: uses, skips, and the places that import the project's
+    modules and name its functions."""
+
+    uses: list[Use] = field(default_factory=list)
+    skipped: set[tuple[str, str, int]] = field(default_factory=set)
+    loads: list[importers.Load] = field(default_factory=list)
+    mentions: list[callers.Mention] = field(default_factory=list)
+
+    def add(self, other: _Walked) -> None:
+        self.uses.extend(other.uses)
+        self.skipped |= other.skipped
+        self.loads.extend(other.loads)
+        self.mentions.extend(other.mentions)
+
+
+def _walk_all(project: _Project, paths: list[str], workers: int) -> _Walked:
     """Walk ``paths``: in this process, or, for a large project where ``fork`` exists, in
     ``workers`` forked processes that inherit the project's bindings already read (parsing
     is most of the time, and files are independent given those)."""
@@ -348,14 +374,10 @@ def _walk_all(
                 results = pool.map(_walk_forked, paths, chunksize=4)
         finally:
             _FORKED = None
-    uses: list[Use] = []
-    skipped: set[tuple[str, str, int]] = set()
-    loads: list[importers.Load] = []
-    for walked, found, loaded in results:
-        uses.extend(walked)
-        skipped |= found
-        loads.extend(loaded)
-    return uses, skipped, loads
+    walked = _Walked()
+    for result in results:
+        walked.add(result)
+    return walked
 
 
 def _single_threaded() -> bool:
@@ -367,22 +389,18 @@ def _single_threaded() -> bool:
         return threading.active_count() == 1
 
 
-def _walk_forked(
-    path: str,
-) -> tuple[list[Use], set[tuple[str, str, int]], list[importers.Load]]:
+def _walk_forked(path: str) -> _Walked:
     assert _FORKED is not None
     return _walk_file(_FORKED, path)
 
 
-def _walk_file(
-    project: _Project, path: str
-) -> tuple[list[Use], set[tuple[str, str, int]], list[importers.Load]]:
-    """One file's uses (with those of the helpers it hands a source to), skips, and its
-    imports of project modules."""
+def _walk_file(project: _Project, path: str) -> _Walked:
+    """One file's uses (with those of the helpers it hands a source to), skips, its imports
+    of project modules and the places it names the project's functions."""
     walker = _Walker(project, path, emit=True)
     walker.walk_module()
     skipped, project.skipped = project.skipped, set()
-    return [*walker.uses, *project.drain_applied()], skipped, walker.loads
+    return _Walked([*walker.uses, *project.drain_applied()], skipped, walker.loads, walker.mentions)
 
 
 # --- the project: its modules, their bindings and helpers ---------------------------------
@@ -1094,6 +1112,8 @@ class _Walker:
         # fails it raises there, so what follows in them runs only where they succeed
         self.imported: frozenset[str] = frozenset()
         self.loads: list[importers.Load] = []  # its imports of project modules
+        self.mentions: list[callers.Mention] = []  # where it names the project's functions
+        self.within = ""  # the module-level function walked ("": none)
         # imports (by position) whose failure a handler takes the place of: why
         self.handled: dict[tuple[int, int], str] = {}
         # the function (0: the module) whose current try body an except ImportError ends
@@ -1119,9 +1139,26 @@ class _Walker:
         (None: any name may, under a ``from <upstream> import *``)."""
         if self.upstream_stars:
             return None
-        return frozenset(
+        self.interesting = frozenset(
             {"__import__", "getsource", "import_module", *self._bound_upstream(self.module_scope)}
         )
+        return self.interesting | self._reaching_private()
+
+    def _reaching_private(self) -> frozenset[str]:
+        """The module's private functions that may reach upstream, themselves or through
+        another: a function that names one is walked, so that the place is recorded
+        (:mod:`canary.surface.callers` needs every place that names them)."""
+        private = [
+            d
+            for d in self.project.body(self.path)
+            if isinstance(d, Definition) and d.kind == "def" and callers.private(d.name)
+        ]
+        reaching = {d.name for d in private if not self._skippable(d)}
+        while True:
+            more = {d.name for d in private if d.name not in reaching and d.mentions(reaching)}
+            if not more:
+                return frozenset(reaching)
+            reaching |= more
 
     def _bound_upstream(self, scope: _Scope) -> Iterator[str]:
         """The names ``scope`` binds to something that may reach upstream: an upstream
@@ -1245,6 +1282,7 @@ class _Walker:
         self.selected = selected
         self.applying, self.depth, self.function = True, depth, id(node)
         self.function_node = node
+        self.within = function.name if isinstance(function.definition, Definition) else ""
         self.block(node.body)
 
     def evaluate(
@@ -1759,7 +1797,16 @@ class _Walker:
             self.expr(annotation)
         if self.summarising or self._skippable(node):
             return  # a helper's nested functions are not its return value
-        outer = (self.scope, self.conditional, self.function, self.imported, self.function_node)
+        outer = (
+            self.scope,
+            self.conditional,
+            self.function,
+            self.imported,
+            self.function_node,
+            self.within,
+        )
+        if self.scope is self.module_scope:
+            self.within = node.name
         parent = self.scope
         while parent.is_class and parent.parent is not None:
             parent = parent.parent
@@ -1769,7 +1816,14 @@ class _Walker:
         self.conditional, self.function, self.imported = 0, id(node), frozenset()
         self.function_node = node
         self.block(node.body)
-        self.scope, self.conditional, self.function, self.imported, self.function_node = outer
+        (
+            self.scope,
+            self.conditional,
+            self.function,
+            self.imported,
+            self.function_node,
+            self.within,
+        ) = outer
 
     def s_class(self, node: ast.ClassDef, nested: bool) -> None:
         self.scope.names[node.name] = None
@@ -1821,7 +1875,11 @@ class _Walker:
     def import_project(self, base: str, alias: ast.alias) -> None:
         if alias.name != "*":
             name = alias.asname or alias.name
-            self.bind(name, self.project.member(base, alias.name))
+            member = self.project.member(base, alias.name)
+            self.bind(name, member)
+            if alias.name[0] == "_":
+                role = callers.Role.RENAMES if alias.asname else callers.Role.BINDS
+                self.mention(alias, member, alias.name, role)
             bound = self.project.exports(base).conditions.get(alias.name)
             if bound is not None:  # bound there under a condition: so is it here
                 self.scope.conditions[name] = _Bound(
@@ -1861,6 +1919,42 @@ class _Walker:
                     fallback_of=bound.fallback_of,
                 )
             )
+
+    def mention(
+        self,
+        node: ast.Name | ast.Attribute | ast.alias,
+        binding: object,
+        name: str,
+        role: callers.Role = callers.Role.NAMES,
+    ) -> None:
+        """Record a place that names a module-level function of the project, with where it
+        runs (a nested function of the same name is another one: not recorded)."""
+        if not self.emit or self.applying or self.summarising:
+            return
+        if not isinstance(binding, ProjectFunction) or binding.name != name:
+            return
+        if binding.module == self.module and self.module_scope.names.get(name) is not binding:
+            return
+        if isinstance(node, ast.Attribute):  # the name ends the chain
+            line, offset = node.end_lineno, (node.end_col_offset or 0) - len(name)
+        else:
+            line, offset = node.lineno, node.col_offset
+        bound = self._bound_at(node) if isinstance(node, ast.expr) else _Bound(self.window)
+        self.mentions.append(
+            callers.Mention(
+                (binding.module, name),
+                role,
+                self.path,
+                line or 0,
+                offset,
+                within=self.within,
+                versions=bound.window.specifiers(),
+                after=tuple(sorted(self.imported)),
+                requires=tuple(sorted(p[1:] for p in self.present if p.startswith("+"))),
+                undecided=self.undecided,
+                fallback_of=bound.fallback_of,
+            )
+        )
 
     def _absolute(self, node: ast.ImportFrom) -> str | None:
         return _absolute_module(self.module, self.is_package, node)
@@ -2188,8 +2282,12 @@ class _Walker:
 
     def expr(self, node: ast.expr) -> None:
         kind = type(node)
-        if kind is ast.Name or kind is ast.Constant:
+        if kind is ast.Name:
+            if node.id[0] == "_":  # type: ignore[attr-defined]
+                self.mention(node, self.root(node), node.id)  # type: ignore[arg-type]
             return  # most expressions: a bare name is its binding's reference, made there
+        if kind is ast.Constant:
+            return
         handler = _EXPRESSIONS.get(kind)
         if handler is not None:
             handler(self, node)
@@ -2201,7 +2299,9 @@ class _Walker:
                 self.expr(child.value)
 
     def e_attribute(self, node: ast.Attribute) -> None:
-        binding, steps, _ = self.chain(node)
+        binding, steps, complete = self.chain(node)
+        if complete and node.attr[0] == "_":
+            self.mention(node, binding, node.attr)
         if isinstance(binding, Upstream) and steps:
             owner, _, name = binding.path.rpartition(".")
             if name in _VALUE_METHODS and _VALUE_NAME.search(owner.rpartition(".")[2]):
@@ -2707,6 +2807,7 @@ class _Walker:
                 spot=spot,
                 partners=partners,
                 read_from=read_from,
+                within=self.within,
                 after=tuple(sorted(self.imported - {target})),
                 handled=self._handled_import(node) if kind is Kind.IMPORT else "",
             )

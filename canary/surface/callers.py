@@ -1,0 +1,238 @@
+"""Where the project names its own private functions: a site inside one runs only after some
+place that names it ran, so it takes, once per such place, that place's conditions.
+
+A module-level function whose name starts with ``_`` is, by Python's convention, the
+module's own: the project reaches it only through the places its code names it. When every
+one of those places runs under a condition (a version window, a presence test before it, an
+upstream import its function made first, the ``except ImportError`` of an import), the
+function's body runs only where one of those conditions holds; they are facts of the
+release, as true when the function is called later as when it was named (a callback
+registered under ``if hasattr(x, "n"):`` is registered only where ``x.n`` is there). So each
+site inside it becomes one copy per place that names it, with that place's conditions added,
+exactly as :mod:`canary.surface.importers` does for a module imported only under conditions.
+A place inside another such function takes that function's conditions too.
+
+What leaves a function as it is (its sites run wherever it is called, as before), each a way
+in canary cannot see all of:
+
+- its name is public, or a dunder, or it is decorated (a decorator may register it);
+- a place names it that the walk did not record with its conditions: in a string or a
+  comment, in a function extraction skipped, under another name (``import _f as g``), as an
+  attribute canary could not resolve; every occurrence of the name in the project's text
+  must be its definition, an import that binds it as it is, or a recorded place;
+- some place that names it runs under no condition, or there are more than
+  :data:`MAX_CONTEXTS` of them, or the places go round a cycle of such functions.
+
+A place inside the function itself (recursion) is no way in: it runs only once the function
+already did.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Protocol, TypeVar
+
+from canary.surface.importers import Context, Sited
+
+MAX_CONTEXTS = 16  # more ways in than this: left as it is
+
+Function = tuple[str, str]  # (dotted module, name) of a module-level function
+
+
+class Role(str, enum.Enum):
+    """What a place that names a function does with it."""
+
+    NAMES = "names"  # reads it (a call, a callback, a value): a way in, with its conditions
+    BINDS = "binds"  # ``from m import _f``: binds it under its own name elsewhere; no way in
+    RENAMES = "renames"  # ``from m import _f as g``: canary cannot count the ways in
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Mention:
+    """A place in the project's code that names one of its module-level functions, with the
+    conditions of the place."""
+
+    function: Function
+    role: Role
+    path: str
+    line: int
+    column: int  # where the name starts, in bytes (0-based, as ``ast`` counts)
+    within: str = ""  # the module-level function of ``path`` it lies in ("": none)
+    versions: tuple[tuple[str, str], ...] = ()
+    after: tuple[str, ...] = ()
+    requires: tuple[str, ...] = ()
+    undecided: str = ""
+    fallback_of: tuple[str, ...] = ()
+
+    @property
+    def context(self) -> Context:
+        return Context(self.versions, self.after, self.requires, self.undecided, self.fallback_of)
+
+
+class Within(Sited, Protocol):
+    """A site of a use, with the module-level function it lies in."""
+
+    within: str
+
+
+U = TypeVar("U", bound=Within)
+
+
+def carry(
+    uses: Sequence[U],
+    mentions: Iterable[Mention],
+    module_of: Mapping[str, str],
+    text: Callable[[str], bytes],
+) -> list[U]:
+    """``uses`` with each one inside a private function the project reaches only under
+    conditions copied once per place that names it (``module_of``: each project file's
+    dotted module; ``text``: a project file's bytes)."""
+    ways = _Ways(mentions, module_of, text)
+    carried: list[U] = []
+    for use in uses:
+        module = module_of.get(use.path)
+        found = ways.contexts((module, use.within)) if module and use.within else ()
+        if not found:
+            carried.append(use)
+            continue
+        own = Context(use.versions, use.after, use.requires, use.undecided, use.fallback_of)
+        for context in found:
+            both = own & context
+            carried.append(
+                replace(
+                    use,  # type: ignore[type-var]
+                    versions=both.versions,
+                    after=both.after,
+                    requires=both.requires,
+                    undecided=both.undecided,
+                    fallback_of=both.fallback_of,
+                )
+            )
+    return carried
+
+
+class _Ways:
+    """The places that name each function, and whether they are all of them."""
+
+    def __init__(
+        self,
+        mentions: Iterable[Mention],
+        module_of: Mapping[str, str],
+        text: Callable[[str], bytes],
+    ) -> None:
+        self.by_function: dict[Function, list[Mention]] = {}
+        self.spots: dict[str, set[tuple[str, int, int]]] = {}  # name -> every recorded place
+        for mention in mentions:
+            self.by_function.setdefault(mention.function, []).append(mention)
+            self.spots.setdefault(mention.function[1], set()).add(
+                (mention.path, mention.line, mention.column)
+            )
+        self.path_of = {module: path for path, module in module_of.items()}
+        self.module_of = module_of
+        self.text = text
+        self._contexts: dict[Function, tuple[Context, ...] | None] = {}
+        self._accounted: dict[str, bool] = {}
+        self._words: dict[str, frozenset[bytes]] | None = None  # path -> its ``_`` words
+
+    def contexts(
+        self, function: Function, seen: frozenset[Function] = frozenset()
+    ) -> tuple[Context, ...]:
+        """The conditions of each way into ``function`` (): it runs wherever called)."""
+        if function not in self._contexts:
+            self._contexts[function] = self._read(function, seen | {function})
+        return self._contexts[function] or ()
+
+    def _read(self, function: Function, seen: frozenset[Function]) -> tuple[Context, ...] | None:
+        module, name = function
+        if not private(name) or module not in self.path_of:
+            return None
+        mentions = [
+            m
+            for m in self.by_function.get(function, ())
+            if (self.module_of.get(m.path), m.within) != function  # recursion: no way in
+        ]
+        if not mentions or any(m.role is Role.RENAMES for m in mentions):
+            return None
+        found: set[Context] = set()
+        for mention in mentions:
+            if mention.role is Role.BINDS:
+                continue
+            outer = (self.module_of.get(mention.path, ""), mention.within)
+            if not mention.within or not private(mention.within):
+                found.add(mention.context)
+            elif outer in seen:
+                return None  # a cycle of functions naming each other: nothing certain
+            else:
+                around = self.contexts(outer, seen) or (Context(),)
+                found.update(mention.context & context for context in around)
+        if not found or any(c.none for c in found) or len(found) > MAX_CONTEXTS:
+            return None
+        if not self._all_recorded(name):  # last: it reads every file's text
+            return None
+        return tuple(sorted(found, key=repr))
+
+    def _all_recorded(self, name: str) -> bool:
+        """Every occurrence of ``name`` in the project's text is a recorded place or a
+        definition of a function of that name at a module's level, not decorated."""
+        if name in self._accounted:
+            return self._accounted[name]
+        spots = self.spots.get(name, set())
+        word = name.encode()
+        pattern = _identifier(word)
+        accounted = True
+        if self._words is None:
+            # one scan of every file for the words that start with "_" (a superset of the
+            # identifiers that do) beats one scan per name: unsloth's text is 37 MB
+            self._words = {p: frozenset(_WORD.findall(self.text(p))) for p in self.module_of}
+        for path, words in self._words.items():
+            if word not in words:
+                continue
+            source = self.text(path)
+            lines: list[bytes] | None = None
+            line, at = 1, 0
+            for match in pattern.finditer(source):
+                line += source.count(b"\n", at, match.start())  # counted on from the last one
+                at = match.start()
+                column = at - (source.rfind(b"\n", 0, at) + 1)
+                if (path, line, column) in spots:
+                    continue
+                lines = lines if lines is not None else source.splitlines()
+                if not _undecorated_definition(lines, line - 1, word):
+                    accounted = False
+                    break
+            if not accounted:
+                break
+        self._accounted[name] = accounted
+        return accounted
+
+
+def private(name: str) -> bool:
+    """A module-level function's name the convention makes its module's own."""
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _identifier(word: bytes) -> re.Pattern[bytes]:
+    """``word`` where it is a whole identifier (``m._f`` included)."""
+    return re.compile(rb"(?<!\w)" + re.escape(word) + rb"(?!\w)")
+
+
+_WORD = re.compile(rb"_\w+")
+_DEFINITION = re.compile(rb"(?:async[ \t]+)?def[ \t]+(\w+)[ \t]*\(")
+
+
+def _undecorated_definition(lines: list[bytes], index: int, name: bytes) -> bool:
+    """Line ``index`` defines ``name`` at a module's level (no indentation) and the line
+    before it is no decorator."""
+    match = _DEFINITION.match(lines[index])
+    if match is None or match.group(1) != name:
+        return False
+    before = index - 1
+    while before >= 0 and not lines[before].strip():
+        before -= 1
+    return before < 0 or not lines[before].startswith(b"@")

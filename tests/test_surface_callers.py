@@ -1,0 +1,94 @@
+"""A site inside a private module-level function runs only after a place that names the
+function ran: it takes those places' conditions, on small project trees written here."""
+
+from __future__ import annotations
+
+import pytest
+from surface_fakes import project_surface
+
+from canary.surface.model import Site
+
+TARGET = "transformers.core_model_loading.WeightConverter"
+HELPER = "def _convert():\n    from transformers.core_model_loading import WeightConverter\n"
+V5 = (
+    "import transformers\n"
+    "from packaging import version\n"
+    "def install():\n"
+    "    if version.parse(transformers.__version__) >= version.parse('5.0.0'):\n"
+    "        _convert()\n"
+)
+PRESENT = (
+    "from transformers import conversion_mapping\n"
+    "def install():\n"
+    "    if not hasattr(conversion_mapping, 'register'):\n"
+    "        return\n"
+    "    _convert()\n"
+)
+WINDOW = (("transformers", ">=5.0.0"),)
+
+
+def sites(tmp_path, *modules: str, extra: dict[str, str] | None = None) -> list[Site]:
+    """The sites of TARGET, with ``modules`` joined into ``proj/m.py``."""
+    files = {"proj/__init__.py": "", "proj/m.py": "\n".join(modules), **(extra or {})}
+    refs = project_surface(tmp_path, files)
+    return sorted(next(r for r in refs if r.target == TARGET and r.kind.value == "import").sites)
+
+
+def test_a_helper_called_only_under_a_version_test_takes_its_window(tmp_path):
+    assert [s.versions for s in sites(tmp_path, HELPER, V5)] == [WINDOW]
+
+
+def test_a_helper_called_only_past_a_presence_test_requires_what_it_tested(tmp_path):
+    (site,) = sites(tmp_path, HELPER, PRESENT)
+    assert "transformers.conversion_mapping.register" in site.requires
+
+
+def test_a_helper_of_a_helper_takes_the_outer_callers_window(tmp_path):
+    middle = "def _middle():\n    _convert()\n"
+    assert [
+        s.versions for s in sites(tmp_path, HELPER, middle, V5.replace("_convert", "_middle"))
+    ] == [WINDOW]
+
+
+def test_each_place_that_names_it_gives_a_copy_with_its_conditions(tmp_path):
+    found = sites(tmp_path, HELPER, V5, PRESENT.replace("install", "install_other"))
+    assert sorted(s.versions for s in found) == [(), WINDOW]
+    assert any("transformers.conversion_mapping.register" in s.requires for s in found)
+
+
+def test_a_helper_registered_as_a_callback_under_a_test_takes_it(tmp_path):
+    registered = V5.replace("        _convert()\n", "        HOOKS.append(_convert)\n")
+    assert [s.versions for s in sites(tmp_path, HELPER, "HOOKS = []", registered)] == [WINDOW]
+
+
+def test_a_helper_imported_by_another_module_takes_that_modules_conditions(tmp_path):
+    other = "from proj.m import _convert\n" + V5
+    assert [s.versions for s in sites(tmp_path, HELPER, extra={"proj/o.py": other})] == [WINDOW]
+
+
+def test_recursion_is_no_way_in(tmp_path):
+    recursive = HELPER + "    _convert()\n"
+    assert [s.versions for s in sites(tmp_path, recursive, V5)] == [WINDOW]
+
+
+@pytest.mark.parametrize(
+    ("modules", "extra"),
+    [
+        (
+            (HELPER.replace("_convert", "convert"), V5.replace("_convert", "convert")),
+            None,
+        ),  # public
+        (
+            ("import functools\n@functools.cache\n" + HELPER, V5),
+            None,
+        ),  # a decorator may register it
+        ((HELPER, V5, "def run():\n    _convert()\n"), None),  # one place under no condition
+        ((HELPER, V5, "NAMES = ['_convert']\n"), None),  # named in a string
+        ((HELPER, V5, "# _convert is the converter\n"), None),  # ... or a comment: not followed
+        ((HELPER, V5), {"proj/o.py": "from proj.m import _convert as convert\n"}),  # renamed
+        ((HELPER, V5), {"proj/o.py": "import proj.m\ndef run():\n    proj.m._convert()\n"}),
+        ((HELPER, "def _a():\n    _b()\n", "def _b():\n    _a()\n    _convert()\n"), None),  # cycle
+    ],
+)
+def test_a_way_in_canary_cannot_see_all_of_leaves_it_as_it_was(tmp_path, modules, extra):
+    assert [s.versions for s in sites(tmp_path, *modules, extra=extra)] == [()]
