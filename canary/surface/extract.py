@@ -2135,11 +2135,8 @@ class _Walker:
         if isinstance(node, ast.Call):
             if (module := self._imported_module(node)) is not None:
                 return self.project.module_binding(module)
-            if self._builtin(node.func, "getattr") and len(node.args) >= 2:
-                name = self._literal_string(node.args[1])
-                binding, _, complete = self.chain(node.args[0])
-                if name is not None and complete and isinstance(binding, Upstream):
-                    return Upstream(f"{binding.path}.{name}")
+            if (target := self._looked_up(node)) is not None:
+                return Upstream(target)
         return None
 
     def _imported_module(self, node: ast.Call) -> str | None:
@@ -2268,7 +2265,8 @@ class _Walker:
                 required = self.project.probe_requires(function)
                 return frozenset(f"+{target}" for target in required or ())
         found = set()
-        for obj, name, present in guards.presence_tested(test, positive=positive):
+        tested = guards.presence_tested(test, positive=positive, name_of=self._literal_string)
+        for obj, name, present in tested:
             binding, _, complete = self.chain(obj)
             if isinstance(binding, Upstream) and complete:
                 found.add(f"{'+' if present else '-'}{binding.path}.{name}")
@@ -2380,12 +2378,10 @@ class _Walker:
     def e_call(self, node: ast.Call) -> None:
         func = node.func
         args = node.args
-        if self._builtin(func, "hasattr") or (
-            self._builtin(func, "getattr") and guards.is_presence_call(node)
-        ):
+        if self._builtin(func, "hasattr"):
             self._attribute_by_name(node, presence=True)
-        elif self._builtin(func, "getattr"):
-            self._attribute_by_name(node, presence=False)
+        elif (target := self._looked_up(node)) is not None:
+            self.use(Kind.ATTRIBUTE, target, node, presence=guards.is_presence_call(node))
         elif self._builtin(func, "setattr") and len(args) >= 2:
             binding, _, complete = self.chain(args[0])
             name = self._literal_string(args[1])
@@ -2411,6 +2407,21 @@ class _Walker:
         self.expr(func)
         for child in (*args, *(k.value for k in node.keywords)):
             self.expr(child)
+
+    def _looked_up(self, node: ast.Call) -> str | None:
+        """The upstream attribute ``getattr(x, "n"[, default])``, ``x.__dict__.get("n")`` or
+        ``vars(x).get("n")`` looks up, if it names one."""
+        if self._builtin(node.func, "getattr") and len(node.args) >= 2:
+            owner, name_node = node.args[0], node.args[1]
+        elif (found := guards.own_dict_lookup(node)) is not None:
+            owner, name_node = found
+        else:
+            return None
+        binding, _, complete = self.chain(owner)
+        name = self._literal_string(name_node)
+        if name is None or not complete or not isinstance(binding, Upstream):
+            return None
+        return f"{binding.path}.{name}"
 
     def _attribute_by_name(self, node: ast.Call, *, presence: bool) -> None:
         if len(node.args) < 2:

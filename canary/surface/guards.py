@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -44,13 +44,44 @@ def _callee_name(node: ast.AST) -> str | None:
 
 
 def is_presence_call(node: ast.AST) -> bool:
-    """``hasattr(x, "y")`` or ``getattr(x, "y", default)``: asks whether ``x.y`` exists."""
+    """``hasattr(x, "y")``, ``getattr(x, "y", default)``, ``x.__dict__.get("y")`` or
+    ``vars(x).get("y")``: asks whether ``x.y`` exists, and cannot raise for its absence."""
     name = _callee_name(node)
     if name == "hasattr":
         return True
     if name == "getattr" and isinstance(node, ast.Call):
         return len(node.args) >= 3 or any(k.arg == "default" for k in node.keywords)
-    return False
+    return own_dict_lookup(node) is not None
+
+
+def own_dict_lookup(node: ast.AST) -> tuple[ast.expr, ast.expr] | None:
+    """``x.__dict__.get(name[, default])`` or ``vars(x).get(...)``: ``(x, name)``; ``x.y`` is
+    there where it finds something (in ``x``'s own namespace, so on ``x`` too)."""
+    if not (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "get"
+        and 1 <= len(node.args) <= 2
+        and not node.keywords
+    ):
+        return None
+    owner = _namespace_of(node.func.value)
+    return None if owner is None else (owner, node.args[0])
+
+
+def _namespace_of(node: ast.expr) -> ast.expr | None:
+    """``x`` of ``x.__dict__`` or ``vars(x)`` (None: neither)."""
+    if isinstance(node, ast.Attribute) and node.attr == "__dict__":
+        return node.value
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "vars"
+        and len(node.args) == 1
+        and not node.keywords
+    ):
+        return node.args[0]
+    return None
 
 
 def _speaks_of_version(node: ast.expr) -> bool:
@@ -107,36 +138,67 @@ def exits(body: Sequence[ast.stmt], *, silently: bool = False) -> bool:
 
 
 def presence_tested(
-    test: ast.expr, *, positive: bool = True
+    test: ast.expr, *, positive: bool = True, name_of: NameOf | None = None
 ) -> Iterator[tuple[ast.expr, str, bool]]:
     """What ``test`` being ``positive`` says about attributes: ``(object, name, present)``.
     Inside ``if hasattr(x, "y"):`` ``x.y`` is present; after ``if hasattr(x, "y"): return``
-    it is absent. Used to tell a project's own attribute: one it sets only where it knows
-    the attribute is not there yet, or reads only once it knows it is."""
+    it is absent; so for ``"y" in x.__dict__`` and ``x.__dict__.get("y") is not None``.
+    Used to tell a project's own attribute: one it sets only where it knows the attribute
+    is not there yet, or reads only once it knows it is. ``name_of``: the one string an
+    expression naming the attribute has (default: a literal's)."""
+    name_of = name_of or _literal
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        yield from presence_tested(test.operand, positive=not positive)
+        yield from presence_tested(test.operand, positive=not positive, name_of=name_of)
     elif isinstance(test, ast.BoolOp):
         # a and b holds: both hold; a or b fails: both fail. Otherwise nothing is known.
         if isinstance(test.op, ast.And) == positive:
             for value in test.values:
-                yield from presence_tested(value, positive=positive)
+                yield from presence_tested(value, positive=positive, name_of=name_of)
     elif isinstance(test, ast.Compare) and len(test.ops) == 1:
+        op, right = test.ops[0], test.comparators[0]
         # getattr(x, "y", None) is not None
-        is_none = (
-            isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None
-        )
-        if is_none and isinstance(test.ops[0], (ast.Is, ast.IsNot)):
-            holds = isinstance(test.ops[0], ast.IsNot) == positive
-            yield from presence_tested(test.left, positive=holds)
+        is_none = isinstance(right, ast.Constant) and right.value is None
+        if is_none and isinstance(op, (ast.Is, ast.IsNot)):
+            holds = isinstance(op, ast.IsNot) == positive
+            yield from presence_tested(test.left, positive=holds, name_of=name_of)
+        # "y" in x.__dict__ / vars(x)
+        owner = _namespace_of(right)
+        name = name_of(test.left)
+        if owner is not None and name is not None and isinstance(op, (ast.In, ast.NotIn)):
+            yield owner, name, isinstance(op, ast.In) == positive
     elif is_presence_call(test) and isinstance(test, ast.Call):
-        obj, name = [*test.args, None, None][:2]
-        if obj is not None and isinstance(name, ast.Constant) and isinstance(name.value, str):
-            yield obj, name.value, positive
+        found = own_dict_lookup(test)
+        obj, name_node = found if found else [*test.args, None, None][:2]
+        name = None if name_node is None else name_of(name_node)
+        if obj is not None and name is not None:
+            yield obj, name, positive
+
+
+def _instance_of_a_type(test: ast.expr) -> bool:
+    """``isinstance(X, T)`` of a name, ``T`` no spelling of None's type."""
+    if not (
+        isinstance(test, ast.Call)
+        and isinstance(test.func, ast.Name)
+        and test.func.id == "isinstance"
+        and len(test.args) == 2
+        and isinstance(test.args[0], ast.Name)
+    ):
+        return False
+    return "None" not in ast.unparse(test.args[1])  # type(None), NoneType, (int, None.__class__)
+
+
+NameOf = Callable[[ast.expr], "str | None"]
+"""The one string an expression has, if it has one."""
+
+
+def _literal(node: ast.expr) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
 def names_not_none(test: ast.expr, *, positive: bool = True) -> Iterator[ast.Name]:
     """The names ``test`` being ``positive`` says are not None: ``X is not None``, ``X``
-    (truthy), joined by ``and`` (or, negated, by ``or``)."""
+    (truthy), ``isinstance(X, T)`` (of a type other than None's), joined by ``and`` (or,
+    negated, by ``or``)."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         yield from names_not_none(test.operand, positive=not positive)
     elif isinstance(test, ast.BoolOp):
@@ -145,6 +207,8 @@ def names_not_none(test: ast.expr, *, positive: bool = True) -> Iterator[ast.Nam
                 yield from names_not_none(value, positive=positive)
     elif isinstance(test, ast.Name) and positive:
         yield test
+    elif positive and _instance_of_a_type(test):
+        yield test.args[0]  # type: ignore[attr-defined, misc]
     elif isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Name):
         right, op = test.comparators[0], test.ops[0]
         is_none = isinstance(right, ast.Constant) and right.value is None

@@ -1,0 +1,86 @@
+"""What a presence test found there is required by what follows it, in the spellings projects
+use: an own namespace's ``get``/``in``, ``isinstance``, a name held by a helper's parameter."""
+
+from __future__ import annotations
+
+import pytest
+from surface_fakes import project_surface
+
+from canary.surface.model import Kind
+
+MODEL = "transformers.modeling_utils.PreTrainedModel"
+TARGET = f"{MODEL}._remap"
+PATCH = "PreTrainedModel._remap = 1\n"
+
+
+def requires(tmp_path, body: str, kind: Kind = Kind.PATCH, target: str = TARGET) -> set[tuple]:
+    """What each site of ``target`` requires, ``body`` the module (``PreTrainedModel``
+    imported)."""
+    head = "from transformers.modeling_utils import PreTrainedModel\n"
+    refs = project_surface(tmp_path, {"proj/__init__.py": "", "proj/m.py": head + body})
+    found = next(r for r in refs if r.kind is kind and r.target == target)
+    return {site.requires for site in found.sites}
+
+
+@pytest.mark.parametrize(
+    "test",
+    [
+        "PreTrainedModel.__dict__.get('_remap') is None",
+        "vars(PreTrainedModel).get('_remap') is None",
+        "'_remap' not in PreTrainedModel.__dict__",
+        "not hasattr(PreTrainedModel, NAME)",  # a module constant names it
+    ],
+)
+def test_an_early_return_on_an_absent_attribute_requires_it(tmp_path, test):
+    body = f"NAME = '_remap'\ndef patch():\n    if {test}:\n        return\n    {PATCH}"
+    assert requires(tmp_path, body) == {(TARGET,)}
+
+
+def test_an_original_kept_from_the_own_namespace_is_a_presence_test(tmp_path):
+    body = (
+        "def patch():\n"
+        "    original = PreTrainedModel.__dict__.get('_remap')\n"
+        "    if original is None:\n"
+        "        return\n"
+        "    PreTrainedModel._remap = 1\n"
+    )
+    assert requires(tmp_path, body) == {(TARGET,)}
+
+
+def test_isinstance_says_the_name_is_not_none(tmp_path):
+    body = (
+        "def patch():\n"
+        "    prop = PreTrainedModel.__dict__.get('_remap')\n"
+        "    if not isinstance(prop, property) or prop.fget is None:\n"
+        "        return\n"
+        "    f = prop.fget\n"
+    )
+    assert requires(tmp_path, body, Kind.ATTRIBUTE, f"{TARGET}.fget") == {(TARGET,)}
+
+
+def test_isinstance_of_none_s_type_says_nothing(tmp_path):
+    body = (
+        "def patch():\n"
+        "    prop = PreTrainedModel.__dict__.get('_remap')\n"
+        "    if not isinstance(prop, type(None)):\n"
+        "        f = prop.fget\n"
+    )
+    assert requires(tmp_path, body, Kind.ATTRIBUTE, f"{TARGET}.fget") == {()}
+
+
+def test_a_helper_testing_its_parameters_guards_the_patch_it_makes(tmp_path):
+    body = (
+        "def patch_function(target, name, new):\n"
+        "    if not hasattr(target, name):\n"
+        "        return False\n"
+        "    setattr(target, name, new)\n"
+        "    return True\n"
+        "def install():\n"
+        "    patch_function(PreTrainedModel, '_remap', len)\n"
+    )
+    assert (TARGET,) in requires(tmp_path, body)
+
+
+def test_a_get_on_anything_but_a_namespace_is_no_presence_test(tmp_path):
+    body = f"def patch(d):\n    if d.get('_remap') is None:\n        return\n    {PATCH}"
+    assert requires(tmp_path, body) == {()}
