@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
 from test_surface_extract import one, surface
 
 from canary.surface.model import Kind, Site
@@ -94,3 +95,21 @@ def test_a_site_in_a_function_of_the_module_takes_its_importers_conditions_too(t
     )
     (site,) = one(refs, Kind.IMPORT, f"{GEMMA4}.modeling_gemma4.Gemma4Model").sites
     assert (site.at_import, site.after) == (False, (GEMMA4,))
+
+
+def test_a_module_loaded_only_by_its_name_in_a_string_runs_where_canary_cannot_say(tmp_path):
+    lazy = 'REGISTRY = {"gemma4": LazyImport("proj.gemma4_patch")}\n'
+    (site,) = sites(tmp_path, registry=lazy)
+    assert "loaded by its name ('proj.gemma4_patch')" in site.undecided
+
+
+@pytest.mark.parametrize(
+    "modules",
+    [
+        {"registry": 'NAME = "proj.gemma4_patch"\n', "cli": "import proj.gemma4_patch\n"},
+        {"cli": "from proj import gemma4_patch\n"},  # imported by a statement, named nowhere
+        {},  # imported by its users only
+    ],
+)
+def test_a_module_an_import_statement_loads_is_decided_as_before(tmp_path, modules):
+    assert [s.undecided for s in sites(tmp_path, **modules)] == [""]

@@ -18,6 +18,12 @@ What leaves a module as it is (its sites run wherever imported, as before):
   extraction did not read), or one whose conditions are none;
 - an import cycle through it, or more than ``_MAX_CONTEXTS`` ways in.
 
+A module no import statement of the project loads, which the project names in a string (a
+lazy registry: auto-round's ``{"llama4": LazyImport("auto_round.modeling.fused_moe.llama4")}``),
+runs only where the project loads it by that name, which canary does not follow: its sites
+are *undecided*, their findings possible. A module nothing names runs wherever its users
+import it, as before.
+
 A module the project may also load by a name canary does not follow (its dotted name in a
 string: ``importlib.import_module("a.b")``, a lazy loader; or any import of a name computed
 at run time) keeps one more copy, as it was but *undecided*: where only that copy runs, its
@@ -170,6 +176,9 @@ class _Ways:
                     candidates.add(name)
                     todo.append(path_of[name])
         self.candidates = candidates
+        self.known = known
+        self.tops = tops
+        self._scanned = scanned or None  # every file's import statements, read when needed
         self.statements: dict[str, set[tuple[str, int]]] = {}  # module -> (path, line)
         self.top: set[tuple[str, int]] = set()  # those in no block: at their module's level
         for module, path, line in self.loads:  # a statement the text scan misses
@@ -189,7 +198,9 @@ class _Ways:
         if module in self._contexts:
             return self._contexts[module] or ()
         found = self._read(module, seen | {module}) or ()
-        if found and (why := self._loaded_by_name(module)):
+        if not found and (why := self._only_by_name(module)):
+            found = (Context(undecided=why),)
+        elif found and (why := self._loaded_by_name(module)):
             # a way in canary does not follow adds releases where it may run, never
             # takes one away from those its importers run on
             found = (*found, Context(undecided=why))
@@ -239,6 +250,35 @@ class _Ways:
             return None
         return tuple(sorted(found, key=repr))
 
+    def _only_by_name(self, module: str) -> str:
+        """Why the project loads ``module`` only by its name in a string (a lazy registry,
+        ``importlib.import_module("a.b")``), which canary does not follow: no import
+        statement of the project loads it, and a string names it ("": one does, or none)."""
+        if any(loaded == module for loaded, _, _ in self.loads):
+            return ""
+        if self._scanned is None:
+            self._scanned = {
+                path: list(
+                    _imports(
+                        self.text(path), name, path.endswith("__init__.py"), self.known, self.tops
+                    )
+                )
+                for path, name in self.module_of.items()
+            }
+        if any(name == module for found in self._scanned.values() for name, _, _ in found):
+            return ""
+        if self._named is None:
+            self._named, self._computed = self._by_name()
+        named = next(
+            (n for n in sorted(self._named) if n == module or n.startswith(f"{module}.")), None
+        )
+        if named is None:
+            return ""
+        return (
+            f"no import statement of the project loads {module}; it is loaded by its name "
+            f"({named!r}), which canary does not follow"
+        )
+
     def _loaded_by_name(self, module: str) -> str:
         """Why ``module`` may be imported where canary does not follow ("": it is not)."""
         if self._named is None:
@@ -256,10 +296,9 @@ class _Ways:
         return ""
 
     def _by_name(self) -> tuple[set[str], str]:
-        """The dotted names in strings that start with a top-level package of a module
-        imported only under conditions, and the first place a name computed at run time
-        is imported ("": none)."""
-        tops = {module.split(".", 1)[0] for module in self.candidates}
+        """The dotted names in strings that start with a top-level package of the project,
+        and the first place a name computed at run time is imported ("": none)."""
+        tops = self.tops
         named: set[str] = set()
         computed = ""
         for path in self.module_of:
