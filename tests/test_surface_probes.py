@@ -1,4 +1,4 @@
-"""A call of the project's own presence probe (a function whose every truthy return lies past
+"""A call of the project's own presence probe (a function whose every success lies past
 its upstream imports and ``hasattr`` tests) makes the code it gates require what it tests."""
 
 from __future__ import annotations
@@ -76,3 +76,64 @@ def test_the_other_branch_of_a_probe_requires_nothing(tmp_path):
 )
 def test_a_function_true_without_its_imports_is_no_probe(tmp_path, probe):
     assert requires(tmp_path, probe) == ()
+
+
+REASON = (
+    "from typing import Optional\n"
+    "def available() -> Optional[str]:\n"
+    "    try:\n"
+    "        from transformers import Mistral4Config\n"
+    "    except Exception:\n"
+    "        return 'this transformers has no Mistral4Config'\n"
+    "    return None\n"
+)
+
+
+@pytest.mark.parametrize(
+    "caller",
+    [
+        "def run():\n    if available() is not None:\n        return None\n    " + USE,
+        "def run():\n    if available():\n        return None\n    " + USE,
+        "def run():\n    reason = available()\n    if reason is not None:\n        return\n    "
+        + USE,
+        "def run():\n    if available() is None:\n        " + USE,
+    ],
+)
+def test_where_a_reason_probe_gave_no_reason_its_import_is_required(tmp_path, caller):
+    assert requires(tmp_path, REASON, caller) == (CONFIG,)
+
+
+@pytest.mark.parametrize(
+    "probe",
+    [
+        REASON.replace("'this transformers has no Mistral4Config'", "''"),  # an empty reason
+        REASON.replace("'this transformers has no Mistral4Config'", "None"),  # None on failure
+        REASON.replace("    return None\n", "    return 'ok'\n"),  # success says something
+    ],
+)
+def test_a_function_none_without_its_imports_is_no_reason_probe(tmp_path, probe):
+    caller = "def run():\n    if available() is not None:\n        return None\n    " + USE
+    assert requires(tmp_path, probe, caller) == ()
+
+
+def test_a_probe_checks_each_name_of_a_literal_loop_and_may_bind_its_own_names(tmp_path):
+    probe = (
+        "def available():\n"
+        "    try:\n"
+        "        from transformers import core as cml\n"
+        "    except Exception:\n"
+        "        return False\n"
+        "    for name in ('Loader', 'Saver'):\n"
+        "        if not hasattr(cml, name):\n"
+        "            return False\n"
+        "    fields = set(getattr(cml.Loader, '__slots__', ()))\n"
+        "    if 'force' not in fields:\n"
+        "        return False\n"
+        "    return True\n"
+    )
+    gated = GATED.replace(USE, "from transformers.core import Saver\n")
+    # a site requires what it lies in: Saver, checked by the loop past the binding
+    assert requires(tmp_path, probe, gated, "transformers.core.Saver") == (
+        "transformers.core",
+        "transformers.core.Saver",
+    )

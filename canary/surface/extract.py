@@ -445,7 +445,7 @@ class _Project:
         self._summaries: dict[int, tuple[Value | None, tuple[str, ...]]] = {}
         self._helper_calls: dict[tuple, versiontests.Outcome | None] = {}
         self._checks: dict[int, bool] = {}
-        self._probes: dict[int, frozenset[str] | None] = {}
+        self._probes: dict[tuple[int, probes.Success], frozenset[str] | None] = {}
         self._versions_returned: dict[tuple, guards.InstalledVersion | None] = {}
         self._takes_source: dict[int, bool] = {}
         self._acts_on_objects: dict[int, bool] = {}
@@ -686,10 +686,12 @@ class _Project:
             self._versions_returned[key] = walker.version_returned(function, params, depth)
         return self._versions_returned[key]
 
-    def probe_requires(self, function: ProjectFunction) -> frozenset[str] | None:
-        """What ``function`` requires of upstream for returning a truthy value, when it is a
+    def probe_requires(
+        self, function: ProjectFunction, success: probes.Success = probes.Success.TRUTHY
+    ) -> frozenset[str] | None:
+        """What ``function`` requires of upstream for returning ``success``, when it is a
         presence probe (:mod:`canary.surface.probes`); None: it is none."""
-        key = id(function.definition)
+        key = (id(function.definition), success)
         if key not in self._probes:
             walker = _Walker(self, self.path_of[function.module], emit=False)
             exports = self.exports(function.module)
@@ -697,7 +699,7 @@ class _Project:
                 exports.names, exports.values, conditions=exports.conditions
             )
             self._probes[key] = probes.requirements(
-                function.node, walker._imports_only, walker.upstream_path
+                function.node, walker._imports_only, walker.upstream_path, success
             )
         return self._probes[key]
 
@@ -2259,10 +2261,19 @@ class _Walker:
             bound = self.scope.value(test.id)
             if isinstance(bound, _Presence):  # if added: ... (added = not hasattr(...))
                 return bound.true if positive else bound.false
-        if positive and isinstance(test, ast.Call):
+        if (tested := _tested_for_none(test, positive=positive)) is not None:
+            # reason is None / probe() is None: where a reason probe returned success
+            if isinstance(tested, ast.Name):
+                bound = self.scope.value(tested.id)
+                return bound.false if isinstance(bound, _Presence) else frozenset()
+            test, positive = tested, False
+        if isinstance(test, ast.Call):
             function = self._callee(test)
-            if isinstance(function, ProjectFunction):  # if _mistral4_available(): ...
-                required = self.project.probe_requires(function)
+            if isinstance(function, ProjectFunction):
+                # if _mistral4_available(): ... (true: success); if probe_reason(): return
+                # (falsy: a reason probe's success, None)
+                success = probes.Success.TRUTHY if positive else probes.Success.NONE
+                required = self.project.probe_requires(function, success)
                 return frozenset(f"+{target}" for target in required or ())
         found = set()
         tested = guards.presence_tested(test, positive=positive, name_of=self._literal_string)
@@ -2885,6 +2896,21 @@ _STATEMENTS: dict[type, Callable[[_Walker, Any, bool], None]] = {
     ast.Return: _Walker.s_return,
     ast.Match: _Walker.s_match,
 }
+
+
+def _tested_for_none(test: ast.expr, *, positive: bool) -> ast.expr | None:
+    """The name or call ``test`` says is None where it is ``positive`` (``x is None``, or
+    ``x is not None`` where it fails); None: it says no such thing."""
+    if not (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], (ast.Is, ast.IsNot))
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value is None
+        and isinstance(test.left, (ast.Name, ast.Call))
+    ):
+        return None
+    return test.left if isinstance(test.ops[0], ast.Is) == positive else None
 
 
 def _dedented(value: Value | None) -> Value | None:

@@ -1,16 +1,23 @@
 """A project's own presence probes, read: ``def _mistral4_available(): try: from transformers
 import Mistral4Config; return True except Exception: return False``, as what it requires.
 
-A probe is a function every truthy return of which is reached only past its upstream imports
-and ``hasattr`` tests: where it returned truthy, they are there. Its body is read strictly:
-a docstring, ``try`` blocks of upstream imports whose every handler returns a falsy constant,
-``if not hasattr(x, "n"): return False``, and a final ``return True`` or ``return hasattr(x,
-"n")``. Anything else, a truthy return past nothing included, makes it no probe (None).
+A probe is a function whose every *success* return is reached only past its upstream imports
+and ``hasattr`` tests: where it returned success, they are there. Two kinds of success
+(:class:`Success`): a truthy value (failures return ``False``/``None``), or ``None`` (failures
+return a reason, a non-empty string: ``_transformers_supports_fp8_to_nf4() -> Optional[str]``).
+Its body is read strictly, statement by statement at its top level: a docstring; ``try``
+blocks of upstream imports whose every handler fails; ``if not hasattr(x, "n"): <fail>``
+(requires ``x.n``); any other ``if`` with no ``else`` whose body fails, or a ``for`` of such
+``if`` blocks (they only add ways to fail); and a final success (``return True``/``return
+hasattr(x, "n")``; ``return None`` or the end of the body). A block fails by one failure
+``return`` or a ``raise``. Anything else, a success past nothing included, makes it no probe
+(None).
 """
 
 from __future__ import annotations
 
 import ast
+import enum
 from collections.abc import Callable
 
 # The upstream targets a try body imports when it does nothing else, () otherwise; and the
@@ -19,14 +26,124 @@ ImportsOnly = Callable[[list[ast.stmt]], tuple[str, ...]]
 UpstreamOf = Callable[[ast.expr], str | None]
 
 
-def requirements(
-    node: ast.FunctionDef | ast.AsyncFunctionDef, imports_only: ImportsOnly, upstream_of: UpstreamOf
-) -> frozenset[str] | None:
-    """The upstream targets ``node`` requires for returning a truthy value; None: no probe."""
-    required: set[str] = set()
-    local: dict[str, str] = {}  # a name a try body imported: the target it stands for
+class Success(str, enum.Enum):
+    """What a probe returns where everything it tests is there."""
 
-    def hasattr_target(test: ast.expr) -> str | None:
+    TRUTHY = "truthy"  # True (or a last hasattr); False or None where something is missing
+    NONE = "none"  # None; a reason (a non-empty string) where something is missing
+
+    def __str__(self) -> str:
+        return self.value
+
+
+def requirements(
+    node: ast.FunctionDef | ast.AsyncFunctionDef,
+    imports_only: ImportsOnly,
+    upstream_of: UpstreamOf,
+    success: Success = Success.TRUTHY,
+) -> frozenset[str] | None:
+    """The upstream targets ``node`` requires for returning ``success``; None: no probe."""
+    return _Reader(imports_only, upstream_of, success).read(node)
+
+
+class _Reader:
+    """Reads one function's body as a probe, statement by statement."""
+
+    def __init__(self, imports_only: ImportsOnly, upstream_of: UpstreamOf, success: Success):
+        self.imports_only = imports_only
+        self.upstream_of = upstream_of
+        self.success = success
+        self.required: set[str] = set()
+        self.local: dict[str, str] = {}  # a name a try body imported: the target it stands for
+
+    def read(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str] | None:
+        body = node.body
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            body = body[1:]  # the docstring
+        for index, statement in enumerate(body):
+            last = index == len(body) - 1
+            if last and isinstance(statement, ast.Return):
+                return frozenset(self.required) if self.succeeds(statement) else None
+            done = self.statement(statement, last=last)
+            if done is not None:
+                return frozenset(self.required) if done else None
+        # the end of the body returns None: success for a reason probe
+        return frozenset(self.required) if self.success is Success.NONE else None
+
+    def statement(self, statement: ast.stmt, *, last: bool) -> bool | None:
+        """Read one statement: None to go on, or whether the function is a probe."""
+        if isinstance(statement, ast.Try) and not statement.orelse and not statement.finalbody:
+            return self.tried(statement, last=last)
+        if isinstance(statement, ast.If) and _fails_if(statement, self.success):
+            test = statement.test
+            if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+                target = self.hasattr_target(test.operand)
+                if target is not None:
+                    self.required.add(target)
+            return None
+        if isinstance(statement, ast.For) and not statement.orelse:
+            if not all(_fails_if(s, self.success) for s in statement.body):
+                return False
+            self.loop(statement)
+            return None
+        if isinstance(statement, ast.Assign) and all(
+            isinstance(t, ast.Name) and t.id not in self.local and self.upstream_of(t) is None
+            for t in statement.targets
+        ):
+            return None  # binds a name of its own: what it requires stays as it was
+        return False
+
+    def tried(self, statement: ast.Try, *, last: bool) -> bool | None:
+        """A ``try`` of upstream imports whose every handler fails (its body may end in the
+        final success)."""
+        tried = statement.body
+        ends = bool(tried) and isinstance(tried[-1], ast.Return)
+        imports = self.imports_only(tried[:-1] if ends else tried)
+        if not imports or not all(_fails(h.body, self.success) for h in statement.handlers):
+            return False
+        self.required.update(imports)
+        self.required.update(_modules(tried))  # from m import x imported: m is there too
+        self.local.update(_bound_names(tried))
+        return (last and self.succeeds(tried[-1])) if ends else None
+
+    def loop(self, statement: ast.For) -> None:
+        """``for n in ("a", "b"): if not hasattr(x, n): <fail>`` requires ``x.a`` and ``x.b``."""
+        names = statement.iter.elts if isinstance(statement.iter, (ast.Tuple, ast.List)) else []
+        if not isinstance(statement.target, ast.Name) or not all(
+            isinstance(n, ast.Constant) and isinstance(n.value, str) for n in names
+        ):
+            return
+        variable = statement.target.id
+        for test in (s.test for s in statement.body if isinstance(s, ast.If)):
+            if not (isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)):
+                continue
+            call = test.operand
+            if (
+                isinstance(call, ast.Call)
+                and isinstance(call.func, ast.Name)
+                and call.func.id == "hasattr"
+                and len(call.args) == 2
+                and isinstance(call.args[1], ast.Name)
+                and call.args[1].id == variable
+                and (base := self.dotted(call.args[0])) is not None
+            ):
+                self.required.update(f"{base}.{n.value}" for n in names)  # type: ignore[attr-defined]
+
+    def succeeds(self, statement: ast.stmt) -> bool:
+        """A final return of success past what is required so far (one more hasattr)."""
+        if not isinstance(statement, ast.Return):
+            return False
+        value = statement.value
+        if self.success is Success.NONE:
+            return value is None or (isinstance(value, ast.Constant) and value.value is None)
+        if isinstance(value, ast.Constant) and value.value is True:
+            return True
+        target = None if value is None else self.hasattr_target(value)
+        if target is not None:
+            self.required.add(target)
+        return target is not None
+
+    def hasattr_target(self, test: ast.expr) -> str | None:
         if not (
             isinstance(test, ast.Call)
             and isinstance(test.func, ast.Name)
@@ -37,58 +154,48 @@ def requirements(
             and isinstance(test.args[1].value, str)
         ):
             return None
-        obj = test.args[0]
-        base = local.get(obj.id) if isinstance(obj, ast.Name) else None
-        base = base or upstream_of(obj)
+        base = self.dotted(test.args[0])
         return None if base is None else f"{base}.{test.args[1].value}"
 
-    def truthy_return(statement: ast.stmt) -> bool:
-        """A final return: True past what is required so far, or one more hasattr."""
-        if not isinstance(statement, ast.Return) or statement.value is None:
-            return False
-        if isinstance(statement.value, ast.Constant) and statement.value.value is True:
-            return True
-        target = hasattr_target(statement.value)
-        if target is not None:
-            required.add(target)
-        return target is not None
-
-    body = node.body
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
-        body = body[1:]  # the docstring
-    for index, statement in enumerate(body):
-        last = index == len(body) - 1
-        if isinstance(statement, ast.Try) and not statement.orelse and not statement.finalbody:
-            tried = statement.body
-            ends = bool(tried) and isinstance(tried[-1], ast.Return)
-            imports = imports_only(tried[:-1] if ends else tried)
-            if not imports or not all(_returns_falsy(h.body) for h in statement.handlers):
-                return None
-            required.update(imports)
-            required.update(_modules(tried))  # from m import x imported: m is there too
-            local.update(_bound_names(tried))
-            if ends:
-                return frozenset(required) if last and truthy_return(tried[-1]) else None
-        elif isinstance(statement, ast.If) and not statement.orelse and not last:
-            test = statement.test
-            negated = isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not)
-            target = hasattr_target(test.operand) if negated else None  # type: ignore[attr-defined]
-            if target is None or not _returns_falsy(statement.body):
-                return None
-            required.add(target)
-        elif last and truthy_return(statement):
-            return frozenset(required)
-        else:
-            return None
-    return None  # falls off the end: returns None, never truthy; no probe worth reading
+    def dotted(self, obj: ast.expr) -> str | None:
+        """The upstream path ``obj`` names: through a name a try body imported, or one of
+        the module's."""
+        if isinstance(obj, ast.Name) and obj.id in self.local:
+            return self.local[obj.id]
+        if isinstance(obj, ast.Attribute) and (base := self.dotted(obj.value)) is not None:
+            return f"{base}.{obj.attr}"
+        return self.upstream_of(obj)
 
 
-def _returns_falsy(body: list[ast.stmt]) -> bool:
-    """The block is one return of False or None (``pass``-free: anything else may go on)."""
-    if len(body) != 1 or not isinstance(body[0], ast.Return):
+def _fails_if(statement: ast.stmt, success: Success) -> bool:
+    """An ``if`` with no ``else`` whose block fails."""
+    return (
+        isinstance(statement, ast.If) and not statement.orelse and _fails(statement.body, success)
+    )
+
+
+def _fails(body: list[ast.stmt], success: Success) -> bool:
+    """The block is one return of a failure, or one ``raise`` (``pass``-free: anything else
+    may go on)."""
+    if len(body) != 1:
+        return False
+    if isinstance(body[0], ast.Raise):
+        return True
+    if not isinstance(body[0], ast.Return):
         return False
     value = body[0].value
+    if success is Success.NONE:
+        return _a_reason(value)
     return value is None or (isinstance(value, ast.Constant) and value.value in (False, None))
+
+
+def _a_reason(value: ast.expr | None) -> bool:
+    """A non-empty string: a literal, or an f-string with literal text."""
+    if isinstance(value, ast.Constant):
+        return isinstance(value.value, str) and bool(value.value)
+    return isinstance(value, ast.JoinedStr) and any(
+        isinstance(part, ast.Constant) and part.value for part in value.values
+    )
 
 
 def _modules(body: list[ast.stmt]) -> set[str]:
