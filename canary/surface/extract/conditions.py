@@ -85,26 +85,26 @@ class Conditions(Values):
         for name, value in params.items():
             if isinstance(value, str):
                 self.scope.values[name] = Literals((value,))
-        self.helper_depth = depth
-        handled = {
-            id(n)
-            for handler in ast.walk(function.node)
-            if isinstance(handler, ast.ExceptHandler)
-            for n in ast.walk(handler)
-        }
-        found: set[guards.InstalledVersion] = set()
-        for node in ast.walk(function.node):
-            if isinstance(node, ast.Return) and id(node) not in handled:
-                fact = None if node.value is None else guards.version_fact(node.value, self)
-                if not isinstance(fact, guards.InstalledVersion):
-                    return None
-                found.add(fact)
-            elif (
-                isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
-                and node is not function.node
-            ):
-                return None  # a nested function's returns are not its own
-        return found.pop() if len(found) == 1 else None
+        with self.entered(helper_depth=depth):
+            handled = {
+                id(n)
+                for handler in ast.walk(function.node)
+                if isinstance(handler, ast.ExceptHandler)
+                for n in ast.walk(handler)
+            }
+            found: set[guards.InstalledVersion] = set()
+            for node in ast.walk(function.node):
+                if isinstance(node, ast.Return) and id(node) not in handled:
+                    fact = None if node.value is None else guards.version_fact(node.value, self)
+                    if not isinstance(fact, guards.InstalledVersion):
+                        return None
+                    found.add(fact)
+                elif (
+                    isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+                    and node is not function.node
+                ):
+                    return None  # a nested function's returns are not its own
+            return found.pop() if len(found) == 1 else None
 
     def call_gate(self, node: ast.Call) -> guards.VersionGate | None:
         outcome = self.helper_outcome(node)

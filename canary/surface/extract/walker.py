@@ -179,12 +179,9 @@ class Walker(Anchoring):
     def bind_module_level(self) -> None:
         """Module-level bindings only (imports, aliases, constants, functions), so a
         function sees names bound after it, as Python does at call time."""
-        emit, self.emit = self.emit, False
-        try:
+        with self.entered(emit=False):
             for node in self.project.body(self.path):
                 self.statement(node, nested=False)
-        finally:
-            self.emit = emit
 
     def apply(
         self,
@@ -211,11 +208,15 @@ class Walker(Anchoring):
                 self.passed.add(value.path)
             else:
                 self.scope.values[names[index]] = value
-        self.selector = names[selector] if selector is not None and selector < len(names) else None
-        self.selected = selected
-        self.applying, self.depth, self.function = True, depth, id(node)
-        self.function_node = node
-        self.block(node.body)
+        with self.entered(
+            selector=names[selector] if selector is not None and selector < len(names) else None,
+            selected=selected,
+            applying=True,
+            depth=depth,
+            function=id(node),
+            function_node=node,
+        ):
+            self.block(node.body)
 
     def run_assignment(self, node: ast.stmt) -> None:
         self.statement(node)
@@ -233,9 +234,10 @@ class Walker(Anchoring):
         for name, value in params.items():
             if isinstance(value, str):
                 self.scope.values[name] = Literals((value,))
-        self.helper_depth = depth
-        evaluator = versiontests.Evaluator(self, params, self.project.upstream, self.helper_outcome)
-        return evaluator.block(function.node.body)
+        with self.entered(helper_depth=depth):
+            upstream = self.project.upstream
+            evaluator = versiontests.Evaluator(self, params, upstream, self.helper_outcome)
+            return evaluator.block(function.node.body)
 
     def returns_where(self, node: ast.Call) -> guards.Window | None:
         """Where a called check returns instead of raising (None: everywhere, or unread).
@@ -268,8 +270,8 @@ class Walker(Anchoring):
             self.scope.names[arg] = None
         for index, name in enumerate(names):
             self.scope.values[name] = Param(index)
-        self.summarising = True
-        self.block(node.body)
+        with self.entered(summarising=True):
+            self.block(node.body)
         result = self.returns
         if _DEDENTING_HELPER.search(node.name):
             if isinstance(result, Text):
@@ -279,50 +281,48 @@ class Walker(Anchoring):
         return result, names
 
     def block(self, statements: list[ast.stmt]) -> None:
-        saved = (self.guarded, self.present, self.selected, self.window, self.undecided)
-        tested = self.tested
-        imported = self.imported
-        for node in statements:
-            self.statement(node)
-            catching = self.catching == self.function
-            if isinstance(node, (ast.Import, ast.ImportFrom)) and (self.function or catching):
-                targets = self._imports_only([node])
-                if self.function:
-                    self.imported |= set(targets)
-                if catching:
-                    # in a try body whose handler catches its ImportError, what follows an
-                    # import runs only where it imported: a failure leaves the body there
-                    self.present |= {f"+{target}" for target in targets}
-            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
-                # check_version("trl>=0.9"): what follows runs only where it returned
-                returns = self.returns_where(node.value)
-                if returns is not None:
-                    self.window &= returns
-                else:
-                    self.undecided = self.undecided or self._undecided(node.value, check=True)
-            if isinstance(node, ast.Try) and (imports := self._upstream_imported(node.body)):
-                leaving = [h for h in node.handlers if fallbacks.catches_import_error(h)]
-                # another handler that goes on may come from a statement before an import
-                others = all(guards.exits(h.body, silently=True) for h in node.handlers)
-                if (
-                    leaving
-                    and all(guards.exits(h.body, silently=True) for h in leaving)
-                    and (others or self._imports_only(node.body))
-                ):
-                    # except ImportError: return: what follows runs where they imported
-                    self.present |= {f"+{target}" for target in imports}
-            if isinstance(node, ast.If) and guards.exits(node.body):
-                self.tested += self.anchor_branches(node).rest
-                self.undecided = self.undecided or self._undecided(node.test)
-                # what follows runs only where the test failed
-                if guards.exits(node.body, silently=True) and guards.is_guard_test(node.test):
-                    self.guarded += 1
-                self.present |= self._present(node.test, positive=False)
-                self.selected = self._narrowed(node.test, positive=False)
-                self.window &= self._window(node.test, positive=False)
-        self.guarded, self.present, self.selected, self.window, self.undecided = saved
-        self.tested = tested
-        self.imported = imported
+        # each statement narrows where the ones after it in this block run
+        with self.restored(
+            "guarded", "present", "selected", "window", "undecided", "tested", "imported"
+        ):
+            for node in statements:
+                self.statement(node)
+                catching = self.catching == self.function
+                if isinstance(node, (ast.Import, ast.ImportFrom)) and (self.function or catching):
+                    targets = self._imports_only([node])
+                    if self.function:
+                        self.imported |= set(targets)
+                    if catching:
+                        # in a try body whose handler catches its ImportError, what follows an
+                        # import runs only where it imported: a failure leaves the body there
+                        self.present |= {f"+{target}" for target in targets}
+                if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+                    # check_version("trl>=0.9"): what follows runs only where it returned
+                    returns = self.returns_where(node.value)
+                    if returns is not None:
+                        self.window &= returns
+                    else:
+                        self.undecided = self.undecided or self._undecided(node.value, check=True)
+                if isinstance(node, ast.Try) and (imports := self._upstream_imported(node.body)):
+                    leaving = [h for h in node.handlers if fallbacks.catches_import_error(h)]
+                    # another handler that goes on may come from a statement before an import
+                    others = all(guards.exits(h.body, silently=True) for h in node.handlers)
+                    if (
+                        leaving
+                        and all(guards.exits(h.body, silently=True) for h in leaving)
+                        and (others or self._imports_only(node.body))
+                    ):
+                        # except ImportError: return: what follows runs where they imported
+                        self.present |= {f"+{target}" for target in imports}
+                if isinstance(node, ast.If) and guards.exits(node.body):
+                    self.tested += self.anchor_branches(node).rest
+                    self.undecided = self.undecided or self._undecided(node.test)
+                    # what follows runs only where the test failed
+                    if guards.exits(node.body, silently=True) and guards.is_guard_test(node.test):
+                        self.guarded += 1
+                    self.present |= self._present(node.test, positive=False)
+                    self.selected = self._narrowed(node.test, positive=False)
+                    self.window &= self._window(node.test, positive=False)
 
     def statement(self, node: ast.stmt, *, nested: bool = True) -> None:
         """One statement; ``nested`` False: the module-level binding pass, which enters
@@ -383,29 +383,25 @@ class Walker(Anchoring):
             suppresses |= self._callee(item.context_expr) == Stdlib("contextlib.suppress")
             if item.optional_vars is not None:
                 self.assign(item.optional_vars, None)
-        self.guarded += suppresses
-        self.body(node.body, nested)
-        self.guarded -= suppresses
+        with self.entered(guarded=self.guarded + suppresses):
+            self.body(node.body, nested)
 
     def s_for(self, node: ast.For | ast.AsyncFor, nested: bool) -> None:
         if nested:
             self.expr(node.iter)
         self.bind_loop(node.target, node.iter)
-        self.conditional += 1
-        self.body(node.body, nested)
-        self.body(node.orelse, nested)
-        self.conditional -= 1
+        with self.entered(conditional=self.conditional + 1):
+            self.body(node.body, nested)
+            self.body(node.orelse, nested)
 
     def s_while(self, node: ast.While, nested: bool) -> None:
         if nested:
             self.expr(node.test)
         guard = guards.is_guard_test(node.test)
-        self.guarded += guard
-        self.conditional += 1
-        self.body(node.body, nested)
-        self.guarded -= guard
-        self.body(node.orelse, nested)
-        self.conditional -= 1
+        with self.entered(conditional=self.conditional + 1):
+            with self.entered(guarded=self.guarded + guard):
+                self.body(node.body, nested)
+            self.body(node.orelse, nested)
 
     def s_return(self, node: ast.Return, nested: bool) -> None:
         if node.value is None or not nested:
@@ -420,10 +416,9 @@ class Walker(Anchoring):
     def s_match(self, node: ast.Match, nested: bool) -> None:
         if nested:
             self.expr(node.subject)
-        self.conditional += 1
-        for case in node.cases:
-            self.body(case.body, nested)
-        self.conditional -= 1
+        with self.entered(conditional=self.conditional + 1):
+            for case in node.cases:
+                self.body(case.body, nested)
 
     def body(self, statements: list[ast.stmt], nested: bool) -> None:
         if nested:
@@ -439,37 +434,30 @@ class Walker(Anchoring):
         if nested:
             # if "x" in text: return: x is the edit already made (or a shape it leaves
             # alone); without it the patch goes on, so it is no anchor
-            self.done_test = guards.exits(node.body, silently=True)
-            self.expr(node.test)
-            self.done_test = False
+            with self.entered(done_test=guards.exits(node.body, silently=True)):
+                self.expr(node.test)
         guard = guards.is_guard_test(node.test)
-        saved = (self.present, self.selected, self.window)
         branches = self.anchor_branches(node)
-        undecided = self.undecided
-        self.undecided = undecided or self._undecided(node.test)
-        self.guarded += guard
-        self.conditional += 1
-        self.present = saved[0] | self._present(node.test, positive=True)
-        self.selected = self._narrowed(node.test, positive=True)
-        self.window = saved[2] & self._window(node.test, positive=True)
-        self.tested += branches.body
-        self.body(node.body, nested)
-        self.tested += branches.orelse - branches.body
-        self.present = saved[0] | self._present(node.test, positive=False)
-        self.selected = saved[1]
-        self.selected = self._narrowed(node.test, positive=False)
-        self.window = saved[2] & self._window(node.test, positive=False)
-        self.body(node.orelse, nested)
-        self.tested -= branches.orelse
-        self.present, self.selected, self.window = saved
-        self.undecided = undecided
-        self.conditional -= 1
-        self.guarded -= guard
+        with self.entered(
+            undecided=self.undecided or self._undecided(node.test),
+            guarded=self.guarded + guard,
+            conditional=self.conditional + 1,
+        ):
+            for positive, body, tested in (
+                (True, node.body, branches.body),
+                (False, node.orelse, branches.orelse),
+            ):
+                with self.entered(
+                    present=self.present | self._present(node.test, positive=positive),
+                    selected=self._narrowed(node.test, positive=positive),
+                    window=self.window & self._window(node.test, positive=positive),
+                    tested=self.tested + tested,
+                ):
+                    self.body(body, nested)
 
     def s_try(self, node: ast.Try, nested: bool) -> None:
         caught = bool(node.handlers)
         imports = self._imports_only(node.body)
-        self.guarded += caught
         handled: dict[tuple[int, int], str] = {}
         # only a walk that records uses reads it, and only of a try that imports upstream
         if nested and self.emit and self._upstream_imported(node.body):
@@ -484,28 +472,25 @@ class Walker(Anchoring):
                     (n.lineno, n.col_offset): found[id(n)] for n in node.body if id(n) in found
                 }
             handled = self.project.handled[key]
-        self.handled.update(handled)
-        catching = self.catching
-        if any(fallbacks.catches_import_error(h) for h in node.handlers):
-            self.catching = self.function
-        self.body(node.body, nested)
-        self.catching = catching
-        for key in handled:
-            self.handled.pop(key, None)
-        self.guarded -= caught
-        self.conditional += 1
-        outer = self.fallback_of
-        for handler in node.handlers:
-            if nested and handler.type is not None:
-                self.expr(handler.type)
-            if handler.name:
-                self.scope.names[handler.name] = None
-            if imports and not outer and fallbacks.catches_import_error(handler):
-                self.fallback_of = imports
-            self.body(handler.body, nested)
-            self.fallback_of = outer
-        self.body(node.orelse, nested)
-        self.conditional -= 1
+        catches = any(fallbacks.catches_import_error(h) for h in node.handlers)
+        with self.entered(
+            guarded=self.guarded + caught,
+            handled={**self.handled, **handled} if handled else self.handled,
+            catching=self.function if catches else self.catching,
+        ):
+            self.body(node.body, nested)
+        with self.entered(conditional=self.conditional + 1):
+            for handler in node.handlers:
+                if nested and handler.type is not None:
+                    self.expr(handler.type)
+                if handler.name:
+                    self.scope.names[handler.name] = None
+                fallback = (
+                    imports and not self.fallback_of and fallbacks.catches_import_error(handler)
+                )
+                with self.entered(fallback_of=imports if fallback else self.fallback_of):
+                    self.body(handler.body, nested)
+            self.body(node.orelse, nested)
         self.body(node.finalbody, nested)
 
     def _none_harmless(self, node: ast.Try, name: str) -> bool:
@@ -575,17 +560,19 @@ class Walker(Anchoring):
             self.expr(annotation)
         if self.summarising or self._skippable(node):
             return  # a helper's nested functions are not its return value
-        outer = (self.scope, self.conditional, self.function, self.imported, self.function_node)
         parent = self.scope
         while parent.is_class and parent.parent is not None:
             parent = parent.parent
-        self.scope = Scope(parent=parent)
-        for arg in syntax.arguments(node.args):
-            self.scope.names[arg] = None
-        self.conditional, self.function, self.imported = 0, id(node), frozenset()
-        self.function_node = node
-        self.block(node.body)
-        self.scope, self.conditional, self.function, self.imported, self.function_node = outer
+        with self.entered(
+            scope=Scope(parent=parent),
+            conditional=0,
+            function=id(node),
+            imported=frozenset(),
+            function_node=node,
+        ):
+            for arg in syntax.arguments(node.args):
+                self.scope.names[arg] = None
+            self.block(node.body)
 
     def s_class(self, node: ast.ClassDef, nested: bool) -> None:
         self.scope.names[node.name] = None
@@ -594,10 +581,8 @@ class Walker(Anchoring):
             return
         for child in (*node.decorator_list, *node.bases, *(k.value for k in node.keywords)):
             self.expr(child)
-        outer = self.scope
-        self.scope = Scope(parent=outer, is_class=True)
-        self.block(node.body)
-        self.scope = outer
+        with self.entered(scope=Scope(parent=self.scope, is_class=True)):
+            self.block(node.body)
 
     def import_modules(self, node: ast.Import) -> None:
         for alias in node.names:
@@ -824,39 +809,33 @@ class Walker(Anchoring):
         self.chain_root(node)
 
     def e_boolean(self, node: ast.BoolOp) -> None:
-        saved = (self.guarded, self.present, self.window)
         # a and b: b runs where a held; a or b: where a did not
         positive = isinstance(node.op, ast.And)
-        for value in node.values:
-            self.expr(value)
-            self.guarded += guards.is_guard_test(value)
-            self.present |= self._present(value, positive=positive)
-            self.window &= self._window(value, positive=positive)
-        self.guarded, self.present, self.window = saved
+        with self.restored("guarded", "present", "window"):
+            for value in node.values:
+                self.expr(value)
+                self.guarded += guards.is_guard_test(value)
+                self.present |= self._present(value, positive=positive)
+                self.window &= self._window(value, positive=positive)
 
     def e_conditional(self, node: ast.IfExp) -> None:
         self.expr(node.test)
         guard = guards.is_guard_test(node.test)
-        saved, window = self.present, self.window
-        self.guarded += guard
-        self.present = saved | self._present(node.test, positive=True)
-        self.window = window & self._window(node.test, positive=True)
-        self.expr(node.body)
-        self.present = saved | self._present(node.test, positive=False)
-        self.window = window & self._window(node.test, positive=False)
-        self.expr(node.orelse)
-        self.present, self.window = saved, window
-        self.guarded -= guard
+        with self.entered(guarded=self.guarded + guard):
+            for positive, branch in ((True, node.body), (False, node.orelse)):
+                with self.entered(
+                    present=self.present | self._present(node.test, positive=positive),
+                    window=self.window & self._window(node.test, positive=positive),
+                ):
+                    self.expr(branch)
 
     def e_lambda(self, node: ast.Lambda) -> None:
         for child in syntax.defaults(node.args):
             self.expr(child)
-        outer = self.scope
-        self.scope = Scope(parent=outer)
-        for arg in syntax.arguments(node.args):
-            self.scope.names[arg] = None
-        self.expr(node.body)
-        self.scope = outer
+        with self.entered(scope=Scope(parent=self.scope)):
+            for arg in syntax.arguments(node.args):
+                self.scope.names[arg] = None
+            self.expr(node.body)
 
     def e_walrus(self, node: ast.NamedExpr) -> None:
         self.expr(node.value)
@@ -872,21 +851,17 @@ class Walker(Anchoring):
     def e_comprehension(
         self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp
     ) -> None:
-        outer = self.scope
-        self.scope = Scope(parent=outer)
-        self.conditional += 1
-        for generator in node.generators:
-            self.expr(generator.iter)
-            self.bind_loop(generator.target, generator.iter)
-            for test in generator.ifs:
-                self.expr(test)
-        if isinstance(node, ast.DictComp):
-            self.expr(node.key)
-            self.expr(node.value)
-        else:
-            self.expr(node.elt)
-        self.conditional -= 1
-        self.scope = outer
+        with self.entered(scope=Scope(parent=self.scope), conditional=self.conditional + 1):
+            for generator in node.generators:
+                self.expr(generator.iter)
+                self.bind_loop(generator.target, generator.iter)
+                for test in generator.ifs:
+                    self.expr(test)
+            if isinstance(node, ast.DictComp):
+                self.expr(node.key)
+                self.expr(node.value)
+            else:
+                self.expr(node.elt)
 
     def e_call(self, node: ast.Call) -> None:
         func = node.func
