@@ -62,30 +62,30 @@ class WalkState:
     def entered(self, **changes: Any) -> Restore:
         """Set each attribute of ``changes`` for the ``with`` block this is entered with;
         leaving it puts back exactly those, as they were."""
-        saved = {name: getattr(self, name) for name in changes}
-        for name, value in changes.items():
-            setattr(self, name, value)
-        return Restore(self, saved)
+        attributes = self.__dict__  # plain attributes: a dict update is a setattr each
+        saved = {name: attributes[name] for name in changes}
+        attributes.update(changes)
+        return Restore(attributes, saved)
 
     def restored(self, *names: str) -> Restore:
         """For a block that changes the attributes ``names`` as it goes (each statement
         narrowing what follows it): leaving it puts them back as they were."""
-        return Restore(self, {name: getattr(self, name) for name in names})
+        attributes = self.__dict__
+        return Restore(attributes, {name: attributes[name] for name in names})
 
 
 class Restore:
     """The attributes a ``with`` block changed and their values before it (a plain class:
-    entered on every block and expression, it must cost little)."""
+    one is entered for every block and many expressions, so it must cost little)."""
 
-    __slots__ = ("saved", "state")
+    __slots__ = ("attributes", "saved")
 
-    def __init__(self, state: WalkState, saved: dict[str, Any]) -> None:
-        self.state = state
+    def __init__(self, attributes: dict[str, Any], saved: dict[str, Any]) -> None:
+        self.attributes = attributes
         self.saved = saved
 
     def __enter__(self) -> None:
         return None
 
     def __exit__(self, *exc_info: object) -> None:
-        for name, value in self.saved.items():
-            setattr(self.state, name, value)
+        self.attributes.update(self.saved)
