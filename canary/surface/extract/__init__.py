@@ -77,6 +77,12 @@ upstream; other project modules are parsed only when one of those needs their bi
 constants or helpers. A file that does not parse is an error naming it (a
 :class:`~canary.errors.ParseError`): leave such files out with ``exclude`` in
 ``[tool.canary.surface]``.
+
+The package, in the order data flows: :mod:`.syntax`, :mod:`.scopes` (bindings and scopes)
+and :mod:`.uses` (a use, and uses merged into references) know nothing of the walk;
+:mod:`.project` is the project index, which walks a file through the walker it is handed;
+the walker is :mod:`.walker` extending :mod:`.anchoring`, :mod:`.conditions`, :mod:`.values`
+and :mod:`.state` (where the walk stands, each change of it scoped to a ``with`` block).
 """
 
 from __future__ import annotations

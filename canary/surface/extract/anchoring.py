@@ -9,18 +9,9 @@ import re
 from canary.surface import anchortests
 from canary.surface.extract import syntax
 from canary.surface.extract.conditions import Conditions
-from canary.surface.extract.scopes import (
-    Binding,
-    Stdlib,
-)
+from canary.surface.extract.scopes import Binding, Stdlib
 from canary.surface.model import Kind, Match, ReadFrom
-from canary.surface.texts import (
-    Literals,
-    Pattern,
-    Text,
-    Value,
-    inline_flags,
-)
+from canary.surface.texts import Literals, Pattern, Text, Value, inline_flags
 
 # str methods whose first argument is looked for in the text.
 _ANCHOR_METHODS = frozenset(

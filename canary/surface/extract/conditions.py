@@ -21,10 +21,7 @@ from canary.surface.extract.scopes import (
 from canary.surface.extract.uses import Use
 from canary.surface.extract.values import NOT_LITERAL, Values
 from canary.surface.model import Kind, Match, ReadFrom
-from canary.surface.texts import (
-    Literals,
-    elements,
-)
+from canary.surface.texts import Literals, elements
 
 
 class Conditions(Values):

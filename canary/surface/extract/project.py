@@ -29,10 +29,7 @@ from canary.surface.extract.scopes import (
 )
 from canary.surface.extract.uses import Use
 from canary.surface.segments import Definition, Statement, split_module
-from canary.surface.texts import (
-    Text,
-    Value,
-)
+from canary.surface.texts import Text, Value
 
 
 class FileWalker(Protocol):

@@ -9,9 +9,7 @@ from dataclasses import dataclass, field
 
 from canary.surface import guards
 from canary.surface.segments import Definition
-from canary.surface.texts import (
-    Value,
-)
+from canary.surface.texts import Value
 
 
 @dataclass(frozen=True)

@@ -27,15 +27,7 @@ from canary.surface.extract.scopes import (
 )
 from canary.surface.model import Kind
 from canary.surface.segments import Definition
-from canary.surface.texts import (
-    Literals,
-    Param,
-    Text,
-    Value,
-    elements,
-    union,
-    unpack,
-)
+from canary.surface.texts import Literals, Param, Text, Value, elements, union, unpack
 
 _TRY = (ast.Try, ast.TryStar) if sys.version_info >= (3, 11) else (ast.Try,)
 
