@@ -1,0 +1,367 @@
+"""Where code runs, from the tests around it: version windows, the project's version
+helpers evaluated, presence tests, selected methods; each use recorded with where it runs."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping
+
+from canary.surface import anchortests, guards, probes, versiontests
+from canary.surface.extract import syntax
+from canary.surface.extract.scopes import (
+    VERSION_HELPER,
+    Bound,
+    Presence,
+    ProjectFunction,
+    Scope,
+    Stdlib,
+    Upstream,
+    may_mention,
+)
+from canary.surface.extract.uses import Use
+from canary.surface.extract.values import NOT_LITERAL, Values
+from canary.surface.model import Kind, Match, ReadFrom
+from canary.surface.texts import Literals, elements
+
+
+class Conditions(Values):
+    """The tests and checks around a site read as where it runs, and its use recorded so."""
+
+    def helper_outcome(self, node: ast.Call) -> versiontests.Outcome | None:
+        """A call of a project function, as a version test; None: no project function, or
+        one whose text never speaks of versions (it cannot compare them)."""
+        function = self._callee(node)
+        if not isinstance(function, ProjectFunction):
+            return None
+        if VERSION_HELPER.search(function.name) is None and not may_mention(
+            function, "version", "require"
+        ):
+            return None
+        params = self._bound_arguments(function, node)
+        if params is None:
+            return None
+        return self.project.helper_call(function, params, self.helper_depth + 1)
+
+    def _bound_arguments(
+        self, function: ProjectFunction, node: ast.Call
+    ) -> Mapping[str, object] | None:
+        """The call's arguments bound to ``function``'s parameters, each read as a constant
+        here or, for a default, in the callee's module; None: the call passes *args or **kwargs."""
+        helper = type(self)(self.project, self.project.path_of[function.module], emit=False)
+        exports = self.project.exports(function.module)
+        helper.module_scope = helper.scope = Scope(
+            exports.names, exports.values, conditions=exports.conditions
+        )
+        return versiontests.bind_arguments(
+            function.node, node, self.constant_of, helper.constant_of
+        )
+
+    def returned_version(self, node: ast.Call) -> guards.InstalledVersion | None:
+        """A project function that returns an upstream package's installed version
+        (``_get_package_version("transformers")``), as called; None: it does not."""
+        function = self._callee(node)
+        if not isinstance(function, ProjectFunction) or self.helper_depth >= versiontests.DEPTH:
+            return None
+        if not may_mention(function, "version"):
+            return None  # no installed version is read without naming one
+        params = self._bound_arguments(function, node)
+        if params is None:
+            return None
+        return self.project.installed_version(function, params, self.helper_depth + 1)
+
+    def version_returned(
+        self, function: ProjectFunction, params: Mapping[str, object], depth: int
+    ) -> guards.InstalledVersion | None:
+        """What every ``return`` of ``function`` outside its exception handlers gives,
+        when that is one package's installed version."""
+        exports = self.project.exports(self.module)
+        self.module_scope = Scope(exports.names, exports.values, conditions=exports.conditions)
+        self.scope = Scope(parent=self.module_scope)
+        for arg in syntax.arguments(function.node.args):
+            self.scope.names[arg] = None
+        for name, value in params.items():
+            if isinstance(value, str):
+                self.scope.values[name] = Literals((value,))
+        with self.entered(helper_depth=depth):
+            handled = {
+                id(n)
+                for handler in ast.walk(function.node)
+                if isinstance(handler, ast.ExceptHandler)
+                for n in ast.walk(handler)
+            }
+            found: set[guards.InstalledVersion] = set()
+            for node in ast.walk(function.node):
+                if isinstance(node, ast.Return) and id(node) not in handled:
+                    fact = None if node.value is None else guards.version_fact(node.value, self)
+                    if not isinstance(fact, guards.InstalledVersion):
+                        return None
+                    found.add(fact)
+                elif (
+                    isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+                    and node is not function.node
+                ):
+                    return None  # a nested function's returns are not its own
+            return found.pop() if len(found) == 1 else None
+
+    def call_gate(self, node: ast.Call) -> guards.VersionGate | None:
+        outcome = self.helper_outcome(node)
+        return None if outcome is None else outcome.value.gate
+
+    def _undecided(self, node: ast.expr, *, check: bool = False) -> str:
+        """Why a test or check decides where what follows runs and canary cannot say
+        where: a call of a project function named for versions or requirements that was
+        not read as a window (""): none); ``check``: a call made as a statement, where
+        what matters is whether it returns, not its value."""
+        for part in ast.walk(node):
+            if not isinstance(part, ast.Call):
+                continue
+            function = self._callee(part)
+            if not isinstance(function, ProjectFunction):
+                continue
+            if VERSION_HELPER.search(function.name) is None:
+                continue
+            outcome = self.helper_outcome(part)
+            cond = None if outcome is None else outcome.returns if check else outcome.value
+            readable = cond is not None and (cond.constant is not None or cond.gate is not None)
+            if not readable:
+                call = ast.unparse(part)
+                call = call if len(call) <= 80 else f"{call[:77]}..."
+                return f"runs only where {call} allows, which canary cannot evaluate"
+        return ""
+
+    def constant_of(self, node: ast.expr) -> object:
+        value = self.literal(node)
+        if value is NOT_LITERAL or isinstance(value, (tuple, list, dict)):
+            return versiontests.NOT_CONSTANT
+        return value
+
+    def callee_of(self, node: ast.Call) -> tuple[str, object] | None:
+        binding = self._callee(node)
+        if isinstance(binding, ProjectFunction):
+            return ("helper", binding)
+        if isinstance(binding, Upstream):
+            return ("upstream", binding.path)
+        return None
+
+    def _narrowed(self, test: ast.expr, *, positive: bool) -> frozenset[str] | None:
+        """The methods selected where ``test`` is ``positive``, given those selected so far."""
+        found = self._selection(test, positive=positive)
+        if found is None:
+            return self.selected
+        return found if self.selected is None else self.selected & found
+
+    def _selection(self, test: ast.expr, *, positive: bool) -> frozenset[str] | None:
+        """The method names the selector parameter can have where ``test`` is ``positive``
+        (None: the test does not say): ``name == "x"``, ``name != "x"``, ``name in (...)``,
+        ``not``, ``and``/``or`` of those."""
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return self._selection(test.operand, positive=not positive)
+        if isinstance(test, ast.BoolOp):
+            parts = [self._selection(value, positive=positive) for value in test.values]
+            if isinstance(test.op, ast.Or) == positive:  # a or b; not (a and b)
+                if any(part is None for part in parts):
+                    return None
+                return frozenset().union(*parts)  # type: ignore[arg-type]
+            known = [part for part in parts if part is not None]
+            return frozenset.intersection(*known) if known else None
+        single = isinstance(test, ast.Compare) and len(test.ops) == 1 and self.selector
+        return self._compared(test, positive=positive) if single else None  # type: ignore[arg-type]
+
+    def _compared(self, test: ast.Compare, *, positive: bool) -> frozenset[str] | None:
+        left, op, right = test.left, test.ops[0], test.comparators[0]
+        if isinstance(op, (ast.Eq, ast.NotEq)) and syntax.is_name(right, self.selector or ""):
+            left, right = right, left
+        value = self.value(right) if syntax.is_name(left, self.selector or "") else None
+        if not isinstance(value, Literals) or value.fragments:
+            return None
+        names: tuple[str, ...] = ()
+        if isinstance(op, (ast.Eq, ast.NotEq)):
+            names = value.strings()
+        elif isinstance(op, (ast.In, ast.NotIn)):
+            items = elements(value)
+            names = items.strings() if items is not None else ()
+        if not names or isinstance(op, (ast.Eq, ast.In)) != positive:
+            return None  # "anything but x" selects nothing an anchor can be given
+        return frozenset(names)
+
+    def _window(self, test: ast.expr, *, positive: bool) -> guards.Window:
+        """The releases where ``test`` is ``positive`` (every release: not readable)."""
+        window = guards.version_window(test, self, positive=positive)
+        return guards.EVERY_RELEASE if window is None else window
+
+    def _version_fact(self, value: ast.expr) -> guards.InstalledVersion | guards.VersionGate | None:
+        return guards.version_fact(value, self)
+
+    def version_parser(self, func: ast.expr) -> str | None:
+        """Which version parser ``func`` is, if any: packaging's ``Version``/``parse`` or
+        one the project declares, its own or imported (:class:`guards.Names`)."""
+        binding = self.binding(func)
+        if isinstance(binding, Stdlib):
+            path = binding.path
+        elif isinstance(binding, ProjectFunction):
+            path = f"{binding.module}.{binding.name}"
+        else:
+            return None
+        return path if path in guards.PARSERS or path in self.project.parsers else None
+
+    def version_of(
+        self, node: ast.expr
+    ) -> guards.InstalledVersion | guards.VersionGate | str | None:
+        """What :mod:`canary.surface.guards` asks of a name or call (:class:`guards.Names`):
+        a version fact bound to it, an upstream package's installed version, or a literal
+        string."""
+        if isinstance(node, ast.Name):
+            value = self.scope.value(node.id)
+            if isinstance(value, (guards.InstalledVersion, guards.VersionGate)):
+                return value
+        if isinstance(node, ast.Call):
+            if self._callee(node) == Stdlib("importlib.metadata.version") and len(node.args) == 1:
+                package = self._literal_string(node.args[0])
+                if package is not None and package in self.project.upstream:
+                    return guards.InstalledVersion(package)
+            return self.returned_version(node)
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            binding, _, complete = self.chain(node)
+            if isinstance(binding, Upstream) and complete:
+                package, _, name = binding.path.partition(".")
+                if name == "__version__":
+                    return guards.InstalledVersion(package)
+        return self._literal_string(node)
+
+    def _present(self, test: ast.expr, *, positive: bool) -> frozenset[str]:
+        """What holds about upstream attributes where ``test`` is ``positive``: "+x.y" (it is
+        there), "-x.y" (it is not)."""
+        while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test, positive = test.operand, not positive
+        if isinstance(test, ast.Name):
+            bound = self.scope.value(test.id)
+            if isinstance(bound, Presence):  # if added: ... (added = not hasattr(...))
+                return bound.true if positive else bound.false
+        if (tested := _tested_for_none(test, positive=positive)) is not None:
+            # reason is None / probe() is None: where a reason probe returned success
+            if isinstance(tested, ast.Name):
+                bound = self.scope.value(tested.id)
+                return bound.false if isinstance(bound, Presence) else frozenset()
+            test, positive = tested, False
+        if isinstance(test, ast.Call):
+            function = self._callee(test)
+            if isinstance(function, ProjectFunction):
+                # if _mistral4_available(): ... (true: success); if probe_reason(): return
+                # (falsy: a reason probe's success, None)
+                success = probes.Success.TRUTHY if positive else probes.Success.NONE
+                required = self.project.probe_requires(function, success)
+                return frozenset(f"+{target}" for target in required or ())
+        found = set()
+        tested = guards.presence_tested(test, positive=positive, name_of=self._literal_string)
+        for obj, name, present in tested:
+            binding, _, complete = self.chain(obj)
+            if isinstance(binding, Upstream) and complete:
+                found.add(f"{'+' if present else '-'}{binding.path}.{name}")
+        for name in guards.names_not_none(test, positive=positive):
+            binding = self.binding(name)
+            if isinstance(binding, Upstream):  # None where its import failed
+                found.add(f"+{binding.path}")
+        return frozenset(found)
+
+    def _bound_at(self, node: ast.AST) -> Bound:
+        """Where a use runs: the branch's window and fallback, and those of the binding
+        the name it goes through had (``H`` bound to ``trl.CPOTrainer`` under ``trl<0.29``
+        is that object only there)."""
+        here = Bound(self.window, self.fallback_of)
+        root = node
+        while isinstance(root, (ast.Attribute, ast.Subscript, ast.Call)):
+            root = root.func if isinstance(root, ast.Call) else root.value
+        if not isinstance(root, ast.Name):
+            return here
+        bound = self.scope.condition_of(root.id)
+        if bound is None:
+            return here
+        return Bound(self.window & bound.window, self.fallback_of or bound.fallback_of)
+
+    def use(
+        self,
+        kind: Kind,
+        target: str,
+        node: ast.AST,
+        *,
+        guarded: bool | None = None,
+        anchor: str | None = None,
+        match: Match | None = None,
+        presence: bool = False,
+        replaces: bool = False,
+        aliases: str = "",
+        stash: str | None = None,
+        constant: bool = False,
+        spot: anchortests.Spot = (0, 0),
+        partners: tuple[anchortests.Spot, ...] = (),
+        read_from: ReadFrom | None = None,
+    ) -> None:
+        if not self.emit:
+            return
+        if self.applying and kind is not Kind.ANCHOR:
+            # the plain walk records the rest; what was given to the function is new
+            through = kind in (Kind.SOURCE, Kind.PATCH) and any(
+                target == p or target.startswith(f"{p}.") for p in self.passed
+            )
+            if not through:
+                return
+        bound = self._bound_at(node)
+        self.uses.append(
+            Use(
+                kind=kind,
+                target=target,
+                path=self.path,
+                line=getattr(node, "lineno", 0),
+                guarded=(self.guarded > 0 if guarded is None else guarded) or presence,
+                anchor=anchor,
+                match=match,
+                scope=self.function,
+                presence=presence,
+                unset=f"-{target}" in self.present,
+                replaces=replaces,
+                aliases=aliases,
+                stash=stash,
+                constant=constant,
+                versions=bound.window.specifiers(),
+                undecided=self.undecided,
+                fallback_of=bound.fallback_of,
+                requires=self._required(target, presence=presence),
+                spot=spot,
+                partners=partners,
+                read_from=read_from,
+                within=self.within,
+                after=tuple(sorted(self.imported - {target})),
+                handled=self._handled_import(node) if kind is Kind.IMPORT else "",
+            )
+        )
+
+    def _required(self, target: str, *, presence: bool) -> tuple[str, ...]:
+        """The upstream things found present before this use that it lies in (``x.y``
+        for ``x.y.f``); a presence test requires what it tests."""
+        found = {
+            p[1:]
+            for p in self.present
+            if p.startswith("+") and (target == p[1:] or target.startswith(f"{p[1:]}."))
+        }
+        if presence:
+            found.add(target)
+        return tuple(sorted(found))
+
+    def _handled_import(self, node: ast.AST) -> str:
+        position = (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+        return self.handled.get(position, "")
+
+
+def _tested_for_none(test: ast.expr, *, positive: bool) -> ast.expr | None:
+    """The name or call ``test`` says is None where it is ``positive`` (``x is None``, or
+    ``x is not None`` where it fails); None: it says no such thing."""
+    if not (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], (ast.Is, ast.IsNot))
+        and isinstance(test.comparators[0], ast.Constant)
+        and test.comparators[0].value is None
+        and isinstance(test.left, (ast.Name, ast.Call))
+    ):
+        return None
+    return test.left if isinstance(test.ops[0], ast.Is) == positive else None

@@ -1,0 +1,135 @@
+"""What a name is bound to (an upstream object, a project module or function, a standard
+module), and the scopes that hold the names of a module, class or function."""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+
+from canary.surface import guards
+from canary.surface.segments import Definition
+from canary.surface.texts import Value
+
+
+@dataclass(frozen=True)
+class Upstream:
+    path: str  # dotted: transformers.trainer.Trainer
+
+
+@dataclass(frozen=True)
+class Stdlib:
+    """An object of a module outside the project and upstream, known by its dotted path: of
+    the standard library (and ``packaging``), or a version parser the project declares."""
+
+    path: str  # inspect.getsource
+
+
+@dataclass(frozen=True)
+class ProjectModule:
+    name: str
+
+
+@dataclass(frozen=True)
+class ProjectFunction:
+    module: str
+    name: str
+    # parsed, or a top-level definition parsed when first needed
+    definition: ast.FunctionDef | ast.AsyncFunctionDef | Definition = field(
+        compare=False, hash=False, repr=False
+    )
+
+    @property
+    def node(self) -> ast.FunctionDef | ast.AsyncFunctionDef:
+        node = self.definition
+        if isinstance(node, Definition):
+            node = node.node  # type: ignore[assignment]
+        return node  # type: ignore[return-value]
+
+
+Binding = Upstream | Stdlib | ProjectModule | ProjectFunction
+
+
+# A project function whose name says it tests versions or requirements.
+VERSION_HELPER = re.compile(r"version|require|_v\d", re.IGNORECASE)
+
+
+UNBOUND = object()  # a name no scope binds (None: bound, to something extraction ignores)
+
+
+def may_mention(function: ProjectFunction, *words: str) -> bool:
+    """Whether the function's text may contain one of ``words`` (a function parsed
+    already, nested in another, may: its text is not kept)."""
+    definition = function.definition
+    if not isinstance(definition, Definition):
+        return True
+    text = definition.text.lower()
+    return any(word in text for word in words)
+
+
+# The standard modules whose functions extraction understands, and packaging, for its
+# version parsers: a project's own ``Version`` wrapper may compare differently (unsloth's
+# reads "4.50.0.dev0" as 4.50.0.1), so only packaging's make a version window.
+STDLIB = frozenset({"inspect", "re", "textwrap", "importlib", "contextlib", "typing", "packaging"})
+
+
+@dataclass(frozen=True)
+class Bound:
+    """Where a binding is made: a version window, and the upstream imports it falls back
+    from (it is made only where one of them fails)."""
+
+    window: guards.Window = guards.EVERY_RELEASE
+    fallback_of: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Presence:
+    """A name bound to a presence test (``added = not hasattr(x, "y")``): what holds about
+    upstream attributes where it is true, and where it is false ("+x.y", "-x.y")."""
+
+    true: frozenset[str]
+    false: frozenset[str]
+
+
+@dataclass
+class Scope:
+    names: dict[str, Binding | None] = field(default_factory=dict)
+    values: dict[str, Value] = field(default_factory=dict)
+    parent: Scope | None = None
+    is_class: bool = False
+    # names bound to upstream under a version test or in an except ImportError: where
+    # that binding is made, which every later use of the name carries (elsewhere, the
+    # name is something else)
+    conditions: dict[str, Bound] = field(default_factory=dict)
+
+    def condition_of(self, name: str) -> Bound | None:
+        """Where the binding ``name`` has here is made (None: on every release)."""
+        scope: Scope | None = self
+        first = True
+        while scope is not None:
+            if (first or not scope.is_class) and name in scope.names:
+                return scope.conditions.get(name)
+            first = False
+            scope = scope.parent
+        return None
+
+    def lookup(self, name: str) -> object:
+        scope: Scope | None = self
+        first = True
+        while scope is not None:
+            # a class body's names are not visible inside its methods
+            if (first or not scope.is_class) and name in scope.names:
+                return scope.names[name]
+            first = False
+            scope = scope.parent
+        return UNBOUND
+
+    def value(self, name: str) -> Value | None:
+        scope: Scope | None = self
+        while scope is not None:
+            if name in scope.values:
+                return scope.values[name]
+            if name in scope.names:
+                return None  # bound to something else: shadows an outer constant
+            scope = scope.parent
+        return None

@@ -1,0 +1,62 @@
+"""Small questions of the syntax tree the walk asks: a function's parameters, a call's
+arguments, the module an import names."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+
+def absolute_module(module: str, is_package: bool, node: ast.ImportFrom) -> str | None:
+    """The absolute module ``from <node.module> import ...`` names inside ``module``."""
+    if not node.level:
+        return node.module
+    package = module.split(".")
+    if not is_package:
+        package = package[:-1]
+    if node.level - 1 > len(package):
+        return None
+    package = package[: len(package) - (node.level - 1)]
+    return ".".join([*package, *([node.module] if node.module else [])])
+
+
+def positional(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
+    return [a.arg for a in (*node.args.posonlyargs, *node.args.args)]
+
+
+def arguments(args: ast.arguments) -> Iterator[str]:
+    for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs):
+        yield arg.arg
+    for arg in (args.vararg, args.kwarg):
+        if arg is not None:
+            yield arg.arg
+
+
+def defaults(args: ast.arguments) -> list[ast.expr]:
+    return [*args.defaults, *(d for d in args.kw_defaults if d is not None)]
+
+
+def annotations(node: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.expr]:
+    args = node.args
+    for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
+        if arg is not None and arg.annotation is not None:
+            yield arg.annotation
+    if node.returns is not None:
+        yield node.returns
+
+
+def argument(node: ast.Call, index: int, names: tuple[str, ...]) -> ast.expr | None:
+    if index < len(node.args) and not any(isinstance(a, ast.Starred) for a in node.args):
+        return node.args[index]
+    name = names[index] if index < len(names) else None
+    return next((k.value for k in node.keywords if k.arg == name), None)
+
+
+def is_name(node: ast.expr, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
+
+
+def argument_or_keyword(node: ast.Call, index: int, keyword: str) -> ast.expr | None:
+    if index < len(node.args):
+        return node.args[index]
+    return next((k.value for k in node.keywords if k.arg == keyword), None)

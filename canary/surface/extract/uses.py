@@ -1,0 +1,134 @@
+"""One site of one upstream reference as the walk records it, and how uses become
+references: the project's own attributes left out, the rest merged per reference."""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from canary.surface import anchortests
+from canary.surface.model import Kind, Match, ReadFrom, Reference, Site, merge_references
+
+
+@dataclass(frozen=True)
+class Use:
+    """One site of one reference, with what the own-attribute rules need to know."""
+
+    kind: Kind
+    target: str
+    path: str
+    line: int
+    guarded: bool
+    anchor: str | None = None
+    match: Match | None = None
+    scope: int = 0  # the function it is in (0: module level)
+    presence: bool = False  # hasattr(x, "y") / getattr(x, "y", default): asks, needs nothing
+    unset: bool = False  # under a test that x.y is not there (yet)
+    replaces: bool = False  # a PATCH that replaces the object (not an item in it)
+    aliases: str = ""  # ... with upstream's own object Y (X.n = Y): Y's dotted path
+    stash: str | None = None  # X._orig_f = X.f: the original it keeps beside it (X.f)
+    constant: bool = False  # set to a literal (True, a name): a marker
+    versions: tuple[tuple[str, str], ...] = ()  # the window of the version tests around it
+    undecided: str = ""  # a test around it canary cannot evaluate decides whether it runs
+    fallback_of: tuple[str, ...] = ()  # runs only where one of these upstream imports fails
+    requires: tuple[str, ...] = ()  # runs only where these upstream things exist
+    spot: anchortests.Spot = (0, 0)  # ANCHOR: where it is applied (line, column)
+    partners: tuple[anchortests.Spot, ...] = ()  # ANCHOR: the spots of its alternatives
+    after: tuple[str, ...] = ()  # reached only after its function imported these
+    handled: str = ""  # an import whose failure its try's handler takes the place of: why
+    read_from: ReadFrom | None = None  # an anchor read only where its owner is the one read
+    within: str = ""  # the module-level function it lies in ("": none; a method's is none)
+
+
+def own_targets(
+    uses: list[Use], tokens: frozenset[str], patterns: tuple[str, ...]
+) -> frozenset[str]:
+    replaced = {u.target for u in uses if u.kind is Kind.PATCH and u.replaces}
+    sets: dict[str, list[Use]] = {}
+    for use in uses:
+        if use.kind is Kind.PATCH and use.replaces:
+            sets.setdefault(use.target, []).append(use)
+    own = {
+        target
+        for target in {u.target for u in uses if u.kind is not Kind.IMPORT}
+        if _named_own(target.rpartition(".")[2], tokens, patterns)
+    }
+    for target, assigned in sets.items():
+        owner = target.rpartition(".")[0]
+        marker = owner in replaced and all(s.constant for s in assigned)
+        stash = any(s.stash for s in assigned)
+        if marker or stash or all(s.unset for s in assigned):
+            own.add(target)
+    return frozenset(own)
+
+
+def _named_own(name: str, tokens: frozenset[str], patterns: tuple[str, ...]) -> bool:
+    """A private name that carries the project's name (``_unsloth_patched``), or one the
+    configuration lists. Public names are left alone: upstream has ``use_liger_kernel``."""
+    if any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns):
+        return True
+    lowered = name.lower()
+    return name.startswith("_") and any(token in lowered for token in tokens)
+
+
+def is_own(use: Use, own: frozenset[str]) -> bool:
+    if use.kind is Kind.IMPORT:
+        return False
+    target = use.target
+    while target:
+        if target in own:
+            return True
+        target = target.rpartition(".")[0]
+    return False
+
+
+def merge(uses: Iterable[Use]) -> tuple[Reference, ...]:
+    uses = list(uses)
+    alternatives = _alternatives(uses)
+    merged = merge_references(
+        Reference(
+            use.target.split(".", 1)[0],
+            use.target,
+            use.kind,
+            (
+                Site(
+                    use.path,
+                    use.line,
+                    use.guarded,
+                    use.versions,
+                    at_import=use.scope == 0,
+                    undecided=use.undecided,
+                    fallback_of=use.fallback_of,
+                    requires=use.requires,
+                    replaces=use.kind is Kind.PATCH and use.replaces,
+                    aliases=use.aliases if use.kind is Kind.PATCH else "",
+                    alternatives=alternatives.get(use, ()),
+                    after=use.after,
+                    handled=use.handled,
+                ),
+            ),
+            use.anchor,
+            use.match,
+            use.read_from,
+        )
+        for use in uses
+    )
+    return tuple(sorted(merged, key=lambda r: (r.key[:3], r.anchor or "")))
+
+
+def _alternatives(uses: list[Use]) -> dict[Use, tuple[str, ...]]:
+    """Each anchor use's alternatives (:mod:`canary.surface.anchortests`): the anchors
+    applied at its partners' spots to the same source, as the walk found them."""
+    at: dict[tuple[str, str, anchortests.Spot], set[str]] = {}
+    for use in uses:
+        if use.kind is Kind.ANCHOR and use.anchor is not None:
+            at.setdefault((use.path, use.target, use.spot), set()).add(use.anchor)
+    found = {}
+    for use in uses:
+        if use.partners:
+            anchors = set().union(*(at.get((use.path, use.target, p), ()) for p in use.partners))
+            anchors.discard(use.anchor)
+            if anchors:
+                found[use] = tuple(sorted(anchors))
+    return found
