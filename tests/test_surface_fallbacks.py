@@ -111,6 +111,9 @@ def test_an_import_the_try_does_not_catch_is_not_handled(tmp_path):
         "    except Exception:\n        return False\n",
         "def on(f):\n    if f and LlamaFlashAttention2:\n"
         "        return LlamaFlashAttention2.forward\n",
+        # autoawq's exaone: the names are only type hints, and None is one
+        "def fuse(model: LlamaFlashAttention2) -> List[Tuple[str, LlamaFlashAttention2]]:\n"
+        "    blocks: List[LlamaFlashAttention2] = []\n    return blocks\n",
     ],
 )
 def test_a_none_read_only_where_tested_or_caught_handles_the_miss(tmp_path, after):
@@ -123,6 +126,7 @@ def test_a_none_read_only_where_tested_or_caught_handles_the_miss(tmp_path, afte
     ("after", "others"),
     [
         ("def make():\n    return LlamaFlashAttention2()\n", ()),  # None(): TypeError
+        ("def f(m: LlamaFlashAttention2 | int):\n    pass\n", ()),  # None | int: TypeError
         # liger's output classes: defined only when the import gave one, imported elsewhere
         (
             "if LlamaFlashAttention2 is not None:\n    class Mine(LlamaFlashAttention2): pass\n",

@@ -254,8 +254,9 @@ def none_is_harmless(naming: Sequence[ast.stmt], name: str, origin: ast.Try) -> 
     """Whether ``name``, set to ``None`` by the handler of ``origin`` (a module-level
     ``try``), is read nowhere in its module (``naming``: its statements whose text names
     it) where a None can break: each read is in the
-    test of ``if name`` / ``if name is not None`` or under one, or inside a ``try`` whose
-    handler catches TypeError/AttributeError; and a block under such a test at module
+    test of ``if name`` / ``if name is not None`` or under one, inside a ``try`` whose
+    handler catches TypeError/AttributeError, or a type hint (autoawq's ``def
+    fuse_layers(model: OldExaoneForCausalLM)``); and a block under such a test at module
     level binds nothing (liger binds its output classes there: a None one module away).
     Reads from other modules are the caller's to rule out."""
     return all(
@@ -289,10 +290,30 @@ def _reads_harmless(  # noqa: PLR0911 - one return per form of block
         body = _all_harmless(node.body, name, gated=True, module_level=module_level)
         rest = [*node.handlers, *node.orelse, *node.finalbody]
         return body and _all_harmless(rest, name, gated=gated, module_level=module_level)
+    if isinstance(node, (ast.arg, ast.AnnAssign)) and node.annotation is not None:
+        rest = [] if isinstance(node, ast.arg) else [node.target, *filter(None, [node.value])]
+        return _annotation_harmless(node.annotation, name) and _all_harmless(
+            rest, name, gated=gated, module_level=module_level
+        )
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.returns is not None:
+        others = [n for n in ast.iter_child_nodes(node) if n is not node.returns]
+        return _annotation_harmless(node.returns, name) and _all_harmless(
+            others, name, gated=gated, module_level=False
+        )
     inner = module_level and not isinstance(
         node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
     )
     return _all_harmless(ast.iter_child_nodes(node), name, gated=gated, module_level=inner)
+
+
+def _annotation_harmless(annotation: ast.expr, name: str) -> bool:
+    """A None read as a type hint is one (``def f(m: X)``, ``List[Tuple[str, X]]``), except
+    joined with ``|`` (``None | int`` raises)."""
+    return not any(
+        isinstance(part, ast.BinOp)
+        and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(part))
+        for part in ast.walk(annotation)
+    )
 
 
 def _all_harmless(nodes: Iterable[ast.AST], name: str, *, gated: bool, module_level: bool) -> bool:
