@@ -246,3 +246,29 @@ def test_a_handler_that_goes_on_after_another_error_requires_nothing(tmp_path):
     refs = project_surface(tmp_path, {"proj/m.py": source})
     (site,) = next(r for r in refs if r.target == "transformers.masking_utils.sdpa_mask").sites
     assert site.requires == ()
+
+
+@pytest.mark.parametrize(
+    ("reads", "handled_there"),
+    [
+        # outlines' FlaxPreTrainedModel: set to None in the function, read under a test
+        (
+            "    if LlamaFlashAttention2 is not None and isinstance(m, LlamaFlashAttention2):\n"
+            "        return 1\n",
+            True,
+        ),
+        ("    return LlamaFlashAttention2.forward\n", False),  # read unguarded
+        ("    global LlamaFlashAttention2\n", False),  # not its own local
+    ],
+)
+def test_a_none_fallback_inside_a_function_is_judged_by_its_reads_there(
+    tmp_path, reads, handled_there
+):
+    source = (
+        "def load(m):\n"
+        "    try:\n"
+        f"        from {FLASH.rpartition('.')[0]} import LlamaFlashAttention2\n"
+        "    except ImportError:\n"
+        "        LlamaFlashAttention2 = None\n" + reads
+    )
+    assert bool(handled(tmp_path, source)) is handled_there

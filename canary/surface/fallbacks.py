@@ -266,6 +266,21 @@ def none_is_harmless(naming: Sequence[ast.stmt], name: str, origin: ast.Try) -> 
     )
 
 
+def none_is_local_and_harmless(function: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
+    """:func:`none_is_harmless` for a ``try`` inside ``function``: ``name`` is its local
+    (no ``global``/``nonlocal`` declares it), so its reads are all in its body (outlines'
+    ``except ImportError: FlaxPreTrainedModel = None``, read under ``is not None``)."""
+    if any(
+        isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names
+        for node in ast.walk(function)
+    ):
+        return False
+    return all(
+        _reads_harmless(statement, name, gated=False, module_level=False)
+        for statement in function.body  # origin's own handler only stores the None
+    )
+
+
 def _reads_harmless(  # noqa: PLR0911 - one return per form of block
     node: ast.AST, name: str, *, gated: bool, module_level: bool
 ) -> bool:

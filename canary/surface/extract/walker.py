@@ -505,10 +505,14 @@ class Walker(Anchoring):
 
     def _none_harmless(self, node: ast.Try, name: str) -> bool:
         """Whether ``name``, set to None where the imports of ``node`` fail, is read
-        nowhere a None can break: judged at module level only."""
-        if self.scope is not self.module_scope or self.function:
+        nowhere a None can break: in the module, or, in a function, in that function (a
+        local name: nothing else reads it, unless it is declared ``global``/``nonlocal``)."""
+        if self.scope is self.module_scope and not self.function:
+            return self.project.none_harmless(self.path, node, name)
+        function = self.function_node
+        if function is None or self.scope.is_class:
             return False
-        return self.project.none_harmless(self.path, node, name)
+        return fallbacks.none_is_local_and_harmless(function, name)
 
     def _unbound_harmless(self, node: ast.Try, name: str, *, kept: bool) -> str:
         """Why ``name``, left as it was where the body of ``node`` stops at a failed
