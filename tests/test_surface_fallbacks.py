@@ -258,17 +258,31 @@ def test_a_handler_that_goes_on_after_another_error_requires_nothing(tmp_path):
             True,
         ),
         ("    return LlamaFlashAttention2.forward\n", False),  # read unguarded
-        ("    global LlamaFlashAttention2\n", False),  # not its own local
+        ("", False),  # declared global below: read wherever the module is
     ],
 )
 def test_a_none_fallback_inside_a_function_is_judged_by_its_reads_there(
     tmp_path, reads, handled_there
 ):
     source = (
-        "def load(m):\n"
-        "    try:\n"
+        "def load(m):\n" + ("" if reads else "    global LlamaFlashAttention2\n") + "    try:\n"
         f"        from {FLASH.rpartition('.')[0]} import LlamaFlashAttention2\n"
         "    except ImportError:\n"
         "        LlamaFlashAttention2 = None\n" + reads
     )
     assert bool(handled(tmp_path, source)) is handled_there
+
+
+def test_a_name_outside_the_try_body_only_in_a_docstring_is_read_nowhere_there(tmp_path):
+    # nvidia-modelopt's _parse_shard_size: its docstring names the helper it imports
+    source = (
+        "def parse(size):\n"
+        "    '''Mirrors LlamaFlashAttention2, removed later.'''\n"
+        "    try:\n"
+        f"        {IMPORT}\n"
+        "        return LlamaFlashAttention2(size)\n"
+        "    except ImportError:\n"
+        "        pass\n"
+        "    return size\n"
+    )
+    assert "inside the try body it leaves" in handled(tmp_path, source)

@@ -128,9 +128,18 @@ def unbound_is_harmless(
     ]
     if not outside:
         return "read only after the import, inside the try body it leaves"
+    statements = block.statements()
+    if not any(  # the text shows it outside only in strings or comments
+        isinstance(node, ast.Name)
+        and node.id == name
+        and isinstance(node.ctx, ast.Load)
+        and not first <= node.lineno <= last
+        for statement in statements
+        for node in ast.walk(statement)
+    ):
+        return "read only after the import, inside the try body it leaves"
     if not kept or outside[0] >= origin.lineno:
         return ""  # named only after the try: no value kept from before it
-    statements = block.statements()
     before = [
         node.lineno
         for statement in statements
@@ -266,14 +275,20 @@ def none_is_harmless(naming: Sequence[ast.stmt], name: str, origin: ast.Try) -> 
     )
 
 
+def declared_outside(function: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
+    """``global name`` / ``nonlocal name`` in ``function``: no local of its own, so code
+    elsewhere reads it too."""
+    return any(
+        isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names
+        for node in ast.walk(function)
+    )
+
+
 def none_is_local_and_harmless(function: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
     """:func:`none_is_harmless` for a ``try`` inside ``function``: ``name`` is its local
     (no ``global``/``nonlocal`` declares it), so its reads are all in its body (outlines'
     ``except ImportError: FlaxPreTrainedModel = None``, read under ``is not None``)."""
-    if any(
-        isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names
-        for node in ast.walk(function)
-    ):
+    if declared_outside(function, name):
         return False
     return all(
         _reads_harmless(statement, name, gated=False, module_level=False)

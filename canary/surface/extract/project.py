@@ -95,7 +95,9 @@ class Project:
         self.files = tuple(f for f in files if f.endswith(".py"))
         self.module_of: dict[str, str] = {}
         self.path_of: dict[str, str] = {}
+        self._text: dict[str, bytes] = {}
         packages = {str(PurePosixPath(f).parent) for f in self.files if f.endswith("__init__.py")}
+        packages |= self._namespaces(packages)
         for path in self.files:
             name = _module_name(path, packages)
             self.module_of[path] = name
@@ -106,7 +108,6 @@ class Project:
         for name in self.path_of:
             if "." in name:
                 self.children.setdefault(name.rpartition(".")[0], []).append(name)
-        self._text: dict[str, bytes] = {}
         self._trees: dict[str, ast.Module] = {}
         self._exports: dict[str, Exports] = {}
         self._summaries: dict[int, tuple[Value | None, tuple[str, ...]]] = {}
@@ -130,6 +131,21 @@ class Project:
         self._unbound_harmless: dict[tuple[str, int, str, bool], str] = {}
         # (path, line, column) of a try -> its handled imports (line, column) -> why
         self.handled: dict[tuple[str, int, int], dict[tuple[int, int], str]] = {}
+
+    def _namespaces(self, packages: set[str]) -> set[str]:
+        """Top-level folders with no ``__init__.py`` that hold packages the project imports
+        through them (``optimum/intel/...``, imported as ``optimum.intel``): namespace
+        packages (PEP 420), part of every module name below them. Without an import that
+        spells them, a folder above the packages is no part of a name (a checkout's folder)."""
+        found: set[str] = set()
+        for folder in {p.split("/", 1)[0] for p in packages if "/" in p}:
+            if folder in packages or not folder.isidentifier() or folder in _GENERIC_FOLDERS:
+                continue
+            inner = {p.split("/")[1] for p in packages if p.startswith(f"{folder}/")}
+            spelled = [f"{folder}.{name}".encode() for name in inner]
+            if any(word in self.text(path) for path in self.files for word in spelled):
+                found.add(folder)
+        return found
 
     def none_harmless(self, path: str, node: ast.Try, name: str) -> bool:
         """Whether ``name``, set to None by the handler of the module-level ``node`` of

@@ -520,6 +520,8 @@ class Walker(Anchoring):
         module level the module, and no other file may name it (it may import it)."""
         if self.function_node is not None:
             function = self.function_node
+            if fallbacks.declared_outside(function, name):
+                return ""  # a global: read wherever the module is
             body = function.body
             block = fallbacks.Block(
                 self.project.lines(self.path),
