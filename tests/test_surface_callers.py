@@ -44,7 +44,9 @@ def test_a_helper_called_only_past_a_presence_test_requires_what_it_tested(tmp_p
 
 
 def test_a_helper_of_a_helper_takes_the_outer_callers_window(tmp_path):
-    middle = "def _middle():\n    _convert()\n"
+    # the middle helper names upstream itself, so the walk reads it (and where it names
+    # _convert); one that names nothing upstream is skipped, and leaves _convert as it was
+    middle = "import transformers\ndef _middle():\n    transformers.logging\n    _convert()\n"
     assert [
         s.versions for s in sites(tmp_path, HELPER, middle, V5.replace("_convert", "_middle"))
     ] == [WINDOW]
@@ -84,6 +86,7 @@ def test_recursion_is_no_way_in(tmp_path):
         ),  # a decorator may register it
         ((HELPER, V5, "def run():\n    _convert()\n"), None),  # one place under no condition
         ((HELPER, V5, "NAMES = ['_convert']\n"), None),  # named in a string
+        ((HELPER, V5, "def run():\n    if flag():\n        _convert()\n"), None),  # not walked
         ((HELPER, V5, "# _convert is the converter\n"), None),  # ... or a comment: not followed
         ((HELPER, V5), {"proj/o.py": "from proj.m import _convert as convert\n"}),  # renamed
         ((HELPER, V5), {"proj/o.py": "import proj.m\ndef run():\n    proj.m._convert()\n"}),

@@ -129,12 +129,14 @@ def unbound_is_harmless(
     if not outside:
         return "read only after the import, inside the try body it leaves"
     statements = block.statements()
+    shown = set(outside)
     if not any(  # the text shows it outside only in strings or comments
         isinstance(node, ast.Name)
         and node.id == name
         and isinstance(node.ctx, ast.Load)
         and not first <= node.lineno <= last
         for statement in statements
+        if shown.intersection(range(statement.lineno, (statement.end_lineno or 0) + 1))
         for node in ast.walk(statement)
     ):
         return "read only after the import, inside the try body it leaves"

@@ -115,14 +115,18 @@ def reach(
     loads: Iterable[Load],
     module_of: Mapping[str, str],
     text: Callable[[str], str],
+    *,
+    strings: Collection[str] = (),
+    walked: Collection[str] = (),
 ) -> list[U]:
     """``uses`` with each one copied once per way the project imports its module under
     conditions (``module_of``: each walked file's dotted module; ``text``: a
-    project file's source)."""
+    project file's source; ``strings``: the dotted project names the code of the ``walked``
+    files spells as string literals; the other files' strings are read from their text)."""
     modules = {module_of[use.path] for use in uses if use.path in module_of}
     if not modules:
         return list(uses)
-    ways = _Ways(loads, module_of, text)
+    ways = _Ways(loads, module_of, text, strings=strings, walked=walked)
     contexts = {module: ways.contexts(module) for module in modules}
     reached: list[U] = []
     for use in uses:
@@ -150,8 +154,17 @@ class _Ways:
     """The ways into each project module: its import statements and what they run under."""
 
     def __init__(
-        self, loads: Iterable[Load], module_of: Mapping[str, str], text: Callable[[str], str]
+        self,
+        loads: Iterable[Load],
+        module_of: Mapping[str, str],
+        text: Callable[[str], str],
+        *,
+        strings: Collection[str] = (),
+        walked: Collection[str] = (),
     ) -> None:
+        self._strings = strings
+        self._walked = frozenset(walked)
+        self.strings: list[str] | None = None  # every dotted project name in a string
         self.module_of = module_of
         known = set(module_of.values())
         self.loads: dict[tuple[str, str, int], list[Load]] = {}
@@ -179,6 +192,8 @@ class _Ways:
         self.known = known
         self.tops = tops
         self._scanned = scanned or None  # every file's import statements, read when needed
+        self._loaded = {module for module, _, _ in self.loads}
+        self._imported: set[str] | None = None  # every module an import statement loads
         self.statements: dict[str, set[tuple[str, int]]] = {}  # module -> (path, line)
         self.top: set[tuple[str, int]] = set()  # those in no block: at their module's level
         for module, path, line in self.loads:  # a statement the text scan misses
@@ -254,10 +269,17 @@ class _Ways:
         """Why the project loads ``module`` only by its name in a string (a lazy registry,
         ``importlib.import_module("a.b")``), which canary does not follow: no import
         statement of the project loads it, and a string names it ("": one does, or none)."""
-        if any(loaded == module for loaded, _, _ in self.loads):
+        if module in self._loaded:
             return ""
-        if self._scanned is None:
-            self._scanned = {
+        if self.strings is None:
+            unwalked = (self.text(p) for p in self.module_of if p not in self._walked)
+            quoted = set(self._strings).union(*(_quoted(s, self.tops) for s in unwalked))
+            self.strings = sorted(quoted)
+        named = next((n for n in self.strings if n == module or n.startswith(f"{module}.")), None)
+        if named is None:
+            return ""  # named in no string the walk saw: its users import it
+        if self._imported is None:
+            scanned = self._scanned or {
                 path: list(
                     _imports(
                         self.text(path), name, path.endswith("__init__.py"), self.known, self.tops
@@ -265,14 +287,8 @@ class _Ways:
                 )
                 for path, name in self.module_of.items()
             }
-        if any(name == module for found in self._scanned.values() for name, _, _ in found):
-            return ""
-        if self._named is None:
-            self._named, self._computed = self._by_name()
-        named = next(
-            (n for n in sorted(self._named) if n == module or n.startswith(f"{module}.")), None
-        )
-        if named is None:
+            self._imported = {name for found in scanned.values() for name, _, _ in found}
+        if module in self._imported:
             return ""
         return (
             f"no import statement of the project loads {module}; it is loaded by its name "
@@ -296,20 +312,15 @@ class _Ways:
         return ""
 
     def _by_name(self) -> tuple[set[str], str]:
-        """The dotted names in strings that start with a top-level package of the project,
-        and the first place a name computed at run time is imported ("": none)."""
-        tops = self.tops
+        """The dotted names in strings that start with a top-level package of a module
+        imported only under conditions, and the first place a name computed at run time
+        is imported ("": none)."""
+        tops = {module.split(".", 1)[0] for module in self.candidates}
         named: set[str] = set()
         computed = ""
         for path in self.module_of:
             source = self.text(path)
-            for top in tops:
-                for quote in "\"'":
-                    needle = f"{quote}{top}"
-                    at = source.find(needle)
-                    while at != -1:
-                        named.add(_DOTTED.match(source, at + 1).group())  # type: ignore[union-attr]
-                        at = source.find(needle, at + 1)
+            named |= _quoted(source, tops)
             for call in _IMPORTERS if not computed else ():
                 at = source.find(call)
                 while at != -1 and not computed:
@@ -317,6 +328,19 @@ class _Ways:
                         computed = f"{path}:{source.count(chr(10), 0, at) + 1}"
                     at = source.find(call, at + 1)
         return named, computed
+
+
+def _quoted(source: str, tops: Collection[str]) -> set[str]:
+    """The dotted names in ``source``'s strings that start with one of ``tops``."""
+    named: set[str] = set()
+    for top in tops:
+        for quote in "\"'":
+            needle = f"{quote}{top}"
+            at = source.find(needle)
+            while at != -1:
+                named.add(_DOTTED.match(source, at + 1).group())  # type: ignore[union-attr]
+                at = source.find(needle, at + 1)
+    return named
 
 
 def _imports(

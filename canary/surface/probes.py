@@ -46,6 +46,46 @@ def requirements(
     return _Reader(imports_only, upstream_of, success).read(node)
 
 
+def worth_reading(node: ast.FunctionDef | ast.AsyncFunctionDef, success: Success) -> bool:
+    """What :func:`requirements` needs at the least, read cheaply first (most functions
+    tested in an ``if`` are no probe): for a truthy probe, a last statement that returns
+    ``True`` or a ``hasattr`` (or a ``try`` whose body ends so); for a reason probe, a
+    reason returned and no return of anything but a reason or None."""
+    body = node.body
+    if not body:
+        return False
+    if success is Success.TRUTHY:
+        last = body[-1]
+        if isinstance(last, ast.Try) and last.body:
+            last = last.body[-1]
+        value = last.value if isinstance(last, ast.Return) else None
+        return (isinstance(value, ast.Constant) and value.value is True) or (
+            isinstance(value, ast.Call) and getattr(value.func, "id", None) == "hasattr"
+        )
+    last = body[-1]
+    if isinstance(last, ast.Return) and not (
+        last.value is None or (isinstance(last.value, ast.Constant) and last.value.value is None)
+    ):
+        return False  # ends returning something else: no reason probe (the cheap common case)
+    returns = [n.value for n in _own_nodes(node) if isinstance(n, ast.Return)]
+    return any(_a_reason(v) for v in returns) and all(
+        v is None or _a_reason(v) or (isinstance(v, ast.Constant) and v.value is None)
+        for v in returns
+    )
+
+
+def _own_nodes(node: ast.AST) -> list[ast.AST]:
+    """The nodes of a function's body, not of the functions and classes in it."""
+    found: list[ast.AST] = []
+    todo = list(ast.iter_child_nodes(node))
+    while todo:
+        child = todo.pop()
+        found.append(child)
+        if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            todo.extend(ast.iter_child_nodes(child))
+    return found
+
+
 class _Reader:
     """Reads one function's body as a probe, statement by statement."""
 

@@ -165,7 +165,14 @@ def survey(
     uses.extend(project.drain_applied())
     skipped |= project.skipped
     uses = callers.carry(uses, walked.mentions, project.module_of, project.text)
-    uses = importers.reach(uses, walked.loads, project.module_of, project.source)
+    uses = importers.reach(
+        uses,
+        walked.loads,
+        project.module_of,
+        project.source,
+        strings=walked.strings,
+        walked=paths,
+    )
     own = own_targets(uses, project.own_tokens, tuple(own_attributes))
     references = merge(use for use in uses if not is_own(use, own))
     counts = Counter(why for why, _, _ in skipped)
@@ -188,8 +195,10 @@ class _Walked:
     skipped: set[tuple[str, str, int]] = field(default_factory=set)
     loads: list[importers.Load] = field(default_factory=list)
     mentions: list[callers.Mention] = field(default_factory=list)
+    strings: set[str] = field(default_factory=set)
 
     def add(self, other: _Walked) -> None:
+        self.strings |= other.strings
         self.uses.extend(other.uses)
         self.skipped |= other.skipped
         self.loads.extend(other.loads)
@@ -237,4 +246,10 @@ def _walk_file(project: Project, path: str) -> _Walked:
     walker = Walker(project, path, emit=True)
     walker.walk_module()
     skipped, project.skipped = project.skipped, set()
-    return _Walked([*walker.uses, *project.drain_applied()], skipped, walker.loads, walker.mentions)
+    return _Walked(
+        [*walker.uses, *project.drain_applied()],
+        skipped,
+        walker.loads,
+        walker.mentions,
+        walker.strings,
+    )

@@ -105,6 +105,7 @@ class Project:
         self.own_tokens = _own_tokens(self.module_of.items())
         self.children: dict[str, list[str]] = {}  # package -> its direct submodules
         self.modules = frozenset(self.path_of)
+        self.tops = frozenset(name.partition(".")[0] for name in self.modules)
         for name in self.path_of:
             if "." in name:
                 self.children.setdefault(name.rpartition(".")[0], []).append(name)
@@ -143,7 +144,9 @@ class Project:
                 continue
             inner = {p.split("/")[1] for p in packages if p.startswith(f"{folder}/")}
             spelled = [f"{folder}.{name}".encode() for name in inner]
-            if any(word in self.text(path) for path in self.files for word in spelled):
+            prefix = f"{folder}.".encode()
+            texts = (self.text(path) for path in self.files)
+            if any(prefix in text and any(w in text for w in spelled) for text in texts):
                 found.add(folder)
         return found
 
@@ -375,6 +378,8 @@ class Project:
         """What ``function`` requires of upstream for returning ``success``, when it is a
         presence probe (:mod:`canary.surface.probes`); None: it is none."""
         key = (id(function.definition), success)
+        if key not in self._probes and not probes.worth_reading(function.node, success):
+            self._probes[key] = None
         if key not in self._probes:
             walker = self.walker(self, self.path_of[function.module], emit=False)
             self._probes[key] = walker.probe(function, success)

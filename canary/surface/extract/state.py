@@ -27,6 +27,7 @@ class WalkState:
         self.uses: list[Use] = []
         self.loads: list[importers.Load] = []
         self.mentions: list[callers.Mention] = []  # where it names the project's functions
+        self.strings: set[str] = set()  # dotted project names it spells as string literals
         self.module_scope = Scope()
         self.scope = self.module_scope
         self.upstream_stars: list[str] = []  # the module's `from <upstream> import *`

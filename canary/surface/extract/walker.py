@@ -62,6 +62,9 @@ class Walker(Anchoring):
         self.returns: Value | None = None  # summarising: what its returns may give
         self.interesting: frozenset[str] | None = None
         self.checked: ast.stmt | None = None  # the definition _skippable passed last
+        # the module's private functions, its own and imported: the names worth resolving
+        # where a bare name is read (callers.py), known once its bindings are
+        self.private_functions: frozenset[str] = frozenset()
 
     def walk_module(self) -> None:
         exports = self.project.whole_exports(self.module)
@@ -74,6 +77,11 @@ class Walker(Anchoring):
             self.scope = self.module_scope
             self.upstream_stars = list(exports.upstream_stars)
         self.interesting = self._interesting()
+        self.private_functions = frozenset(
+            name
+            for name, binding in self.module_scope.names.items()
+            if isinstance(binding, ProjectFunction) and callers.private(name)
+        )
         self.block(self.project.body(self.path))
 
     def _interesting(self) -> frozenset[str] | None:
@@ -81,26 +89,9 @@ class Walker(Anchoring):
         (None: any name may, under a ``from <upstream> import *``)."""
         if self.upstream_stars:
             return None
-        self.interesting = frozenset(
+        return frozenset(
             {"__import__", "getsource", "import_module", *self._bound_upstream(self.module_scope)}
         )
-        return self.interesting | self._reaching_private()
-
-    def _reaching_private(self) -> frozenset[str]:
-        """The module's private functions that may reach upstream, themselves or through
-        another: a function that names one is walked, so that the place is recorded
-        (:mod:`canary.surface.callers` needs every place that names them)."""
-        private = [
-            d
-            for d in self.project.body(self.path)
-            if isinstance(d, Definition) and d.kind == "def" and callers.private(d.name)
-        ]
-        reaching = {d.name for d in private if not self._skippable(d)}
-        while True:
-            more = {d.name for d in private if d.name not in reaching and d.mentions(reaching)}
-            if not more:
-                return frozenset(reaching)
-            reaching |= more
 
     def _bound_upstream(self, scope: Scope) -> Iterator[str]:
         """The names ``scope`` binds to something that may reach upstream: an upstream
@@ -842,10 +833,13 @@ class Walker(Anchoring):
     def expr(self, node: ast.expr) -> None:
         kind = type(node)
         if kind is ast.Name:
-            if node.id[0] == "_":  # type: ignore[attr-defined]
+            if node.id in self.private_functions:  # type: ignore[attr-defined]
                 self.mention(node, self.root(node), node.id)  # type: ignore[arg-type]
             return  # most expressions: a bare name is its binding's reference, made there
         if kind is ast.Constant:
+            value = node.value  # type: ignore[attr-defined]
+            if type(value) is str and value.partition(".")[0] in self.project.tops:
+                self.strings.add(value)  # a module a lazy registry names (importers.py)
             return
         handler = _EXPRESSIONS.get(kind)
         if handler is not None:
