@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol, TypeVar
 
@@ -184,7 +184,6 @@ class _Ways:
             return self._accounted[name]
         spots = self.spots.get(name, set())
         word = name.encode()
-        pattern = _identifier(word)
         accounted = True
         if self._words is None:
             # one scan of every file for the words that start with "_" (a superset of the
@@ -196,9 +195,9 @@ class _Ways:
             source = self.text(path)
             lines: list[bytes] | None = None
             line, at = 1, 0
-            for match in pattern.finditer(source):
-                line += source.count(b"\n", at, match.start())  # counted on from the last one
-                at = match.start()
+            for start in _occurrences(source, word):
+                line += source.count(b"\n", at, start)  # counted on from the last one
+                at = start
                 column = at - (source.rfind(b"\n", 0, at) + 1)
                 if (path, line, column) in spots:
                     continue
@@ -217,9 +216,22 @@ def private(name: str) -> bool:
     return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
 
 
-def _identifier(word: bytes) -> re.Pattern[bytes]:
-    """``word`` where it is a whole identifier (``m._f`` included)."""
-    return re.compile(rb"(?<!\w)" + re.escape(word) + rb"(?!\w)")
+# Bytes that continue an identifier, as ``\w`` reads bytes (ASCII): a byte of a non-ASCII
+# character beside a name leaves it an occurrence, which can only keep a function open.
+_WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+
+
+def _occurrences(source: bytes, word: bytes) -> Iterator[int]:
+    """Where ``word`` starts as a whole identifier (``m._f`` included): found by
+    ``bytes.find``, many times faster than a pattern with look-arounds on 2 MB files."""
+    at = source.find(word)
+    while at != -1:
+        end = at + len(word)
+        if (at == 0 or source[at - 1] not in _WORD_BYTES) and (
+            end == len(source) or source[end] not in _WORD_BYTES
+        ):
+            yield at
+        at = source.find(word, end)
 
 
 _WORD = re.compile(rb"_\w+")
