@@ -324,3 +324,25 @@ def test_a_check_whose_only_handler_is_for_a_missing_package_oumi_style(tmp_path
     assert windows(refs, Kind.IMPORT, "trl.experimental.gold.GOLDTrainer") == [{"trl": ">=0.24.0"}]
     # a handler for any Exception may be taken on an installed release: not read
     assert windows(refs, Kind.IMPORT, "trl.experimental.gold.GOLDConfig") == [{}]
+
+
+def test_a_flag_a_handler_sets_is_no_constant_of_the_helper_reading_it(tmp_path):
+    # optimum-intel: `_available = find_spec(...) is not None`, and `False` only in an
+    # `except PackageNotFoundError` (never taken): the helper is no constant False
+    helper = (
+        "import importlib.util\nimport importlib.metadata as md\n"
+        "_available = importlib.util.find_spec('transformers') is not None\n"
+        "if _available:\n"
+        "    try:\n"
+        "        _v = md.version('transformers')\n"
+        "    except md.PackageNotFoundError:\n"
+        "        _available = False\n"
+        "def is_v5():\n"
+        "    if _available == False:\n"
+        "        return False\n"
+        "    return True\n"
+    )
+    user = "from proj.h import is_v5\nif is_v5():\n    from transformers.integrations import moe\n"
+    refs = surface(tmp_path, {"proj/__init__.py": "", "proj/h.py": helper, "proj/m.py": user})
+    (site,) = next(r for r in refs if r.target == "transformers.integrations.moe").sites
+    assert "is_v5() allows, which canary cannot evaluate" in site.undecided

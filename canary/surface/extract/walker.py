@@ -787,6 +787,12 @@ class Walker(Anchoring):
         if text is None and fact is None and binding is None and value is not None:
             true, false = self._present(value, positive=True), self._present(value, positive=False)
             presence = Presence(true, false) if true or false else None
+        if self.conditional and _a_flag(text):
+            # a flag set in a branch or handler (`except PackageNotFoundError: available =
+            # False`) is one value among others: no constant, unless every one is known
+            known = self.scope.values.get(name)
+            bound = name in self.scope.names
+            text = union(known, text) if isinstance(known, Literals) else None if bound else text
         self.bind(name, binding)
         if text is not None:
             self.scope.values[name] = text
@@ -794,8 +800,8 @@ class Walker(Anchoring):
             self.scope.values[name] = fact  # type: ignore[assignment]
         elif presence is not None:
             self.scope.values[name] = presence  # type: ignore[assignment]
-        elif not self.conditional:
-            self.scope.values.pop(name, None)
+        elif not self.conditional or _a_flag(self.scope.values.get(name)):
+            self.scope.values.pop(name, None)  # unknown now (a flag: one of several values)
 
     def assign_unpacking(self, target: ast.Tuple | ast.List, value: ast.expr | None) -> None:
         if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts):
@@ -1053,3 +1059,9 @@ _STATEMENTS: dict[type, Callable[[Walker, Any, bool], None]] = {
     ast.Return: Walker.s_return,
     ast.Match: Walker.s_match,
 }
+
+
+def _a_flag(value: object) -> bool:
+    """Literal values none of which is a string (a flag, a number, None): read as constants
+    by version helpers, so never taken from one branch alone."""
+    return isinstance(value, Literals) and not any(isinstance(v, str) for v in value.values)
