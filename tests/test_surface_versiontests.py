@@ -4,6 +4,7 @@ oumi and llamafactory); a look-alike the evaluator cannot read keeps every relea
 
 from __future__ import annotations
 
+import pytest
 from test_surface_guards import surface, windows
 
 from canary.surface.model import Kind
@@ -326,16 +327,26 @@ def test_a_check_whose_only_handler_is_for_a_missing_package_oumi_style(tmp_path
     assert windows(refs, Kind.IMPORT, "trl.experimental.gold.GOLDConfig") == [{}]
 
 
-def test_a_flag_a_handler_sets_is_no_constant_of_the_helper_reading_it(tmp_path):
-    # optimum-intel: `_available = find_spec(...) is not None`, and `False` only in an
-    # `except PackageNotFoundError` (never taken): the helper is no constant False
+@pytest.mark.parametrize(
+    ("tried", "handler", "undecided"),
+    [
+        # optimum-intel: reading an upstream package's version never raises
+        # PackageNotFoundError on a release checked: the flag stays True
+        ("md.version('transformers')", "md.PackageNotFoundError", False),
+        # a handler that may be taken: the flag is one of two values, no constant
+        ("compute()", "Exception", True),
+    ],
+)
+def test_a_flag_a_handler_sets_is_a_constant_only_where_the_handler_is_never_taken(
+    tmp_path, tried, handler, undecided
+):
     helper = (
         "import importlib.util\nimport importlib.metadata as md\n"
         "_available = importlib.util.find_spec('transformers') is not None\n"
         "if _available:\n"
         "    try:\n"
-        "        _v = md.version('transformers')\n"
-        "    except md.PackageNotFoundError:\n"
+        f"        _v = {tried}\n"
+        f"    except {handler}:\n"
         "        _available = False\n"
         "def is_v5():\n"
         "    if _available == False:\n"
@@ -345,4 +356,54 @@ def test_a_flag_a_handler_sets_is_no_constant_of_the_helper_reading_it(tmp_path)
     user = "from proj.h import is_v5\nif is_v5():\n    from transformers.integrations import moe\n"
     refs = surface(tmp_path, {"proj/__init__.py": "", "proj/h.py": helper, "proj/m.py": user})
     (site,) = next(r for r in refs if r.target == "transformers.integrations.moe").sites
-    assert "is_v5() allows, which canary cannot evaluate" in site.undecided
+    assert bool(site.undecided) is undecided
+
+
+OPTIMUM_HELPERS = """\
+import importlib.util
+import operator as op
+import importlib.metadata as importlib_metadata
+from packaging.version import parse
+
+STR_OPERATION_TO_FUNC = {">": op.gt, ">=": op.ge, "==": op.eq, "!=": op.ne, "<=": op.le, "<": op.lt}
+_transformers_available = importlib.util.find_spec("transformers") is not None
+_transformers_version = "N/A"
+if _transformers_available:
+    try:
+        _transformers_version = importlib_metadata.version("transformers")
+    except importlib_metadata.PackageNotFoundError:
+        _transformers_available = False
+
+def compare_versions(library_or_version, operation, requirement_version):
+    if operation not in STR_OPERATION_TO_FUNC.keys():
+        raise ValueError(operation)
+    operation = STR_OPERATION_TO_FUNC[operation]
+    if isinstance(library_or_version, str):
+        library_or_version = parse(importlib_metadata.version(library_or_version))
+    return operation(library_or_version, parse(requirement_version))
+
+def is_transformers_version(operation, version):
+    if not _transformers_available:
+        return False
+    return compare_versions(parse(parse(_transformers_version).base_version), operation, version)
+"""
+
+
+def test_an_optimum_style_helper_is_evaluated_through_its_operator_table(tmp_path):
+    user = (
+        "from proj.utils import is_transformers_version\n"
+        "if is_transformers_version('>=', '4.57'):\n"
+        "    from transformers.models.qwen3_vl import Qwen3VLModel\n"
+        "def patch():\n"
+        "    if is_transformers_version('<', '5'):\n"
+        "        return\n"
+        "    else:\n"
+        "        from transformers.integrations import moe\n"
+    )
+    refs = surface(
+        tmp_path, {"proj/__init__.py": "", "proj/utils.py": OPTIMUM_HELPERS, "proj/m.py": user}
+    )
+    assert windows(refs, Kind.IMPORT, "transformers.models.qwen3_vl.Qwen3VLModel") == [
+        {"transformers": ">=4.57"}
+    ]
+    assert windows(refs, Kind.IMPORT, "transformers.integrations.moe") == [{"transformers": ">=5"}]

@@ -386,12 +386,23 @@ def _version_operand(node: ast.expr, names: Names) -> InstalledVersion | Version
             # a function of the project's returning a parsed installed version
             fact = names.version_of(node)
             return fact if isinstance(fact, InstalledVersion) and fact.parsed else None
-        inner = names.version_of(node.args[0])
+        argument = node.args[0]
+        if isinstance(argument, ast.Attribute) and argument.attr in _SAME_RELEASE:
+            # parse(parse(v).base_version): the release itself (a pre-release of X is X)
+            inner_operand = _version_operand(argument.value, names)
+            if isinstance(inner_operand, InstalledVersion):
+                return InstalledVersion(inner_operand.package, parsed=True)
+        inner = names.version_of(argument)
         if isinstance(inner, InstalledVersion):
             return InstalledVersion(inner.package, parsed=True)
         return _literal_version(inner, parser) if isinstance(inner, str) else None
     fact = names.version_of(node)
     return fact if isinstance(fact, InstalledVersion) and fact.parsed else None
+
+
+# Attributes of a parsed version that name the same release, as canary compares releases
+# (a pre-release, post or local part of X counts as X).
+_SAME_RELEASE = frozenset({"base_version", "public"})
 
 
 def _literal_version(text: str, parser: str) -> Version | None:

@@ -20,7 +20,14 @@ from typing import Protocol
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-from canary.surface.guards import EVERY_RELEASE, Names, VersionGate, Window, version_window
+from canary.surface.guards import (
+    EVERY_RELEASE,
+    InstalledVersion,
+    Names,
+    VersionGate,
+    Window,
+    version_window,
+)
 
 # Upstream callables that raise (ImportError) where the installed release does not satisfy
 # their literal requirement: transformers.utils.versions'.
@@ -91,6 +98,10 @@ class Helper(Names, Protocol):
     def run_assignment(self, node: ast.stmt) -> None:
         """Run an assignment for its bindings (installed versions, parsed versions)."""
 
+    def dispatch_table(self, node: ast.expr) -> dict[str, str] | None:
+        """A module's dict of string keys to ``operator`` comparisons (or its ``keys()``):
+        key -> comparison symbol (``{">=": op.ge}`` -> ``{">=": ">="}``); None: not one."""
+
 
 def requirement_window(text: str, upstream: frozenset[str]) -> Window | None:
     """``"transformers>=4.41,<5"`` as a window (None: not an upstream requirement)."""
@@ -124,6 +135,7 @@ class Evaluator:
         self.upstream = upstream
         self.call = call
         self.locals: dict[str, Cond] = {}
+        self.operators: dict[str, str] = {}  # a local bound to a comparison: its symbol
         self.steps = 0
 
     # expressions
@@ -146,11 +158,17 @@ class Evaluator:
             if node.id in self.params:
                 value = self.params[node.id]
                 return UNKNOWN if value is _NOT_CONSTANT else constant(value)
+            flag = self.names.constant_of(node)  # a module's flag: set in no branch alone
+            if isinstance(flag, bool):
+                return constant(flag)
         if isinstance(node, ast.Compare) and len(node.ops) == 1:
             folded = self._folded(node)
             if folded is not None:
                 return folded
         if isinstance(node, ast.Call):
+            compared = self._compared(node)
+            if compared is not None:
+                return compared
             outcome = self.call(node)
             if outcome is not None:
                 return outcome.value  # where it raises, no value: the window stays wide
@@ -158,8 +176,37 @@ class Evaluator:
         false = version_window(node, self.names, positive=False)
         return Cond(true, false)
 
+    def _compared(self, node: ast.Call) -> Cond | None:
+        """``op(a, b)`` of a local bound to an ``operator`` comparison (read as ``a <op>
+        b``), and ``isinstance(v, str)`` of an installed version (false: it is parsed or a
+        version string the helper is given parsed); None: neither."""
+        func = node.func
+        if not isinstance(func, ast.Name) or len(node.args) != 2 or node.keywords:
+            return None
+        if func.id in self.operators:
+            compare = ast.Compare(
+                left=node.args[0],
+                ops=[_OPERATOR_NODES[self.operators[func.id]]()],
+                comparators=[node.args[1]],
+            )
+            true = version_window(compare, self.names, positive=True)
+            false = version_window(compare, self.names, positive=False)
+            return Cond(true, false)
+        if func.id == "isinstance" and isinstance(node.args[1], ast.Name):
+            fact = self.names.version_of(node.args[0])
+            if node.args[1].id == "str" and isinstance(fact, InstalledVersion) and fact.parsed:
+                return FALSE
+        return None
+
     def _folded(self, node: ast.Compare) -> Cond | None:
-        """``x is None``, ``x == "y"`` of values known here: a constant."""
+        """``x is None``, ``x == "y"`` of values known here, ``x in TABLE``: a constant."""
+        op = node.ops[0]
+        if isinstance(op, (ast.In, ast.NotIn)):
+            table = self.names.dispatch_table(node.comparators[0])
+            key = self._constant(node.left)
+            if table is None or not isinstance(key, str):
+                return None
+            return constant((key in table) == isinstance(op, ast.In))
         left, right = self._constant(node.left), self._constant(node.comparators[0])
         if left is _NOT_CONSTANT or right is _NOT_CONSTANT:
             return None
@@ -227,7 +274,20 @@ class Evaluator:
         for name in names:
             self.locals.pop(name, None)
             self.params.pop(name, None)
+            self.operators.pop(name, None)
+        symbol = self._comparison_of(value)
+        if symbol is not None:
+            self.operators.update(dict.fromkeys(names, symbol))
+            return
         self.names.run_assignment(node)
+
+    def _comparison_of(self, value: ast.expr) -> str | None:
+        """``TABLE[key]`` of a dispatch table and a known key: the comparison's symbol."""
+        if not isinstance(value, ast.Subscript):
+            return None
+        table = self.names.dispatch_table(value.value)
+        key = self._constant(value.slice)
+        return table.get(key) if table is not None and isinstance(key, str) else None
 
     def _merge(self, node: ast.If) -> None:
         """An ``if`` neither branch of which leaves: the locals it assigns, as chosen by
@@ -275,6 +335,16 @@ class Evaluator:
             outcome = self.call(node)
             return None if outcome is None else outcome.returns
         return None
+
+
+_OPERATOR_NODES: dict[str, type[ast.cmpop]] = {
+    ">": ast.Gt,
+    ">=": ast.GtE,
+    "<": ast.Lt,
+    "<=": ast.LtE,
+    "==": ast.Eq,
+    "!=": ast.NotEq,
+}
 
 
 def _exits_within(node: ast.If) -> bool:

@@ -52,9 +52,54 @@ class Conditions(Values):
         helper.module_scope = helper.scope = Scope(
             exports.names, exports.values, conditions=exports.conditions
         )
-        return versiontests.bind_arguments(
-            function.node, node, self.constant_of, helper.constant_of
-        )
+        return versiontests.bind_arguments(function.node, node, self._argument, helper.constant_of)
+
+    def _argument(self, node: ast.expr) -> object:
+        """An argument as a helper is given it: a constant, or an installed version
+        (``compare_versions(parse(v), op, "4.57")``)."""
+        fact = guards.version_fact(node, self)
+        return fact if isinstance(fact, guards.InstalledVersion) else self.constant_of(node)
+
+    def dispatch_table(self, node: ast.expr) -> dict[str, str] | None:
+        """A module-level dict display of string keys to ``operator`` comparisons
+        (``{">=": op.ge, ...}``), or ``D.keys()`` of one: key -> comparison symbol."""
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "keys"
+            and not node.args
+        ):
+            node = node.func.value
+        if not isinstance(node, ast.Name) or (
+            self.scope is not self.module_scope and node.id in self.scope.names
+        ):
+            return None  # a local of the function: no module table
+        found: dict[str, str] | None = None
+        for statement in self.project.naming(self.path, node.id):
+            binds = [
+                n
+                for n in ast.walk(statement)
+                if isinstance(n, ast.Name) and n.id == node.id and not isinstance(n.ctx, ast.Load)
+            ]
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and not binds:
+                continue  # a function reading it
+            if not binds:
+                continue
+            if found is not None or not (
+                isinstance(statement, ast.Assign)
+                and len(statement.targets) == 1
+                and isinstance(statement.targets[0], ast.Name)
+                and isinstance(statement.value, ast.Dict)
+            ):
+                return None  # bound more than once, or otherwise: not one table
+            found = {}
+            for key, value in zip(statement.value.keys, statement.value.values, strict=True):
+                binding = self.binding(value)
+                symbol = _COMPARISONS.get(binding.path) if isinstance(binding, Stdlib) else None
+                if not (isinstance(key, ast.Constant) and isinstance(key.value, str)) or not symbol:
+                    return None
+                found[key.value] = symbol
+        return found
 
     def returned_version(self, node: ast.Call) -> guards.InstalledVersion | None:
         """A project function that returns an upstream package's installed version
@@ -365,3 +410,14 @@ def _tested_for_none(test: ast.expr, *, positive: bool) -> ast.expr | None:
     ):
         return None
     return test.left if isinstance(test.ops[0], ast.Is) == positive else None
+
+
+# operator's comparisons, as the symbols a version test is written with
+_COMPARISONS = {
+    "operator.gt": ">",
+    "operator.ge": ">=",
+    "operator.lt": "<",
+    "operator.le": "<=",
+    "operator.eq": "==",
+    "operator.ne": "!=",
+}

@@ -70,7 +70,9 @@ def may_mention(function: ProjectFunction, *words: str) -> bool:
 # The standard modules whose functions extraction understands, and packaging, for its
 # version parsers: a project's own ``Version`` wrapper may compare differently (unsloth's
 # reads "4.50.0.dev0" as 4.50.0.1), so only packaging's make a version window.
-STDLIB = frozenset({"inspect", "re", "textwrap", "importlib", "contextlib", "typing", "packaging"})
+STDLIB = frozenset(
+    {"inspect", "re", "textwrap", "importlib", "contextlib", "typing", "packaging", "operator"}
+)
 
 
 @dataclass(frozen=True)

@@ -235,9 +235,15 @@ class Walker(Anchoring):
         for name, value in params.items():
             if isinstance(value, str):
                 self.scope.values[name] = Literals((value,))
+            elif isinstance(value, guards.InstalledVersion):
+                self.scope.values[name] = value  # type: ignore[assignment]
+        constants = {
+            name: versiontests.NOT_CONSTANT if isinstance(value, guards.InstalledVersion) else value
+            for name, value in params.items()
+        }
         with self.entered(helper_depth=depth):
             upstream = self.project.upstream
-            evaluator = versiontests.Evaluator(self, params, upstream, self.helper_outcome)
+            evaluator = versiontests.Evaluator(self, constants, upstream, self.helper_outcome)
             return evaluator.block(function.node.body)
 
     def returns_where(self, node: ast.Call) -> guards.Window | None:
@@ -482,6 +488,8 @@ class Walker(Anchoring):
             self.body(node.body, nested)
         with self.entered(conditional=self.conditional + 1):
             for handler in node.handlers:
+                if self._never_taken(handler, node.body):
+                    continue
                 if nested and handler.type is not None:
                     self.expr(handler.type)
                 if handler.name:
@@ -493,6 +501,21 @@ class Walker(Anchoring):
                     self.body(handler.body, nested)
             self.body(node.orelse, nested)
         self.body(node.finalbody, nested)
+
+    def _never_taken(self, handler: ast.ExceptHandler, body: list[ast.stmt]) -> bool:
+        """``except PackageNotFoundError`` around reads of upstream packages' installed
+        versions only: each is installed on every release checked, so nothing there runs
+        (optimum-intel's ``_transformers_available = False``), as
+        :mod:`canary.surface.versiontests` reads it in a helper."""
+        kind = handler.type
+        name = kind.attr if isinstance(kind, ast.Attribute) else getattr(kind, "id", None)
+        if name != "PackageNotFoundError" or not body:
+            return False
+        return all(
+            isinstance(statement, ast.Assign)
+            and isinstance(self._version_fact(statement.value), guards.InstalledVersion)
+            for statement in body
+        )
 
     def _none_harmless(self, node: ast.Try, name: str) -> bool:
         """Whether ``name``, set to None where the imports of ``node`` fail, is read
@@ -787,6 +810,8 @@ class Walker(Anchoring):
         if text is None and fact is None and binding is None and value is not None:
             true, false = self._present(value, positive=True), self._present(value, positive=False)
             presence = Presence(true, false) if true or false else None
+        if text is None and value is not None and self._finds_upstream(value):
+            text = Literals((True,))  # find_spec("transformers") is not None: installed
         if self.conditional and _a_flag(text):
             # a flag set in a branch or handler (`except PackageNotFoundError: available =
             # False`) is one value among others: no constant, unless every one is known
@@ -802,6 +827,24 @@ class Walker(Anchoring):
             self.scope.values[name] = presence  # type: ignore[assignment]
         elif not self.conditional or _a_flag(self.scope.values.get(name)):
             self.scope.values.pop(name, None)  # unknown now (a flag: one of several values)
+
+    def _finds_upstream(self, value: ast.expr) -> bool:
+        """``importlib.util.find_spec("<upstream>") is not None``: true on every release
+        checked, where the package is installed."""
+        if not (
+            isinstance(value, ast.Compare)
+            and len(value.ops) == 1
+            and isinstance(value.ops[0], ast.IsNot)
+            and isinstance(value.comparators[0], ast.Constant)
+            and value.comparators[0].value is None
+            and isinstance(value.left, ast.Call)
+            and len(value.left.args) == 1
+        ):
+            return False
+        if self._callee(value.left) != Stdlib("importlib.util.find_spec"):
+            return False
+        package = self._literal_string(value.left.args[0])
+        return package is not None and self.project.is_upstream(package)
 
     def assign_unpacking(self, target: ast.Tuple | ast.List, value: ast.expr | None) -> None:
         if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts):
