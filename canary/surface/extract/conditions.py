@@ -4,6 +4,7 @@ helpers evaluated, presence tests, selected methods; each use recorded with wher
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Mapping
 
 from canary.surface import anchortests, guards, probes, versiontests
@@ -74,12 +75,22 @@ class Conditions(Values):
             self.scope is not self.module_scope and node.id in self.scope.names
         ):
             return None  # a local of the function: no module table
+        key = (self.path, node.id)
+        if key not in self.project.tables:
+            self.project.tables[key] = self._table(node.id)
+        return self.project.tables[key]
+
+    def _table(self, name: str) -> dict[str, str] | None:
+        """The module-level dispatch table bound to ``name`` (once, to a dict display)."""
+        display = re.compile(rb"(?m)^" + re.escape(name.encode()) + rb"[ \t]*=[ \t]*\{")
+        if display.search(self.project.text(self.path)) is None:
+            return None  # no line binds it to a dict display: no table (read cheaply first)
         found: dict[str, str] | None = None
-        for statement in self.project.naming(self.path, node.id):
+        for statement in self.project.naming(self.path, name):
             binds = [
                 n
                 for n in ast.walk(statement)
-                if isinstance(n, ast.Name) and n.id == node.id and not isinstance(n.ctx, ast.Load)
+                if isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load)
             ]
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) and not binds:
                 continue  # a function reading it

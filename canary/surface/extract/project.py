@@ -129,6 +129,8 @@ class Project:
         # (why, path, line): a set, so parallel walkers that meet the same site count it once
         self.skipped: set[tuple[str, str, int]] = set()
         self._none_harmless: dict[tuple[str, int, str], bool] = {}
+        # (path, name) -> the module's dispatch table of comparisons bound to it, or None
+        self.tables: dict[tuple[str, str], dict[str, str] | None] = {}
         self._unbound_harmless: dict[tuple[str, int, str, bool], str] = {}
         # (path, line, column) of a try -> its handled imports (line, column) -> why
         self.handled: dict[tuple[str, int, int], dict[tuple[int, int], str]] = {}
