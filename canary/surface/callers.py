@@ -32,10 +32,10 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
-from canary.surface.importers import Context, Sited
+from canary.surface.importers import Context, Sited, copies
 
 MAX_CONTEXTS = 16  # more ways in than this: left as it is
 
@@ -98,22 +98,7 @@ def carry(
     for use in uses:
         module = module_of.get(use.path)
         found = ways.contexts((module, use.within)) if module and use.within else ()
-        if not found:
-            carried.append(use)
-            continue
-        own = Context(use.versions, use.after, use.requires, use.undecided, use.fallback_of)
-        for context in found:
-            both = own & context
-            carried.append(
-                replace(
-                    use,  # type: ignore[type-var]
-                    versions=both.versions,
-                    after=both.after,
-                    requires=both.requires,
-                    undecided=both.undecided,
-                    fallback_of=both.fallback_of,
-                )
-            )
+        carried.extend(copies(use, found))
     return carried
 
 

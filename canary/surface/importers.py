@@ -128,26 +128,29 @@ def reach(
         return list(uses)
     ways = _Ways(loads, module_of, text, strings=strings, walked=walked)
     contexts = {module: ways.contexts(module) for module in modules}
-    reached: list[U] = []
-    for use in uses:
-        found = contexts.get(module_of.get(use.path, ""))
-        if not found:
-            reached.append(use)
-            continue
-        own = Context(use.versions, use.after, use.requires, use.undecided, use.fallback_of)
-        for context in found:
-            both = own & context
-            reached.append(
-                replace(
-                    use,  # type: ignore[type-var]
-                    versions=both.versions,
-                    after=both.after,
-                    requires=both.requires,
-                    undecided=both.undecided,
-                    fallback_of=both.fallback_of,
-                )
+    return [copy for use in uses for copy in copies(use, contexts.get(module_of.get(use.path, "")))]
+
+
+def copies(use: U, found: Sequence[Context] | None) -> list[U]:
+    """``use`` once per context in ``found``, that context's conditions added to its own
+    (a finding holds where any copy runs); as it is where ``found`` is empty."""
+    if not found:
+        return [use]
+    own = Context(use.versions, use.after, use.requires, use.undecided, use.fallback_of)
+    result = []
+    for context in found:
+        both = own & context
+        result.append(
+            replace(
+                use,  # type: ignore[type-var]
+                versions=both.versions,
+                after=both.after,
+                requires=both.requires,
+                undecided=both.undecided,
+                fallback_of=both.fallback_of,
             )
-    return reached
+        )
+    return result
 
 
 class _Ways:

@@ -125,11 +125,9 @@ class Conditions(Values):
             return None
         return self.project.installed_version(function, params, self.helper_depth + 1)
 
-    def version_returned(
-        self, function: ProjectFunction, params: Mapping[str, object], depth: int
-    ) -> guards.InstalledVersion | None:
-        """What every ``return`` of ``function`` outside its exception handlers gives,
-        when that is one package's installed version."""
+    def enter_helper(self, function: ProjectFunction, params: Mapping[str, object]) -> None:
+        """Walk from ``function``'s own scope in its module, each parameter a string
+        ``params`` binds to a literal."""
         exports = self.project.exports(self.module)
         self.module_scope = Scope(exports.names, exports.values, conditions=exports.conditions)
         self.scope = Scope(parent=self.module_scope)
@@ -138,6 +136,13 @@ class Conditions(Values):
         for name, value in params.items():
             if isinstance(value, str):
                 self.scope.values[name] = Literals((value,))
+
+    def version_returned(
+        self, function: ProjectFunction, params: Mapping[str, object], depth: int
+    ) -> guards.InstalledVersion | None:
+        """What every ``return`` of ``function`` outside its exception handlers gives,
+        when that is one package's installed version."""
+        self.enter_helper(function, params)
         with self.entered(helper_depth=depth):
             handled = {
                 id(n)

@@ -226,16 +226,10 @@ class Walker(Anchoring):
         self, function: ProjectFunction, params: Mapping[str, object], depth: int
     ) -> versiontests.Outcome:
         """``function``'s body run as a version test with ``params`` bound."""
-        exports = self.project.exports(self.module)
-        self.module_scope = Scope(exports.names, exports.values, conditions=exports.conditions)
-        self.upstream_stars = exports.upstream_stars
-        self.scope = Scope(parent=self.module_scope)
-        for arg in syntax.arguments(function.node.args):
-            self.scope.names[arg] = None
+        self.enter_helper(function, params)
+        self.upstream_stars = self.project.exports(self.module).upstream_stars
         for name, value in params.items():
-            if isinstance(value, str):
-                self.scope.values[name] = Literals((value,))
-            elif isinstance(value, guards.InstalledVersion):
+            if isinstance(value, guards.InstalledVersion):
                 self.scope.values[name] = value  # type: ignore[assignment]
         constants = {
             name: versiontests.NOT_CONSTANT if isinstance(value, guards.InstalledVersion) else value
