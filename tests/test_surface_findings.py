@@ -334,9 +334,12 @@ def test_a_spelling_is_not_missed_where_its_alternative_is_there():
 
 
 def test_where_every_spelling_vanished_the_rewrite_silently_stops_applying():
-    first = spelling("a=1", "ommm", "a = 1", guarded=True)
+    first = spelling("a=1", "ommm", "a = 1")
     both = held_anchors(first, spelling("a = 1", "oomm", "a=1"))
     assert both == {"a=1": ("5.1.0", "5.2.0"), "a = 1": ("5.1.0", "5.2.0")}
+    # the spelling the project tests for first is only possible: it goes on without it
+    tested = spelling("a=1", "ommm", "a = 1", guarded=True)
+    assert held_anchors(tested, spelling("a = 1", "oomm", "a=1")) == {"a = 1": ("5.1.0", "5.2.0")}
 
 
 def test_a_tested_spelling_that_never_existed_alone_came_later_with_the_first_that_did():
@@ -400,3 +403,25 @@ def test_a_release_of_another_package_says_nothing_of_the_models_it_lacks():
     project = Target("proj", "1.0", {"peft": ">=5.0.0"})
     found = findings([used, imported], project, absent=absent_before("5.1.0"))
     assert found[0].new == ("5.0.0", "5.1.0")  # peft 5.0.0 is no transformers release
+
+
+TRAINING_STEP = "transformers.Trainer.training_step"
+
+
+def test_a_removed_anchor_every_running_site_tests_for_is_possible_an_assumed_one_counts():
+    # unsloth: `if "loss *=" in function: function = function.replace("loss *=", ...)`:
+    # where the text is gone the rewrite stops applying, which the project provides for
+    (tested,) = findings(
+        [resolved(TRAINING_STEP, "oomm", site(guarded=True), kind=Kind.ANCHOR)], PROJECT
+    )
+    assert tested.new == ("5.1.0", "5.2.0")
+    assert (tested.confidence, tested.fails) == ("possible", False)
+    assert "tests for this text (proj/patch.py:10)" in tested.possible
+    # a plain `function.replace(...)` assumes the text: its rewrite silently stops applying
+    (assumed,) = findings([resolved(TRAINING_STEP, "oomm", site(), kind=Kind.ANCHOR)], PROJECT)
+    assert (assumed.confidence, assumed.fails) == ("proven", True)
+    # one site that assumes it, running there, is enough; a guarded use of a name is no anchor
+    both = resolved(TRAINING_STEP, "oomm", site(guarded=True), site(20), kind=Kind.ANCHOR)
+    assert findings([both], PROJECT)[0].fails
+    (patch,) = findings([resolved(TRAINING_STEP, "oomm", site(guarded=True))], PROJECT)
+    assert (patch.confidence, patch.fails) == ("proven", True)

@@ -24,9 +24,11 @@ and no alternative the project gives applies. What this module reads, and why ea
   test in :mod:`canary.surface.guards`), is *guarded* as a ``hasattr`` test is
   (:mod:`canary.surface.findings`): on a release where the anchor never existed the project
   expects it absent (came later, not counted); where it existed and vanished the rewrite
-  silently stops applying (counted). An ``in`` test under ``assert``, or whose absence
-  raises, is no silent miss and is left alone. A find() index is no presence test (-1 is
-  truthy), nor is a count compared with anything but zero.
+  stops applying, a state the project's code provides for: a *possible* finding
+  (:mod:`canary.surface.findings`), since whether upstream still needs the rewrite is a
+  fact of its behaviour that neither side's source decides. An ``in`` test under
+  ``assert``, or whose absence raises, is no silent miss and is left alone. A find()
+  index is no presence test (-1 is truthy), nor is a count compared with anything but zero.
 
 Only a test the syntax shows is read; one through a helper or a flag set elsewhere is not,
 and its anchors count as before (a miss is held: never hidden on a guess).

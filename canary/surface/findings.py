@@ -65,6 +65,14 @@ counted with the gated releases. Its *since* is the first release where it or an
 alternative is ok, so a spelling that never existed alone is held only where no spelling
 is there, and as came later or removed by the first spelling that was. Where no
 alternative is there but one cannot be decided, the miss is only possible.
+
+**A tested anchor** (every site that runs there guarded: the project asks whether the text
+is there, or catches the rewrite's failure) that vanished is only *possible*: the rewrite
+stops applying, a state the project's own code provides for, and whether upstream still
+needs it there (or fixed what it rewrote) is a fact of upstream's behaviour, not of either
+side's source. An anchor a site applies untested (a plain ``replace``) is assumed there:
+its miss is counted, the rewrite silently stops applying. A guarded *use* of a name is not
+an anchor: its removal still counts (the patch used to apply and stopped).
 """
 
 from __future__ import annotations
@@ -225,7 +233,11 @@ def findings(
         handled = {v: why for v in missing if (why := _handled(reference, v, runs))}
         if handled:
             finding = replace(finding, handled=handled)
-        possible = _undecided(finding, runs) or _unknown_spelling(finding, runs, spellings)
+        possible = (
+            _undecided(finding, runs)
+            or _unknown_spelling(finding, runs, spellings)
+            or _tested_anchor(finding, runs)
+        )
         finding = replace(finding, possible=possible, proof=_proof(finding, runs))
         found.append(finding)
     return tuple(found)
@@ -556,6 +568,27 @@ def _undecided(finding: Finding, runs: Runs) -> str:
     if running and all(site.undecided for site in running):
         return running[0].undecided
     return ""
+
+
+def _tested_anchor(finding: Finding, runs: Runs) -> str:
+    """Why an anchor's miss is only possible: on each of its releases, every site that runs
+    there is one the project guards (it asks whether the text is there, or catches the
+    rewrite's failure) and goes on without it ("": some site assumes the text). Where the
+    text is gone the rewrite stops applying, a state the project's own code provides for;
+    whether upstream still needs the rewrite there is a fact about upstream's behaviour,
+    which no reading of either side's source decides."""
+    reference = finding.reference
+    if reference.kind is not Kind.ANCHOR:
+        return ""
+    for version in finding.new:
+        running = [s for s in reference.sites if runs(reference, s, version)]
+        if not running or not all(site.guarded for site in running):
+            return ""
+    site = next(s for s in reference.sites if s.guarded)
+    return (
+        f"the project tests for this text ({site.path}:{site.line}) and goes on without it: "
+        "the rewrite stops applying there, which its code provides for"
+    )
 
 
 def _proof(finding: Finding, runs: Runs) -> str:
