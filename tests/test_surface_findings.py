@@ -425,3 +425,11 @@ def test_a_removed_anchor_every_running_site_tests_for_is_possible_an_assumed_on
     assert findings([both], PROJECT)[0].fails
     (patch,) = findings([resolved(TRAINING_STEP, "oomm", site(guarded=True))], PROJECT)
     assert (patch.confidence, patch.fails) == ("proven", True)
+
+
+def test_the_proof_names_the_site_that_makes_the_miss_count():
+    # unsloth: transformers.conversion_mapping, imported in four try/except-return blocks
+    # (handled) and once bare in mistral_format.py, which is what makes it count
+    handled = replace(site(5, guarded=True), handled="its ImportError leaves silently")
+    (finding,) = findings([resolved(LOADING, "oomm", handled, site(612))], PROJECT)
+    assert finding.proof == "no set_param_for_module; proj/patch.py:612 runs on 5.1.0"

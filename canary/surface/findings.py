@@ -597,7 +597,9 @@ def _proof(finding: Finding, runs: Runs) -> str:
         return ""
     first = finding.new[0]
     reference = finding.reference
-    site = next((s for s in reference.sites if runs(reference, s, first)), None)
+    running = [s for s in reference.sites if runs(reference, s, first)]
+    # the site that makes it count: one whose miss is not handled, unguarded if there is one
+    site = min(running, key=lambda s: (bool(s.handled), s.guarded), default=None)
     lacks = finding.missing.get(first) or f"{reference.package} {first} lacks it"
     where = f"{site.path}:{site.line} runs on {first}" if site else f"it is used on {first}"
     return f"{lacks}; {where}"
