@@ -237,6 +237,7 @@ def test_the_command_finds_a_patch_target_upstream_renamed(project, capsys):
             "versions": {},
             "at_import": True,
             "replaces": True,  # it binds the name: a miss does nothing, it does not raise
+            "exports": True,  # its own function of that name: an export where never there
         }
     ]
     assert patch["outcomes"] == {"1.0": "ok", "2.0": "missing"}

@@ -254,6 +254,34 @@ def test_which_bindings_alias_an_upstream_object(tmp_path):
     }
 
 
+def test_a_binding_of_the_projects_own_object_under_its_own_name_is_an_export(tmp_path):
+    refs = surface(
+        tmp_path,
+        {
+            "m.py": """                import transformers.models.gpt_oss.modeling_gpt_oss as m
+                from transformers import PreTrainedModel
+                from .helpers import Version
+
+                def swiglu():
+                    pass
+
+                m.Version = Version
+                setattr(m, "swiglu", swiglu)
+                m.PreTrainedModel = PreTrainedModel
+                m.forward = swiglu
+                m.dtype = dtype
+                """
+        },
+    )
+    exports = {
+        r.target.rpartition(".")[2]: r.sites[0].exports for r in refs if r.kind is Kind.PATCH
+    }
+    # upstream's object is an alias, another name a patch, an unbound name nobody's export
+    assert exports == {
+        "Version": True, "swiglu": True, "PreTrainedModel": False, "forward": False, "dtype": False
+    }  # fmt: skip
+
+
 def test_guards_recognised(tmp_path):
     refs = surface(
         tmp_path,

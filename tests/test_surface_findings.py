@@ -302,6 +302,23 @@ def test_a_name_no_release_has_is_the_projects_own_only_on_evidence_that_it_owns
     assert held(owner, resolved(LOSS, "mmmm", kept)) == {f"patch {LOSS}": ()}
 
 
+GPT_OSS_VERSION = "transformers.models.gpt_oss.modeling_gpt_oss.Version"
+
+
+def test_the_projects_own_object_exported_under_its_own_name_upstream_never_had_is_added():
+    # unsloth_zoo: m.Version = Version, for compiler-generated modules that resolve it there
+    owner = resolved("transformers.models.gpt_oss.modeling_gpt_oss", "oooo", kind=Kind.IMPORT)
+    export = replace(binding(), exports=True)
+    (finding,) = findings([owner, resolved(GPT_OSS_VERSION, "mmmm", export)], PROJECT)
+    assert (finding.new, list(finding.added)) == ((), list(RELEASES[1:]))
+    # where upstream had the name, the same binding replaced it: its removal counts
+    (finding,) = findings([owner, resolved(GPT_OSS_VERSION, "oomm", export)], PROJECT)
+    assert finding.new == ("5.1.0", "5.2.0")
+    # one site binding another object (liger's CrossEntropyLoss = LigerCrossEntropyLoss)
+    mixed = resolved(GPT_OSS_VERSION, "mmmm", export, binding(20))
+    assert findings([owner, mixed], PROJECT)[0].new == RELEASES[1:]
+
+
 def test_a_dunder_binding_takes_effect_whatever_upstream_defines():
     # unsloth: trl.__all__ = [...] (trl has none): `from trl import *` reads it, not trl
     star = resolved("transformers.__all__", "mmmm", binding())

@@ -44,9 +44,11 @@ Three narrowings, each exactly as wide as its reason:
 - **Adds a name, never replaced one.** An assignment that binds an upstream name (``X.n =
   v``, every site of it: an item assignment or ``+=`` reads ``X.n`` first) cannot raise
   while ``X`` is there. Where no release checked ever had ``n`` and the project reads it
-  back itself or binds only upstream's own objects to it, ``n`` is the project's own
-  attribute: its bindings and its reads and imports of it (and of what lies in it) are the
-  same on every release, recorded (``added``), never held. Where every binding puts
+  back itself, binds only upstream's own objects to it, or binds only its own object of
+  that very name (``m.Version = Version``: an export, named for what it is, not for what
+  it would replace), ``n`` is the project's own attribute: its bindings and its reads and
+  imports of it (and of what lies in it) are the same on every release, recorded
+  (``added``), never held. Where every binding puts
   upstream's own ``n`` back from its new home (``X.n = Z.n``) and upstream lacks ``X.n``
   on every release of the declared range where one binds (a version test keeps it off
   the others, or ``Z.n`` is missing there: reading it raises first), it is a compat
@@ -54,9 +56,9 @@ Three narrowings, each exactly as wide as its reason:
   no release the project supports did it redirect a name upstream had, so nothing stops
   applying. A binding of a dunder (``trl.__all__ = [...]``) is read by the interpreter
   itself, whatever upstream defines: it takes effect on every release. A binding of the
-  project's own code there, never read back, is still held: a patch of a name upstream
-  dropped (before the project's floor, or before the oldest release checked) silently
-  does nothing on every release it runs on.
+  project's own code under another name there, never read back, is still held: a patch
+  of a name upstream dropped (before the project's floor, or before the oldest release
+  checked) silently does nothing on every release it runs on.
 
 **Alternatives of an anchor** (:attr:`Site.alternatives`, read by
 :mod:`canary.surface.anchortests`): a site whose alternative anchor is there on a release
@@ -457,7 +459,10 @@ def _own_attributes(resolved: Sequence[Resolved]) -> frozenset[str]:
         if _replaces(reference := item.reference)
         and item.outcomes
         and all(outcome is Outcome.MISSING for outcome in item.outcomes.values())
-        and (reference.target in read or all(site.aliases for site in reference.sites))
+        and (
+            reference.target in read
+            or all(site.aliases or site.exports for site in reference.sites)
+        )
     )
 
 

@@ -10,7 +10,7 @@ a :class:`SurfaceResult` holds both and reads/writes the JSON other tools rely o
                      "read_from"?: {"owners", "follow_shims"}, "sites": [{"path", "line",
                      "guarded", "versions", "at_import", "undecided",
                      "fallback_of", "requires", "replaces", "aliases",
-                     "alternatives", "after", "handled"}],
+                     "alternatives", "after", "handled", "exports"}],
                      "outcomes": {version: "ok" | "missing" | "unknown"}}]}
 """
 
@@ -108,6 +108,9 @@ class Site:
     # an import whose failure the handler of its ``try`` takes the place of (it gives the
     # names other values, or leaves silently): why its miss breaks nothing ("": it may)
     handled: str = ""
+    # a PATCH site that binds the project's own object under the name it has in the project
+    # (``m.Version = Version``): where upstream never had the name, an export, not a patch
+    exports: bool = False
 
     def runs_on(self, package: str, label: str) -> bool:
         """Whether the site can run on release ``label`` of ``package``: every bound of its
@@ -145,6 +148,8 @@ class Site:
             data["after"] = list(self.after)
         if self.handled:
             data["handled"] = self.handled
+        if self.exports:
+            data["exports"] = True
         return data
 
     @classmethod
@@ -164,6 +169,7 @@ class Site:
             tuple(str(t) for t in data.get("alternatives") or ()),
             tuple(str(t) for t in data.get("after") or ()),
             str(data.get("handled") or ""),
+            bool(data.get("exports", False)),
         )
 
 

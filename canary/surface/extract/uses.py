@@ -27,6 +27,7 @@ class Use:
     unset: bool = False  # under a test that x.y is not there (yet)
     replaces: bool = False  # a PATCH that replaces the object (not an item in it)
     aliases: str = ""  # ... with upstream's own object Y (X.n = Y): Y's dotted path
+    exports: bool = False  # ... with the project's own object of that name (X.n = n)
     stash: str | None = None  # X._orig_f = X.f: the original it keeps beside it (X.f)
     constant: bool = False  # set to a literal (True, a name): a marker
     versions: tuple[tuple[str, str], ...] = ()  # the window of the version tests around it
@@ -106,6 +107,7 @@ def merge(uses: Iterable[Use]) -> tuple[Reference, ...]:
                     alternatives=alternatives.get(use, ()),
                     after=use.after,
                     handled=use.handled,
+                    exports=use.kind is Kind.PATCH and use.exports,
                 ),
             ),
             use.anchor,

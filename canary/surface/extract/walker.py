@@ -17,6 +17,7 @@ from canary.surface.extract.anchoring import Anchoring
 from canary.surface.extract.project import Project
 from canary.surface.extract.scopes import (
     STDLIB,
+    UNBOUND,
     Bound,
     Presence,
     ProjectFunction,
@@ -757,6 +758,7 @@ class Walker(Anchoring):
                     target,
                     replaces=binds,
                     aliases=aliases,
+                    exports=binds and not aliases and self._own_name(value, target.attr),
                     stash=stash,
                     constant=constant,
                 )
@@ -963,6 +965,16 @@ class Walker(Anchoring):
             else:
                 self.expr(node.elt)
 
+    def _own_name(self, value: ast.expr | None, name: str) -> bool:
+        """``value`` is the project's own name ``name`` (``m.Version = Version``): a name a
+        scope binds, to anything but upstream's."""
+        return (
+            isinstance(value, ast.Name)
+            and value.id == name
+            and self.scope.lookup(name) is not UNBOUND
+            and not isinstance(self.binding(value), Upstream)
+        )
+
     def e_call(self, node: ast.Call) -> None:
         func = node.func
         args = node.args
@@ -977,7 +989,15 @@ class Walker(Anchoring):
                 value = args[2] if len(args) > 2 else None
                 bound = self.binding(value)
                 aliases = bound.path if isinstance(bound, Upstream) else ""
-                self.use(Kind.PATCH, f"{binding.path}.{name}", node, replaces=True, aliases=aliases)
+                exports = not aliases and self._own_name(value, name)
+                self.use(
+                    Kind.PATCH,
+                    f"{binding.path}.{name}",
+                    node,
+                    replaces=True,
+                    aliases=aliases,
+                    exports=exports,
+                )
         if (module := self._imported_module(node)) is not None and self.project.is_upstream(module):
             self.use(Kind.IMPORT, module, node)
         callee = self.binding(func)
