@@ -282,6 +282,45 @@ def test_a_binding_of_the_projects_own_object_under_its_own_name_is_an_export(tm
     }  # fmt: skip
 
 
+def test_one_object_bound_to_two_names_of_one_owner_in_one_function_are_alternatives(tmp_path):
+    refs = surface(
+        tmp_path,
+        {
+            "m.py": """\
+                from transformers.models.qwen2_vl import modeling_qwen2_vl as vl
+                from transformers.models.llama import modeling_llama
+                from .ops import LigerRMSNorm, LigerMLP
+
+                def apply(rms_norm=True):
+                    if rms_norm:
+                        # < 5.2 reads Qwen2RMSNorm, >= 5.2 its own Qwen2VLRMSNorm
+                        vl.Qwen2RMSNorm = LigerRMSNorm
+                        vl.Qwen2VLRMSNorm = LigerRMSNorm
+                    vl.Qwen2MLP = LigerMLP
+                    modeling_llama.LlamaRMSNorm = LigerRMSNorm
+                    vl.LayerNorm = None
+                    vl.VisionNorm = None
+
+                def other():
+                    vl.VisionRMSNorm = LigerRMSNorm
+                """
+        },
+    )
+    alternatives = {
+        r.target.rpartition(".")[2]: r.sites[0].alternatives for r in refs if r.kind is Kind.PATCH
+    }
+    vl = "transformers.models.qwen2_vl.modeling_qwen2_vl"
+    assert alternatives == {
+        "Qwen2RMSNorm": (f"{vl}.Qwen2VLRMSNorm",),
+        "Qwen2VLRMSNorm": (f"{vl}.Qwen2RMSNorm",),
+        "Qwen2MLP": (),  # another object
+        "LlamaRMSNorm": (),  # another owner: another model's patch
+        "LayerNorm": (),  # a literal is a stub per name
+        "VisionNorm": (),
+        "VisionRMSNorm": (),  # another function
+    }
+
+
 def test_guards_recognised(tmp_path):
     refs = surface(
         tmp_path,

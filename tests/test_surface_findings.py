@@ -450,3 +450,31 @@ def test_the_proof_names_the_site_that_makes_the_miss_count():
     handled = replace(site(5, guarded=True), handled="its ImportError leaves silently")
     (finding,) = findings([resolved(LOADING, "oomm", handled, site(612))], PROJECT)
     assert finding.proof == "no set_param_for_module; proj/patch.py:612 runs on 5.1.0"
+
+
+QWEN2_NORM = "transformers.models.qwen2_5_vl.modeling_qwen2_5_vl.Qwen2RMSNorm"
+QWEN25_NORM = "transformers.models.qwen2_5_vl.modeling_qwen2_5_vl.Qwen2_5_VLRMSNorm"
+
+
+def norm_patches(old: str, new: str) -> list[Resolved]:
+    """liger: ``vl.Qwen2RMSNorm = LigerRMSNorm; vl.Qwen2_5_VLRMSNorm = LigerRMSNorm``."""
+    return [
+        resolved(QWEN2_NORM, old, replace(binding(), alternatives=(QWEN25_NORM,))),
+        resolved(QWEN25_NORM, new, replace(binding(20), alternatives=(QWEN2_NORM,))),
+    ]
+
+
+def test_a_renamed_name_is_not_missed_where_the_object_is_bound_to_its_new_name_too():
+    # upstream renamed it in 5.1.0: the patch applies through the new name from then on
+    assert held(*norm_patches("oomm", "mmoo")) == {}
+    # where neither is there, the patch stops applying (through either name)
+    gone = ("5.2.0",)
+    assert held(*norm_patches("oomm", "mmom")) == {
+        f"patch {QWEN2_NORM}": gone,
+        f"patch {QWEN25_NORM}": gone,
+    }
+
+
+def test_two_names_upstream_has_side_by_side_are_two_patches():
+    # vision and text norms, both there until one goes: that one's patch stopped applying
+    assert held(*norm_patches("oomm", "oooo")) == {f"patch {QWEN2_NORM}": ("5.1.0", "5.2.0")}

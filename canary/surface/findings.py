@@ -68,6 +68,14 @@ alternative is ok, so a spelling that never existed alone is held only where no 
 is there, and as came later or removed by the first spelling that was. Where no
 alternative is there but one cannot be decided, the miss is only possible.
 
+**Alternatives of a patch**: a function that binds one object to two names of one owner
+(liger: ``vl.Qwen2RMSNorm = LigerRMSNorm; vl.Qwen2_5_VLRMSNorm = LigerRMSNorm``, "< 5.2
+reads the first, >= 5.2 the second") patches whichever of them upstream reads. A name's
+miss changes nothing where another is there that upstream did not have beside it (missing
+on some release where this one is there: a rename); two names upstream has side by side
+are two things, each counted where it goes. Another owner (another model's module) or
+another function is another patch; a literal bound to two names is two stubs.
+
 **A tested anchor** (every site that runs there guarded: the project asks whether the text
 is there, or catches the rewrite's failure) that vanished is only *possible*: the rewrite
 stops applying, a state the project's own code provides for, and whether upstream still
@@ -341,16 +349,41 @@ def _spellings(resolved: Sequence[Resolved]) -> Spellings:
         for item in resolved
         if item.reference.kind is Kind.ANCHOR
     }
+    patches = {
+        item.reference.target: item.outcomes
+        for item in resolved
+        if item.reference.kind is Kind.PATCH
+    }
 
     def spellings(reference: Reference, site: Site, version: str) -> Outcome | None:
         if not site.alternatives:
             return None
-        outcomes = [anchors.get((reference.target, a), {}).get(version) for a in site.alternatives]
+        if reference.kind is Kind.PATCH:  # other names its object is bound to, if renames
+            own = patches.get(reference.target, {})
+            outcomes = [
+                patches[a].get(version)
+                for a in site.alternatives
+                if a in patches and _succeeds(patches[a], own)
+            ]
+        else:
+            outcomes = [
+                anchors.get((reference.target, a), {}).get(version) for a in site.alternatives
+            ]
         if Outcome.OK in outcomes:
             return Outcome.OK
         return Outcome.UNKNOWN if Outcome.UNKNOWN in outcomes else Outcome.MISSING
 
     return spellings
+
+
+def _succeeds(other: Mapping[str, Outcome], own: Mapping[str, Outcome]) -> bool:
+    """Whether a name is missing on some release where another one is there: two names of
+    one owner upstream did not have together, as a renamed one and its new name. Two names
+    it has side by side are two things, each patched in its own right."""
+    return any(
+        outcome is Outcome.MISSING and own.get(version) is Outcome.OK
+        for version, outcome in other.items()
+    )
 
 
 def _ok(item: Resolved, version: str, outcome: Outcome, spellings: Spellings) -> bool:

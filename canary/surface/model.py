@@ -99,8 +99,9 @@ class Site:
     # a binding of upstream's own object (``X.n = Y``): ``Y``'s dotted path (""; none); it
     # puts no code of the project's in upstream's way, and binds only where ``Y`` is there
     aliases: str = ""
-    # ANCHOR only: other anchors on the same source the project tries instead of this one
-    # (or that decide it does not run): where one of them is there, this miss changes nothing
+    # ANCHOR: other anchors on the same source the project tries instead of this one (or
+    # that decide it does not run): where one of them is there, this miss changes nothing.
+    # PATCH: the other names of the same owner its function binds the same object to
     alternatives: tuple[str, ...] = ()
     # upstream imports its function made before it, in the blocks around it: where one
     # fails, it raises there and the site is not reached

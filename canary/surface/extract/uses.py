@@ -28,6 +28,7 @@ class Use:
     replaces: bool = False  # a PATCH that replaces the object (not an item in it)
     aliases: str = ""  # ... with upstream's own object Y (X.n = Y): Y's dotted path
     exports: bool = False  # ... with the project's own object of that name (X.n = n)
+    bound_object: str = ""  # ... to a name or attribute: its text (X.a = f; X.b = f)
     stash: str | None = None  # X._orig_f = X.f: the original it keeps beside it (X.f)
     constant: bool = False  # set to a literal (True, a name): a marker
     versions: tuple[tuple[str, str], ...] = ()  # the window of the version tests around it
@@ -121,12 +122,23 @@ def merge(uses: Iterable[Use]) -> tuple[Reference, ...]:
 
 def _alternatives(uses: list[Use]) -> dict[Use, tuple[str, ...]]:
     """Each anchor use's alternatives (:mod:`canary.surface.anchortests`): the anchors
-    applied at its partners' spots to the same source, as the walk found them."""
+    applied at its partners' spots to the same source, as the walk found them; and each
+    patch's: the other names of the same owner its function binds the same object to."""
     at: dict[tuple[str, str, anchortests.Spot], set[str]] = {}
+    names: dict[tuple[str, int, str, str], set[str]] = {}
     for use in uses:
         if use.kind is Kind.ANCHOR and use.anchor is not None:
             at.setdefault((use.path, use.target, use.spot), set()).add(use.anchor)
+        elif use.kind is Kind.PATCH and use.bound_object:
+            owner = use.target.rpartition(".")[0]
+            names.setdefault((use.path, use.scope, owner, use.bound_object), set()).add(use.target)
     found = {}
+    for use in uses:
+        if use.kind is Kind.PATCH and use.bound_object:
+            owner = use.target.rpartition(".")[0]
+            others = names[(use.path, use.scope, owner, use.bound_object)] - {use.target}
+            if others:
+                found[use] = tuple(sorted(others))
     for use in uses:
         if use.partners:
             anchors = set().union(*(at.get((use.path, use.target, p), ()) for p in use.partners))

@@ -759,6 +759,7 @@ class Walker(Anchoring):
                     replaces=binds,
                     aliases=aliases,
                     exports=binds and not aliases and self._own_name(value, target.attr),
+                    bound_object=ast.unparse(value) if binds and _named(value) else "",
                     stash=stash,
                     constant=constant,
                 )
@@ -997,6 +998,7 @@ class Walker(Anchoring):
                     replaces=True,
                     aliases=aliases,
                     exports=exports,
+                    bound_object=ast.unparse(value) if _named(value) else "",
                 )
         if (module := self._imported_module(node)) is not None and self.project.is_upstream(module):
             self.use(Kind.IMPORT, module, node)
@@ -1122,3 +1124,11 @@ def _a_flag(value: object) -> bool:
     """Literal values none of which is a string (a flag, a number, None): read as constants
     by version helpers, so never taken from one branch alone."""
     return isinstance(value, Literals) and not any(isinstance(v, str) for v in value.values)
+
+
+def _named(value: ast.expr | None) -> bool:
+    """``value`` names an object (``f``, ``m.f``): one object bound under two names is one
+    patch (a literal such as ``None`` is a stub per name)."""
+    while isinstance(value, ast.Attribute):
+        value = value.value
+    return isinstance(value, ast.Name)
