@@ -446,6 +446,16 @@ def test_an_anchor_whose_absence_raises_is_not_guarded(tmp_path):
     assert anchor_sites(tmp_path, body) == {"a = 1": [(6, False, ())], "b": [(8, False, ())]}
 
 
+def test_an_anchor_whose_absence_raises_beside_another_condition_is_not_guarded(tmp_path):
+    # torchao: if is_olmoe and "gate_up_proj" not in source: raise RuntimeError(...)
+    body = 'if olmoe and "a = 1" not in src:\n    raise RuntimeError("drift")\n'
+    assert anchor_sites(tmp_path, body) == {"a = 1": [(6, False, ())]}
+    body = 'if olmoe or "a = 1" not in src:\n    raise RuntimeError("drift")\n'
+    assert anchor_sites(tmp_path, body) == {"a = 1": [(6, False, ())]}
+    body = 'if not (olmoe or "a = 1" in src):\n    raise RuntimeError("drift")\n'
+    assert anchor_sites(tmp_path, body) == {"a = 1": [(6, False, ())]}
+
+
 def test_a_test_on_something_other_than_the_source_guards_no_anchor(tmp_path):
     body = 'if name not in ("forward", "loss"):\n    return src\nsrc = src.replace("b", "c")\n'
     assert anchor_sites(tmp_path, body.replace("name", "src.__class__")) == {"b": [(8, False, ())]}

@@ -27,7 +27,8 @@ and no alternative the project gives applies. What this module reads, and why ea
   stops applying, a state the project's code provides for: a *possible* finding
   (:mod:`canary.surface.findings`), since whether upstream still needs the rewrite is a
   fact of its behaviour that neither side's source decides. An ``in`` test under
-  ``assert``, or whose absence raises, is no silent miss and is left alone. A find()
+  ``assert``, or whose absence raises (alone or with other conditions: ``x and A not in
+  t``), is no silent miss and is left alone. A find()
   index is no presence test (-1 is truthy), nor is a count compared with anything but zero.
 
 Only a test the syntax shows is read; one through a helper or a flag set elsewhere is not,
@@ -168,9 +169,9 @@ class _Reader:
         single = _in_test(test)
         if single is not None and single[1] and _patches(node.body):
             self.reading.roles[id(single[0])] = Role.TRIGGER  # if A not in t: <patch>
-        for when, absent in ((True, node.orelse), (False, node.body)):
-            if _exits(absent) and not _exits(absent, silently=True):
-                for raising in self.found(test, when=when):  # absent raises: no silent miss
+        for when, branch in ((True, node.body), (False, node.orelse)):
+            if _exits(branch) and not _exits(branch, silently=True):
+                for raising in self.missing(test, when=when):  # absent raises: no silent miss
                     self.reading.roles.pop(id(raising), None)
         spellings = _alternatives_of(test)
         self.pair_all(spellings)
@@ -251,6 +252,16 @@ class _Reader:
             return self.compared(test, when=when)
         held = self.held(test)
         return held if when else []
+
+    def missing(self, test: ast.expr, *, when: bool) -> list[ast.expr]:
+        """The anchor nodes whose absence takes ``test`` towards ``when``: alone (``x or A
+        not in t``) or with the rest (``x and A not in t``), a branch that raises there is
+        how the project reports the text gone, not a silent miss."""
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return self.missing(test.operand, when=not when)
+        if isinstance(test, ast.BoolOp):
+            return [n for value in test.values for n in self.missing(value, when=when)]
+        return self.found(test, when=not when)
 
     def compared(self, test: ast.Compare, *, when: bool) -> list[ast.expr]:
         op, left, right = test.ops[0], test.left, test.comparators[0]
