@@ -28,8 +28,8 @@ and no alternative the project gives applies. What this module reads, and why ea
   (:mod:`canary.surface.findings`), since whether upstream still needs the rewrite is a
   fact of its behaviour that neither side's source decides. An ``in`` test under
   ``assert``, or whose absence raises (alone or with other conditions: ``x and A not in
-  t``), is no silent miss and is left alone. A find()
-  index is no presence test (-1 is truthy), nor is a count compared with anything but zero.
+  t``), is no silent miss and is left alone. A find() index is no presence test (-1 is
+  truthy), nor is a count compared with anything but zero.
 
 Only a test the syntax shows is read; one through a helper or a flag set elsewhere is not,
 and its anchors count as before (a miss is held: never hidden on a guess).
