@@ -456,6 +456,21 @@ def test_an_anchor_whose_absence_raises_beside_another_condition_is_not_guarded(
     assert anchor_sites(tmp_path, body) == {"a = 1": [(6, False, ())]}
 
 
+def test_an_anchor_the_project_raises_or_asserts_without_is_a_check(tmp_path):
+    checks = """\
+        assert "a = 1" in src
+        if "b = 1" not in src:
+            raise RuntimeError("drift")
+        src = src.replace("c", "d")
+        if "e = 1" in src:
+            src = src.replace("e = 1", "e = 2")
+    """
+    text = PATCH_HEAD + textwrap.indent(textwrap.dedent(checks), " " * 8)
+    result = run(tmp_path, {"pkg/patch.py": text})
+    raises = {r.anchor: r.sites[0].raises for r in result.references if r.kind is Kind.ANCHOR}
+    assert raises == {"a = 1": True, "b = 1": True, "c": False, "e = 1": False}
+
+
 def test_a_test_on_something_other_than_the_source_guards_no_anchor(tmp_path):
     body = 'if name not in ("forward", "loss"):\n    return src\nsrc = src.replace("b", "c")\n'
     assert anchor_sites(tmp_path, body.replace("name", "src.__class__")) == {"b": [(8, False, ())]}

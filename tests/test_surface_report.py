@@ -345,3 +345,16 @@ def test_a_line_used_under_two_conditions_is_shown_once():
     twice = (Site("proj/patch.py", 9), Site("proj/patch.py", 9, undecided="named in a string"))
     reference = Reference("transformers", "transformers.X", Kind.IMPORT, twice)
     assert report.sites(reference) == "proj/patch.py:9"
+
+
+def test_an_anchor_the_project_raises_without_breaks_one_it_rewrites_by_stops_applying():
+    # torchao: if "per_tensor_scale" not in source: raise RuntimeError(...)
+    check = Reference(
+        "toy", "toy.core.Engine.run", Kind.ANCHOR, (Site("proj/check.py", 3, raises=True),),
+        anchor="y = x * 2", match=Match.EXACT,
+    )  # fmt: skip
+    built = report.build(result(resolved(check, OK, OK, OK, MISSING, MISSING)))
+    (entry,) = [e for e in built.entries if e.reference == check]
+    assert (entry.section, entry.silently) == (report.HARD, False)
+    (entry,) = report.build(result(resolved(ANCHOR, OK, OK, OK, MISSING, MISSING))).entries
+    assert (entry.section, entry.silently) == (report.SILENT, True)

@@ -66,6 +66,7 @@ class Role(str, enum.Enum):
 
     TRIGGER = "trigger"  # if A not in text: <patch>: absent is when the patch applies
     TESTED = "tested"  # the project asks whether it is there: a miss is silent
+    RAISES = "raises"  # the project raises where it is not there: a miss breaks, loudly
 
     def __str__(self) -> str:
         return self.value
@@ -144,7 +145,9 @@ class _Reader:
         if isinstance(node, _NESTED):
             return
         if isinstance(node, ast.Assert):
-            return  # absent raises: no silent miss
+            for raising in self.missing(node.test, when=False):  # absent raises
+                self.reading.roles[id(raising)] = Role.RAISES
+            return
         if isinstance(node, ast.If):
             self.conditional(node)
             return
@@ -172,7 +175,7 @@ class _Reader:
         for when, branch in ((True, node.body), (False, node.orelse)):
             if _exits(branch) and not _exits(branch, silently=True):
                 for raising in self.missing(test, when=when):  # absent raises: no silent miss
-                    self.reading.roles.pop(id(raising), None)
+                    self.reading.roles[id(raising)] = Role.RAISES
         spellings = _alternatives_of(test)
         self.pair_all(spellings)
         for member in spellings:  # the body applies each spelling where it is the one there

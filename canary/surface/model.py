@@ -10,7 +10,7 @@ a :class:`SurfaceResult` holds both and reads/writes the JSON other tools rely o
                      "read_from"?: {"owners", "follow_shims"}, "sites": [{"path", "line",
                      "guarded", "versions", "at_import", "undecided",
                      "fallback_of", "requires", "replaces", "aliases",
-                     "alternatives", "after", "handled", "exports"}],
+                     "alternatives", "after", "handled", "exports", "raises"}],
                      "outcomes": {version: "ok" | "missing" | "unknown"}}]}
 """
 
@@ -112,6 +112,9 @@ class Site:
     # a PATCH site that binds the project's own object under the name it has in the project
     # (``m.Version = Version``): where upstream never had the name, an export, not a patch
     exports: bool = False
+    # an ANCHOR the project raises without (``if A not in src: raise``, ``assert``): a
+    # check, so its miss breaks there instead of silently skipping a rewrite
+    raises: bool = False
 
     def runs_on(self, package: str, label: str) -> bool:
         """Whether the site can run on release ``label`` of ``package``: every bound of its
@@ -151,6 +154,8 @@ class Site:
             data["handled"] = self.handled
         if self.exports:
             data["exports"] = True
+        if self.raises:
+            data["raises"] = True
         return data
 
     @classmethod
@@ -171,6 +176,7 @@ class Site:
             tuple(str(t) for t in data.get("after") or ()),
             str(data.get("handled") or ""),
             bool(data.get("exports", False)),
+            bool(data.get("raises", False)),
         )
 
 

@@ -205,13 +205,16 @@ def own_pins(result: SurfaceResult) -> dict[str, frozenset[str]]:
 
 def silent(reference: Reference, owner_missing: bool = False) -> bool:
     """A miss of this reference does not crash: the patch silently does nothing. An
-    anchor that no longer matches, a guarded use, and an assignment that binds the name at
-    every site (``X.f = mine`` never raises while ``X`` is there; ``owner_missing``: it is
-    not, and that raises; ``X.f[k] = v`` and ``X.f += v`` read ``X.f`` first, and raise)."""
+    anchor that no longer matches (unless the project raises without it at every site: a
+    check), a guarded use, and an assignment that binds the name at every site (``X.f =
+    mine`` never raises while ``X`` is there; ``owner_missing``: it is not, and that
+    raises; ``X.f[k] = v`` and ``X.f += v`` read ``X.f`` first, and raise)."""
     binds = bool(reference.sites) and all(site.replaces for site in reference.sites)
     if reference.kind is Kind.PATCH and binds and not owner_missing:
         return True
-    return reference.kind is Kind.ANCHOR or reference.guarded
+    if reference.kind is Kind.ANCHOR:
+        return not (reference.sites and all(site.raises for site in reference.sites))
+    return reference.guarded
 
 
 def build(

@@ -170,4 +170,5 @@ class Anchoring(Conditions):
                     spot=spot,
                     partners=partners,
                     read_from=origins[origin],
+                    raises=role is anchortests.Role.RAISES,
                 )

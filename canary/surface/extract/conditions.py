@@ -358,6 +358,7 @@ class Conditions(Values):
         spot: anchortests.Spot = (0, 0),
         partners: tuple[anchortests.Spot, ...] = (),
         read_from: ReadFrom | None = None,
+        raises: bool = False,
     ) -> None:
         if not self.emit:
             return
@@ -394,6 +395,7 @@ class Conditions(Values):
                 spot=spot,
                 partners=partners,
                 read_from=read_from,
+                raises=raises,
                 within=self.within,
                 after=tuple(sorted(self.imported - {target})),
                 handled=self._handled_import(node) if kind is Kind.IMPORT else "",

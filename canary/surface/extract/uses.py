@@ -40,6 +40,7 @@ class Use:
     after: tuple[str, ...] = ()  # reached only after its function imported these
     handled: str = ""  # an import whose failure its try's handler takes the place of: why
     read_from: ReadFrom | None = None  # an anchor read only where its owner is the one read
+    raises: bool = False  # an anchor the project raises without (a check): its miss breaks
     within: str = ""  # the module-level function it lies in ("": none; a method's is none)
 
 
@@ -109,6 +110,7 @@ def merge(uses: Iterable[Use]) -> tuple[Reference, ...]:
                     after=use.after,
                     handled=use.handled,
                     exports=use.kind is Kind.PATCH and use.exports,
+                    raises=use.kind is Kind.ANCHOR and use.raises,
                 ),
             ),
             use.anchor,
