@@ -125,6 +125,58 @@ def test_a_source_folder_with_setup_cfg(tmp_path):
     assert dict(loaded.target.requires) == {"transformers": ">=4.46", "peft": ">=0.10"}
 
 
+def folder(tmp_path: Path, files: dict[str, str]) -> Path:
+    root = tmp_path / "p"
+    for name, text in {"m.py": CODE, **files}.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(textwrap.dedent(text))
+    return root
+
+
+def test_an_unpacked_sdist_reads_its_pkg_info(tmp_path):
+    root = folder(tmp_path, {"PKG-INFO": METADATA.format(version="3.1")})
+    loaded = open_target(str(root), download_dir=tmp_path / "dl")
+    assert (loaded.target.name, loaded.target.version) == ("toyproj", "3.1")
+    assert dict(loaded.target.requires)["transformers"] == "!=4.53.0,<=5.17.0,>=4.52.4"
+
+
+def test_a_source_folder_reads_egg_info_requires_txt(tmp_path):
+    # llm2vec 0.2.3's sdist: PKG-INFO without Requires-Dist, the ranges in requires.txt
+    requires = """\
+        numpy
+        transformers<=4.44.2,>=4.43.1
+
+        [evaluation]
+        peft>=0.10
+
+        [:sys_platform == "nonexistent-os"]
+        trl>=0.20
+    """
+    pkg_info = "Metadata-Version: 2.1\nName: llm2vec\nVersion: 0.2.3\n"
+    root = folder(tmp_path, {"PKG-INFO": pkg_info, "llm2vec.egg-info/requires.txt": requires})
+    loaded = open_target(str(root), download_dir=tmp_path / "dl")
+    assert (loaded.target.name, loaded.target.version) == ("llm2vec", "0.2.3")
+    assert dict(loaded.target.requires) == {"transformers": "<=4.44.2,>=4.43.1", "peft": ">=0.10"}
+
+
+def test_a_source_folder_reads_setup_py_literals_without_running_it(tmp_path):
+    setup = """\
+        import sys
+        from setuptools import setup
+        sys.exit("setup.py was run")
+        EXTRAS = {"rl": ["trl>=0.20"]}
+        setup(
+            name="legacy",
+            version="1.2",
+            install_requires=["numpy", "transformers>=4.43.1,<=4.44.2", compute()],
+            extras_require=EXTRAS,
+        )
+    """
+    loaded = open_target(str(folder(tmp_path, {"setup.py": setup})), download_dir=tmp_path / "dl")
+    assert loaded.target.version == "1.2"
+    assert dict(loaded.target.requires) == {"transformers": "<=4.44.2,>=4.43.1", "trl": ">=0.20"}
+
+
 def test_a_config_file_given_replaces_the_projects_table(tmp_path):
     wheel = build_wheel(tmp_path / "toyproj-1.0.0-py3-none-any.whl")
     config = tmp_path / "surface.toml"

@@ -39,6 +39,8 @@ INDEX = "the package index"
 DOWN_AFTER = 3
 # One per process, as GitHub's HOSTS: a pytest run (or an xdist worker) is one process.
 INDEX_HEALTH = HostHealth()
+# canary reads wheels only: building an sdist runs its code, which a target never is.
+_SDIST_ONLY = "unpack the .tar.gz and pass its folder as the target (canary never builds one)."
 
 
 class IndexSource:
@@ -256,13 +258,15 @@ class IndexSource:
             self.health.no_answer(self._listing, cause, DOWN_AFTER)
             raise FetchError(
                 f"{cause} (pip: from versions: none) for {requirement}: is your pip "
-                f"configuration pointing at the index you meant (`pip config list`)? "
+                f"configuration pointing at the index you meant (`pip config list`)? A "
+                f"project that publishes only source distributions: {_SDIST_ONLY} "
                 f"pip said: {tail}",
                 cause=cause,
             )
         if failure.kind == pipfailure.NOT_FOUND:
             raise RefNotFound(
                 f"{requirement} has no wheel on the package index: is the version right? "
+                f"If that release is only a source distribution: {_SDIST_ONLY} "
                 f"(pip said: {tail})",
                 cause=f"no wheel of that version of {self.package} on the package index",
             )

@@ -8,9 +8,12 @@ its ``.py`` files and metadata, within limits; a target's code is read, never bu
 installed, imported or run.
 
 ``Target.requires`` is the project's declared range on each upstream package, from the
-wheel's ``Requires-Dist`` (or an unpacked wheel's ``*.dist-info/METADATA`` in a folder) or
-the folder's ``pyproject.toml`` (``[project] dependencies`` and ``optional-dependencies``)
-or ``setup.cfg`` (``install_requires``, ``extras_require``):
+wheel's ``Requires-Dist`` (or an unpacked wheel's ``*.dist-info/METADATA`` in a folder), or
+a folder's first source of them among: an unpacked sdist's ``PKG-INFO`` (where it lists
+``Requires-Dist``), ``pyproject.toml`` (``[project] dependencies`` and
+``optional-dependencies``), ``setup.cfg`` (``install_requires``, ``extras_require``),
+``*.egg-info/requires.txt``, and ``setup.py``'s literal ``install_requires=[...]`` and
+``extras_require={...}`` (read as syntax, never run):
 
 - requirements that always apply come first: no marker, or a marker that holds on this
   platform with no extra (``sys_platform != "darwin"``); several of them are all required,
@@ -23,6 +26,7 @@ or ``setup.cfg`` (``install_requires``, ``extras_require``):
 
 from __future__ import annotations
 
+import ast
 import configparser
 import contextlib
 import os
@@ -228,6 +232,8 @@ def _folder(root: Path, packages: Collection[str]) -> LoadedTarget:
     requires: dict[str, str] = {}
     if (metadata := _dist_info_metadata(root)) is not None:  # an unpacked wheel
         name, version, requires = _from_metadata(metadata, packages)
+    elif (pkg_info := root / "PKG-INFO").is_file():  # an unpacked sdist
+        name, version, requires = _from_metadata(pkg_info.read_text("utf-8", "replace"), packages)
     pyproject = root / "pyproject.toml"
     setup_cfg = root / "setup.cfg"
     if pyproject.is_file():
@@ -252,8 +258,12 @@ def _folder(root: Path, packages: Collection[str]) -> LoadedTarget:
         name = name or cfg_name
         version = version or versions.version_from_setup_cfg(setup_cfg.read_text("utf-8"))
         requires = requires or cfg_requires
-    if version is None and (root / "setup.py").is_file():
-        version = versions.version_from_setup_py((root / "setup.py").read_text("utf-8"))
+    if not requires:
+        requires = _from_egg_info(root, packages)
+    if (root / "setup.py").is_file() and (version is None or not requires):
+        text = (root / "setup.py").read_text("utf-8", "replace")
+        version = version or versions.version_from_setup_py(text)
+        requires = requires or declared_ranges(_setup_py_requirements(text), packages)
     target = Target(name or root.resolve().name, version, requires)
     files = tuple(f for f in _python_files(root) if not config.excludes(f))
     return LoadedTarget(target, root, files, config)
@@ -279,6 +289,75 @@ def _from_setup_cfg(text: str, packages: Collection[str]) -> tuple[str | None, d
         for extra, value in parser.items("options.extras_require"):
             lines.extend(_with_extra(r, extra) for r in _lines(value))
     return parser.get("metadata", "name", fallback=None), declared_ranges(lines, packages)
+
+
+def _from_egg_info(root: Path, packages: Collection[str]) -> dict[str, str]:
+    """The ranges of ``*.egg-info/requires.txt`` (setuptools' format: the install
+    requirements, then ``[extra]``, ``[:marker]`` or ``[extra:marker]`` sections)."""
+    found = sorted(p for p in root.glob("*.egg-info/requires.txt") if p.is_file())
+    if not found:
+        return {}
+    lines, marker = [], ""
+    for line in _lines(found[0].read_text("utf-8", "replace")):
+        if line.startswith("[") and line.endswith("]"):
+            extra, _, condition = line[1:-1].partition(":")
+            parts = [f"({condition})" if condition else "", f'extra == "{extra}"' if extra else ""]
+            marker = " and ".join(p for p in parts if p)
+        else:
+            lines.append(f"{line}; {marker}" if marker else line)
+    return declared_ranges(lines, packages)
+
+
+def _setup_py_requirements(text: str) -> list[str]:
+    """The requirements a ``setup.py`` spells as literals in its ``setup(...)`` call (or in
+    module-level names bound to literals): ``install_requires`` and ``extras_require``. The
+    file is parsed, never run; what it computes is not read."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []
+    literals: dict[str, object] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Name):
+                with contextlib.suppress(ValueError, TypeError, SyntaxError, RecursionError):
+                    literals[target.id] = ast.literal_eval(node.value)
+    requirements: list[str] = []
+    for call in ast.walk(tree):
+        if not isinstance(call, ast.Call):
+            continue
+        for keyword in call.keywords:
+            value = _literal(keyword.value, literals)
+            if keyword.arg == "install_requires" and isinstance(value, (list, tuple)):
+                requirements += [r for r in value if isinstance(r, str)]
+            elif keyword.arg == "extras_require" and isinstance(value, dict):
+                for extra, listed in value.items():
+                    if isinstance(extra, str) and isinstance(listed, (list, tuple)):
+                        requirements += [
+                            _with_extra(r, extra) for r in listed if isinstance(r, str)
+                        ]
+    return requirements
+
+
+def _literal(node: ast.expr | None, literals: dict[str, object]) -> object:
+    """The value of a literal, or of a name bound to one; a list keeps the elements that
+    are literal (``["numpy", compute()]`` -> ``["numpy"]``), a dict the items."""
+    if isinstance(node, ast.Name):
+        return literals.get(node.id)
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [v for e in node.elts if (v := _literal(e, literals)) is not None]
+    if isinstance(node, ast.Dict):
+        pairs = zip(node.keys, node.values, strict=True)
+        return {
+            key: _literal(value, literals)
+            for k, value in pairs
+            if k is not None and isinstance(key := _literal(k, literals), str)
+        }
+    try:
+        return ast.literal_eval(node) if node is not None else None
+    except (ValueError, TypeError, SyntaxError, RecursionError):
+        return None
 
 
 def _lines(value: str) -> list[str]:
