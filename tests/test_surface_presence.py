@@ -84,3 +84,29 @@ def test_a_helper_testing_its_parameters_guards_the_patch_it_makes(tmp_path):
 def test_a_get_on_anything_but_a_namespace_is_no_presence_test(tmp_path):
     body = f"def patch(d):\n    if d.get('_remap') is None:\n        return\n    {PATCH}"
     assert requires(tmp_path, body) == {()}
+
+
+MOE = "transformers.integrations.moe.ALL_EXPERTS_FUNCTIONS"
+FLAGGED = """\
+try:
+    from transformers.integrations.moe import ALL_EXPERTS_FUNCTIONS
+    HAS_EXPERTS = True
+except ImportError:
+    HAS_EXPERTS = {fallback}
+    ALL_EXPERTS_FUNCTIONS = None
+
+def register():
+    if not HAS_EXPERTS:
+        return False
+    ALL_EXPERTS_FUNCTIONS._global_mapping["linear_loop"] = None
+"""
+
+
+@pytest.mark.parametrize(("fallback", "required"), [("False", (MOE,)), ("None", ())])
+def test_a_flag_set_after_an_import_and_cleared_by_its_handler_is_a_presence_test(
+    tmp_path, fallback, required
+):
+    # auto-round: HAS_EXPERTS_INTERFACE; a handler that sets anything else is no such flag
+    body = FLAGGED.format(fallback=fallback)
+    got = requires(tmp_path, body, Kind.PATCH, f"{MOE}._global_mapping")
+    assert got == {required}

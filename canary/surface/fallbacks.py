@@ -32,6 +32,41 @@ def catches_import_error(handler: ast.ExceptHandler) -> bool:
     return any(isinstance(t, ast.Name) and t.id in IMPORT_ERRORS for t in types)
 
 
+def presence_flag(node: ast.Try) -> str | None:
+    """The name a ``try`` sets to ``True`` after its imports and to ``False`` in every
+    handler, each of which catches ImportError (``try: from x import y; HAS_Y = True
+    except ImportError: HAS_Y = False``): true exactly where every import of the body
+    succeeded. None: no such flag."""
+    if not node.handlers or not all(catches_import_error(h) for h in node.handlers):
+        return None
+    after_imports = False
+    candidates = set()
+    for statement in node.body:
+        if isinstance(statement, (ast.Import, ast.ImportFrom)):
+            after_imports = True
+        elif after_imports and (name := _set_to(statement, True)) is not None:
+            candidates.add(name)
+    found = [
+        name
+        for name in sorted(candidates)
+        if all(any(_set_to(s, False) == name for s in h.body) for h in node.handlers)
+    ]
+    return found[0] if len(found) == 1 else None
+
+
+def _set_to(statement: ast.stmt, value: bool) -> str | None:
+    """The name ``statement`` binds to the constant ``value`` (``HAS_Y = True``), if any."""
+    if (
+        isinstance(statement, ast.Assign)
+        and len(statement.targets) == 1
+        and isinstance(statement.targets[0], ast.Name)
+        and isinstance(statement.value, ast.Constant)
+        and statement.value.value is value
+    ):
+        return statement.targets[0].id
+    return None
+
+
 def harmless(node: ast.stmt) -> bool:
     """A statement that cannot raise: ``pass``, or names bound to names or literals
     (``AutoModelForVision2Seq = AutoModelForImageTextToText`` after importing the latter).

@@ -496,6 +496,11 @@ class Walker(Anchoring):
                     self.body(handler.body, nested)
             self.body(node.orelse, nested)
         self.body(node.finalbody, nested)
+        flag = fallbacks.presence_flag(node)
+        if flag is not None and (imported := self._upstream_imported(node.body)):
+            # HAS_Y is true exactly where the body's imports all succeeded: a presence test
+            found = frozenset(f"+{target}" for target in imported)
+            self.scope.values[flag] = Presence(found, frozenset())  # type: ignore[assignment]
 
     def _never_taken(self, handler: ast.ExceptHandler, body: list[ast.stmt]) -> bool:
         """``except PackageNotFoundError`` around reads of upstream packages' installed
