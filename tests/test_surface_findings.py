@@ -478,3 +478,31 @@ def test_a_renamed_name_is_not_missed_where_the_object_is_bound_to_its_new_name_
 def test_two_names_upstream_has_side_by_side_are_two_patches():
     # vision and text norms, both there until one goes: that one's patch stopped applying
     assert held(*norm_patches("oomm", "oooo")) == {f"patch {QWEN2_NORM}": ("5.1.0", "5.2.0")}
+
+
+MAPPING = "transformers.conversion_mapping.get_checkpoint_conversion_mapping"
+QWEN35, QWEN35_MOE = "transformers.models.qwen3_5", "transformers.models.qwen3_5_moe"
+
+
+def model_branch(*packages: str) -> Site:
+    """A site in ``if config.model_type in (...):`` of those packages' types."""
+    return replace(site(), requires=("|".join(packages),))
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "held"),
+    [
+        ("mmoo", "mmoo", ("5.1.0", "5.2.0")),  # both came in 5.1.0: it runs from there
+        ("mmmo", "mmoo", ("5.1.0", "5.2.0")),  # one of the two types is enough
+        ("mmoo", "mmmm", RELEASES[1:]),  # a type no release has may be remote code: anywhere
+    ],
+)
+def test_a_model_types_branch_runs_where_one_of_its_model_packages_is_there(first, second, held):
+    # llamafactory: if model_type in ["qwen3_5", "qwen3_5_moe"]: patch_qwen3_5_forward(model)
+    packages = [
+        resolved(QWEN35, first, kind=Kind.IMPORT),
+        resolved(QWEN35_MOE, second, kind=Kind.IMPORT),
+    ]
+    used = resolved(MAPPING, "mmmm", model_branch(QWEN35, QWEN35_MOE), kind=Kind.IMPORT)
+    found = {f.reference.target: f for f in findings([*packages, used], PROJECT)}
+    assert found[MAPPING].new == held

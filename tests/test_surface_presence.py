@@ -110,3 +110,45 @@ def test_a_flag_set_after_an_import_and_cleared_by_its_handler_is_a_presence_tes
     body = FLAGGED.format(fallback=fallback)
     got = requires(tmp_path, body, Kind.PATCH, f"{MOE}._global_mapping")
     assert got == {required}
+
+
+MAPPING = "transformers.conversion_mapping.get_checkpoint_conversion_mapping"
+
+
+@pytest.mark.parametrize(
+    ("test", "required"),
+    [
+        ('cfg.get("model_type") == "deepseek_v4"', "transformers.models.deepseek_v4"),
+        (
+            'getattr(cfg, "model_type", None) in ("qwen3_5", "qwen3_5_moe") and fa2',
+            "transformers.models.qwen3_5|transformers.models.qwen3_5_moe",
+        ),
+        ("cfg.model_type in TYPES", "transformers.models.llama4"),  # a constant names it
+        ('field(cfg, "model_type") == "gpt_oss"', "transformers.models.gpt_oss"),  # a helper
+        ('"gemma" in cfg.model_type', None),  # a substring: no type
+        ('cfg.model_type != "llama4"', None),  # every type but one
+    ],
+)
+def test_a_branch_only_a_model_type_reaches_requires_one_of_its_packages(tmp_path, test, required):
+    # amd-quark: if hf_model_config.get("model_type") == "deepseek_v4": ...
+    body = f"""\
+        TYPES = ("llama4",)
+        def load(cfg, fa2, field):
+            if {test}:
+                from transformers.conversion_mapping import get_checkpoint_conversion_mapping
+        """
+    refs = project_surface(tmp_path, {"proj/__init__.py": "", "proj/m.py": body})
+    (site,) = next(r for r in refs if r.target == MAPPING).sites
+    assert site.requires == ((required,) if required else ())
+
+
+def test_after_an_early_return_for_other_model_types_the_rest_requires_the_package(tmp_path):
+    body = """\
+        def load(config):
+            if config.model_type not in ["qwen3_5", "qwen3_5_moe"]:
+                return
+            from transformers.conversion_mapping import get_checkpoint_conversion_mapping
+        """
+    refs = project_surface(tmp_path, {"proj/__init__.py": "", "proj/m.py": body})
+    (site,) = next(r for r in refs if r.target == MAPPING).sites
+    assert site.requires == ("transformers.models.qwen3_5|transformers.models.qwen3_5_moe",)

@@ -27,6 +27,7 @@ from canary.surface.baseline import Baseline, load_baseline, write_baseline
 from canary.surface.findings import Absent, Finding, findings, model_package
 from canary.surface.memo import Memo
 from canary.surface.model import (
+    MODEL_ALTERNATIVES,
     Kind,
     Outcome,
     Reference,
@@ -319,11 +320,22 @@ def _model_homes(
 
 
 def _model_packages(references: Sequence[Reference]) -> tuple[Reference, ...]:
-    """The model packages of transformers the references lie in, as imports to resolve
-    (those the targets do not import themselves): whether a release has the package at all
-    is what excuses a came-later miss in it."""
+    """The model packages of transformers the references lie in, or their sites' model-type
+    tests ask for, as imports to resolve (those the targets do not import themselves):
+    whether a release has the package at all is what excuses a came-later miss in it, and
+    what keeps a model's own branch from running."""
     known = {ref.key for ref in references}
-    packages = sorted({p for ref in references if (p := model_package(ref.target))})
+    packages = sorted(
+        {p for ref in references if (p := model_package(ref.target))}
+        | {
+            part
+            for ref in references
+            for site in ref.sites
+            for required in site.requires
+            for part in required.split(MODEL_ALTERNATIVES)
+            if model_package(part) == part
+        }
+    )
     extra = (Reference("transformers", package, Kind.IMPORT, ()) for package in packages)
     return tuple(ref for ref in extra if ref.key not in known)
 

@@ -14,8 +14,13 @@ Three narrowings, each exactly as wide as its reason:
   tests of its branches exclude the release (``Site.versions``), nor after an import, in
   its function or in its module's importer, of something that came later in a model
   package the release lacks (``Site.after``; that import raises first, and is excused
-  itself: 2. below). Behind an import of anything else that is missing, it still runs as
-  far as its finding goes: both break, and the project fixes both.
+  itself: 2. below), nor in a branch only models of some types reach (a ``model_type``
+  test: ``Site.requires`` holds ``transformers.models.a|transformers.models.b``) where
+  every one of those model packages is missing and each is there on some release checked:
+  no checkpoint of those types loads there. A type no release has (``internvl_chat``) may be
+  a checkpoint's own code, loadable anywhere: it narrows nothing. Behind an import of
+  anything else that is missing, it still runs as far as its finding goes: both break, and
+  the project fixes both.
 - **Came later, where it cannot break.** A miss on a release older than the first one
   where the reference is ok (:attr:`Finding.since`) *came later*: the project needs a newer
   upstream for it, a real break wherever the code runs unguarded. It is not counted
@@ -94,7 +99,17 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from canary import versions
 from canary.errors import ConfigError
-from canary.surface.model import Kind, Outcome, Reference, Resolved, Site, SurfaceResult, Target
+from canary.surface.model import (
+    MODEL_ALTERNATIVES,
+    MODEL_PACKAGES,
+    Kind,
+    Outcome,
+    Reference,
+    Resolved,
+    Site,
+    SurfaceResult,
+    Target,
+)
 
 # Operators that exclude every newer release, so ``main`` too.
 _UPPER_BOUNDS = ("<", "<=", "==", "===", "~=")
@@ -104,8 +119,6 @@ Accepts = Callable[[Reference, str], "str | None"]
 
 Absent = Callable[[str, str], bool]
 """Whether a module (``transformers.models.gemma4``) is known to be absent on a release."""
-
-MODEL_PACKAGES = "transformers.models"
 
 
 @dataclass(frozen=True)
@@ -432,13 +445,23 @@ def _runs(
             gone = {v for v, o in item.outcomes.items() if o is Outcome.MISSING}
             missing.setdefault(item.reference.target, set()).update(gone)
 
+    def gone(required: str, version: str) -> bool:
+        """What a test before a site found present is missing on ``version``. A model-type
+        test's packages (``a|b``: one of them) are gone only where each is missing and each
+        is there on some release checked: a model type no release has may be a checkpoint's
+        own code (``trust_remote_code``), loadable anywhere."""
+        if MODEL_ALTERNATIVES not in required and model_package(required) != required:
+            return version in missing.get(required, ())
+        packages = required.split(MODEL_ALTERNATIVES)
+        return all(version in missing.get(p, ()) and p in first_ok for p in packages)
+
     def runs(reference: Reference, site: Site, version: str) -> bool:
         if not site.runs_on(reference.package, version):
             return False
         if spellings is not None and spellings(reference, site, version) is Outcome.OK:
             return False  # the project applies another spelling there
         same = reference.package
-        if any(r.split(".", 1)[0] == same and version in missing.get(r, ()) for r in site.requires):
+        if any(r.split(".", 1)[0] == same and gone(r, version) for r in site.requires):
             return False  # a test before it found that absent: it does not run there
         fallback = site.fallback_of
         inside = all(t.split(".", 1)[0] == same for t in fallback)

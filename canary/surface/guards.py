@@ -174,6 +174,48 @@ def presence_tested(
             yield obj, name, positive
 
 
+def model_types_tested(
+    test: ast.expr, *, positive: bool = True, strings: Callable[[ast.expr], tuple[str, ...]]
+) -> Iterator[tuple[str, ...]]:
+    """The model types ``test`` being ``positive`` says a model has, one tuple per test (any
+    of its members): ``config.model_type == "llama4"``, ``getattr(c, "model_type", None) in
+    ("qwen3_5", "qwen3_5_moe")``, ``cfg.get("model_type") == ...``, ``field(cfg,
+    "model_type") == ...``, or ``!=``/``not in`` where it fails. ``strings``: the strings an
+    expression holds (a literal, a tuple of them, a constant bound to one)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        yield from model_types_tested(test.operand, positive=not positive, strings=strings)
+    elif isinstance(test, ast.BoolOp):
+        if isinstance(test.op, ast.And) == positive:  # a and b holds / a or b fails: each
+            for value in test.values:
+                yield from model_types_tested(value, positive=positive, strings=strings)
+    elif isinstance(test, ast.Compare) and len(test.ops) == 1:
+        op, left, right = test.ops[0], test.left, test.comparators[0]
+        if isinstance(op, (ast.Eq, ast.NotEq)) and _is_model_type(right):
+            left, right = right, left
+        if not _is_model_type(left):
+            return
+        if isinstance(op, (ast.Eq, ast.In)) == positive and isinstance(
+            op, (ast.Eq, ast.NotEq, ast.In, ast.NotIn)
+        ):
+            types = strings(right)
+            if types:
+                yield types
+
+
+def _is_model_type(node: ast.expr) -> bool:
+    """An expression that reads a model's type: ``x.model_type``, a name ``model_type``,
+    or a call given the literal ``"model_type"`` (``getattr``, ``.get``, a helper)."""
+    if isinstance(node, ast.Attribute):
+        return node.attr == "model_type"
+    if isinstance(node, ast.Name):
+        return node.id == "model_type"
+    if isinstance(node, ast.Subscript):
+        return _literal(node.slice) == "model_type"
+    if isinstance(node, ast.Call):
+        return any(_literal(a) == "model_type" for a in node.args)
+    return False
+
+
 def _instance_of_a_type(test: ast.expr) -> bool:
     """``isinstance(X, T)`` of a name, ``T`` no spelling of None's type."""
     if not (

@@ -27,6 +27,11 @@ from canary import versions as _versions
 
 SCHEMA_KEYS = ("targets", "packages", "references")
 
+MODEL_PACKAGES = "transformers.models"
+# Joins the model packages a model-type test asks for in a site's ``requires``: one of them
+# (``transformers.models.qwen3_5|transformers.models.qwen3_5_moe``).
+MODEL_ALTERNATIVES = "|"
+
 
 class Kind(str, enum.Enum):
     """What a project does with an upstream thing."""
@@ -90,7 +95,8 @@ class Site:
     fallback_of: tuple[str, ...] = ()
     # upstream things a test before it found present (hasattr, ``X is not None`` of an
     # upstream binding, an import whose ImportError leaves): where one is missing, it does
-    # not run; a presence test requires what it tests
+    # not run; a presence test requires what it tests. A model-type test requires one of
+    # its model packages: ``transformers.models.a|transformers.models.b``
     requires: tuple[str, ...] = ()
     # a PATCH site that binds the name (``X.n = v``, ``setattr(X, "n", v)``): it cannot
     # raise while ``X`` is there, and where upstream lacks ``n`` it adds it; an item

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 from canary.surface import anchortests, guards, probes, versiontests
 from canary.surface.extract import syntax
@@ -21,7 +21,7 @@ from canary.surface.extract.scopes import (
 )
 from canary.surface.extract.uses import Use
 from canary.surface.extract.values import NOT_LITERAL, Values
-from canary.surface.model import Kind, Match, ReadFrom
+from canary.surface.model import MODEL_ALTERNATIVES, MODEL_PACKAGES, Kind, Match, ReadFrom
 from canary.surface.texts import Literals, elements
 
 
@@ -312,7 +312,7 @@ class Conditions(Values):
                 success = probes.Success.TRUTHY if positive else probes.Success.NONE
                 required = self.project.probe_requires(function, success)
                 return frozenset(f"+{target}" for target in required or ())
-        found = set()
+        found = set(self._model_types(test, positive=positive))
         tested = guards.presence_tested(test, positive=positive, name_of=self._literal_string)
         for obj, name, present in tested:
             binding, _, complete = self.chain(obj)
@@ -323,6 +323,15 @@ class Conditions(Values):
             if isinstance(binding, Upstream):  # None where its import failed
                 found.add(f"+{binding.path}")
         return frozenset(found)
+
+    def _model_types(self, test: ast.expr, *, positive: bool) -> Iterator[str]:
+        """A branch only a model of the types ``test`` names reaches (``config.model_type in
+        ("qwen3_5", "qwen3_5_moe")``): it runs where transformers has one of their model
+        packages (findings.py), "+a|b" as :meth:`_present` says it."""
+        if "transformers" not in self.project.upstream:
+            return
+        for types in guards.model_types_tested(test, positive=positive, strings=self._strings):
+            yield "+" + MODEL_ALTERNATIVES.join(f"{MODEL_PACKAGES}.{t}" for t in sorted(types))
 
     def _bound_at(self, node: ast.AST) -> Bound:
         """Where a use runs: the branch's window and fallback, and those of the binding
@@ -404,11 +413,13 @@ class Conditions(Values):
 
     def _required(self, target: str, *, presence: bool) -> tuple[str, ...]:
         """The upstream things found present before this use that it lies in (``x.y``
-        for ``x.y.f``); a presence test requires what it tests."""
+        for ``x.y.f``), and the model packages a model-type test asked for (one of them);
+        a presence test requires what it tests."""
         found = {
             p[1:]
             for p in self.present
-            if p.startswith("+") and (target == p[1:] or target.startswith(f"{p[1:]}."))
+            if p.startswith("+")
+            and (target == p[1:] or target.startswith(f"{p[1:]}.") or _model_test(p[1:]))
         }
         if presence:
             found.add(target)
@@ -443,3 +454,11 @@ _COMPARISONS = {
     "operator.eq": "==",
     "operator.ne": "!=",
 }
+
+
+def _model_test(entry: str) -> bool:
+    """A present entry a model-type test made: model packages, one of which is there."""
+    return all(
+        part.count(".") == 2 and part.startswith(f"{MODEL_PACKAGES}.")
+        for part in entry.split(MODEL_ALTERNATIVES)
+    )

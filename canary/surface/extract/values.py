@@ -365,6 +365,20 @@ class Values(WalkState):
         except TypeError:  # an unhashable key
             return NOT_LITERAL
 
+    def _strings(self, node: ast.expr) -> tuple[str, ...]:
+        """The strings ``node`` is or holds, all of them known: a literal, a tuple, list or
+        set of literals, or a name bound to one of those; () where any is unknown."""
+        value = self.value(node)
+        if not isinstance(value, Literals) or value.fragments:
+            return ()
+        found: list[str] = []
+        for item in value.values:
+            items = item if isinstance(item, (tuple, list, set, frozenset)) else (item,)
+            if not items or not all(isinstance(i, str) for i in items):
+                return ()
+            found.extend(items)  # type: ignore[arg-type]
+        return tuple(dict.fromkeys(found))
+
     def _literal_string(self, node: ast.expr) -> str | None:
         value = self.value(node)
         if isinstance(value, Literals) and not value.fragments and len(value.values) == 1:
