@@ -76,7 +76,14 @@ def test_a_release_that_cannot_be_read_means_not_everything_was_checked(tmp_path
 def test_a_target_without_upstream_references_was_not_checked(tmp_path):
     run = check(tmp_path, [OLD, Surface(Target("empty", None), ())])
     assert run.exit_status == 2
-    assert "empty: no reference to an upstream package found" in verdict(run)
+    said = "empty: no reference to toy found in its code: nothing of it was checked"
+    assert any(line.startswith(said) for line in verdict(run))
+    assert verdict(run)[-1] == "canary: not everything was checked"  # the other one was
+    alone = check(tmp_path, [Surface(Target("empty", None), ())])
+    assert alone.exit_status == 2
+    assert verdict(alone)[-1] == (
+        "canary: nothing was checked: no target references an upstream package"
+    )
 
 
 def test_expected_absent_and_the_baseline_accept_misses(tmp_path):

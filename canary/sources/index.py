@@ -257,10 +257,9 @@ class IndexSource:
             cause = f"the package index lists no wheel of {self.package} at all"
             self.health.no_answer(self._listing, cause, DOWN_AFTER)
             raise FetchError(
-                f"{cause} (pip: from versions: none) for {requirement}: is your pip "
-                f"configuration pointing at the index you meant (`pip config list`)? A "
-                f"project that publishes only source distributions: {_SDIST_ONLY} "
-                f"pip said: {tail}",
+                f"{cause} (pip: from versions: none) for {requirement}: if it publishes only "
+                f"source distributions, {_SDIST_ONLY} Otherwise, is your pip configuration "
+                f"pointing at the index you meant (`pip config list`)? pip said: {tail}",
                 cause=cause,
             )
         if failure.kind == pipfailure.NOT_FOUND:

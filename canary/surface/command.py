@@ -399,7 +399,11 @@ def verdict(surface_run: SurfaceRun) -> list[str]:
         for case, exc in surface_run.errors
     ]
     lines = [describe(group) for group in group_errors(errors)]
-    lines += [f"{name}: no reference to an upstream package found" for name in surface_run.empty]
+    lines += [
+        f"{name}: no reference to {', '.join(surface_run.result.packages) or 'an upstream package'}"
+        " found in its code: nothing of it was checked (is it the target you meant?)"
+        for name in surface_run.empty
+    ]
     releases = surface_run.releases
     if releases is not None:
         lines.append(f"canary: {releases.describe()}")
@@ -429,6 +433,13 @@ def verdict(surface_run: SurfaceRun) -> list[str]:
             f"canary: surface broken: {len(failing):,} reference(s) missing inside the declared "
             f"range ({misses:,} reference x release), not accepted"
         )
+    elif (
+        unchecked
+        and surface_run.empty
+        and not errors
+        and len(surface_run.empty) == len(surface_run.result.targets)
+    ):
+        lines.append("canary: nothing was checked: no target references an upstream package")
     elif unchecked:
         lines.append("canary: not everything was checked")
     else:
