@@ -421,3 +421,15 @@ def test_the_imports_a_site_comes_after_are_in_its_json_only_where_there_are_som
     assert site.to_json()["after"] == ["transformers.Gemma4Model"]
     assert Site.from_json(site.to_json()) == site
     assert "after" not in Site("proj/load.py", 3).to_json()
+
+
+def test_a_declared_floor_below_the_oldest_release_checked_is_said(tmp_path):
+    # smolagents: transformers>=4.0.0, where canary's list starts at 4.46.1
+    old_floor = Surface(Target("old-floor", "1", {"toy": ">=0.5,<3"}), (ref(LOSS, "p.py", 3),))
+    said = (
+        "canary: old-floor allows toy>=0.5,<3, and the oldest release checked is 1.0: "
+        "older ones are not checked (list them in a tags file to check them)"
+    )
+    assert said in verdict(check(tmp_path, [old_floor]))
+    # no floor, or one the list covers: nothing to say
+    assert not [line for line in verdict(check(tmp_path, [OLD, NEW])) if "oldest" in line]

@@ -16,6 +16,10 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from canary import versions
 from canary.atomic import write_atomically
 from canary.discovery import Releases, discover, listed_only
 from canary.errors import InfrastructureError
@@ -392,6 +396,39 @@ def summary(surface_run: SurfaceRun) -> str:
     return "\n".join(lines) + "\n"
 
 
+def below_oldest(result: SurfaceResult) -> list[str]:
+    """A line per target and package whose declared floor lies below the oldest release
+    checked: the releases between are allowed and never read (smolagents' ``>=4.0``). A
+    range without a floor says nothing of where the project starts: no line."""
+    lines = []
+    for target in result.targets:
+        for package, spec in sorted(target.requires.items()):
+            checked = [v for v in result.packages.get(package, ()) if versions.parse(v)]
+            oldest = min(checked, key=versions.parse, default=None)  # type: ignore[arg-type]
+            if oldest is None or not _reaches_below(spec, oldest):
+                continue
+            lines.append(
+                f"canary: {target.name} allows {package}{spec}, and the oldest release "
+                f"checked is {oldest}: older ones are not checked (list them in a tags file "
+                "to check them)"
+            )
+    return lines
+
+
+def _reaches_below(spec: str, oldest: str) -> bool:
+    """Whether ``spec`` has a lower bound below ``oldest``."""
+    try:
+        floor = Version(oldest)
+        lows = [
+            Version(s.version.removesuffix(".*"))
+            for s in SpecifierSet(spec)
+            if s.operator in (">=", ">", "~=", "==", "===")
+        ]
+    except (InvalidSpecifier, InvalidVersion):
+        return False
+    return bool(lows) and max(lows) < floor
+
+
 def verdict(surface_run: SurfaceRun) -> list[str]:
     """The errors grouped by cause, then the one-line verdict (``canary: ...``)."""
     errors = [
@@ -404,6 +441,7 @@ def verdict(surface_run: SurfaceRun) -> list[str]:
         " found in its code: nothing of it was checked (is it the target you meant?)"
         for name in surface_run.empty
     ]
+    lines += below_oldest(surface_run.result)
     releases = surface_run.releases
     if releases is not None:
         lines.append(f"canary: {releases.describe()}")
