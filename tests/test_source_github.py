@@ -455,11 +455,12 @@ def test_a_failed_file_starts_no_other_file_of_its_batch(make, server: LoopbackS
 def test_files_in_flight_stop_retrying_once_their_batch_failed(make, server: LoopbackServer):
     server.add(f"{ROOT}/pkg/slow.py", b"x = 1\n")
     server.script(f"{ROOT}/pkg/__init__.py", [Status(401)])
-    # A backoff far longer than the other file's 401 can take, however loaded the machine
-    # (a second's was outrun once under Python 3.13 in CI): the failure wakes the wait.
+    # The real wait (not the fixture's instant sleep, which let retries outrun the other
+    # file's 401 on a loaded machine), far longer than that 401 can take: its failure
+    # wakes the wait, and the retry sees the batch failed.
     server.script(f"{ROOT}/pkg/slow.py", [Status(503, {"Retry-After": "60"})] * 6)
     with pytest.raises(FetchError, match="HTTP 401"):
-        make(max_workers=2, retries=5).fetch(["pkg/__init__.py", "pkg/slow.py"])
+        make(max_workers=2, retries=5, sleep=None).fetch(["pkg/__init__.py", "pkg/slow.py"])
     # One attempt, perhaps a second already under way: never the whole backoff schedule.
     assert server.hits(f"{ROOT}/pkg/slow.py") <= 2
 
