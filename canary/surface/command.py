@@ -31,13 +31,13 @@ from canary.surface.baseline import Baseline, load_baseline, write_baseline
 from canary.surface.findings import Absent, Finding, findings, model_package
 from canary.surface.memo import Memo
 from canary.surface.model import (
-    MODEL_ALTERNATIVES,
     Kind,
     Outcome,
     Reference,
     Resolved,
     SurfaceResult,
     merge_references,
+    model_alternatives,
 )
 from canary.surface.pipeline import TARGETS_FOLDER, Surface, open_surface
 from canary.surface.resolve import MakeTree, WorkspaceSources, release_of, resolve, salt
@@ -336,8 +336,7 @@ def _model_packages(references: Sequence[Reference]) -> tuple[Reference, ...]:
             for ref in references
             for site in ref.sites
             for required in site.requires
-            for part in required.split(MODEL_ALTERNATIVES)
-            if model_package(part) == part
+            for part in model_alternatives(required)
         }
     )
     extra = (Reference("transformers", package, Kind.IMPORT, ()) for package in packages)
@@ -472,8 +471,7 @@ def verdict(surface_run: SurfaceRun) -> list[str]:
             f"range ({misses:,} reference x release), not accepted"
         )
     elif (
-        unchecked
-        and surface_run.empty
+        surface_run.empty
         and not errors
         and len(surface_run.empty) == len(surface_run.result.targets)
     ):

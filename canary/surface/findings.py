@@ -100,7 +100,6 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from canary import versions
 from canary.errors import ConfigError
 from canary.surface.model import (
-    MODEL_ALTERNATIVES,
     MODEL_PACKAGES,
     Kind,
     Outcome,
@@ -109,6 +108,7 @@ from canary.surface.model import (
     Site,
     SurfaceResult,
     Target,
+    model_alternatives,
 )
 
 # Operators that exclude every newer release, so ``main`` too.
@@ -450,9 +450,9 @@ def _runs(
         test's packages (``a|b``: one of them) are gone only where each is missing and each
         is there on some release checked: a model type no release has may be a checkpoint's
         own code (``trust_remote_code``), loadable anywhere."""
-        if MODEL_ALTERNATIVES not in required and model_package(required) != required:
+        packages = model_alternatives(required)
+        if not packages:
             return version in missing.get(required, ())
-        packages = required.split(MODEL_ALTERNATIVES)
         return all(version in missing.get(p, ()) and p in first_ok for p in packages)
 
     def runs(reference: Reference, site: Site, version: str) -> bool:

@@ -73,6 +73,15 @@ class Match(str, enum.Enum):
 _OPERATORS = ("<=", ">=", "!=", "==", "<", ">")  # two-character ones first
 
 
+def model_alternatives(required: str) -> tuple[str, ...]:
+    """The model packages of a site's ``requires`` entry that a model-type test made (one
+    of them is there where the site runs); () for any other entry."""
+    parts = tuple(required.split(MODEL_ALTERNATIVES))
+    if all(p.count(".") == 2 and p.startswith(f"{MODEL_PACKAGES}.") for p in parts):
+        return parts
+    return ()
+
+
 @dataclass(frozen=True, order=True)
 class Site:
     """Where the target uses the reference. ``guarded``: inside ``try/except``, or under a

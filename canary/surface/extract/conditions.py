@@ -21,7 +21,14 @@ from canary.surface.extract.scopes import (
 )
 from canary.surface.extract.uses import Use
 from canary.surface.extract.values import NOT_LITERAL, Values
-from canary.surface.model import MODEL_ALTERNATIVES, MODEL_PACKAGES, Kind, Match, ReadFrom
+from canary.surface.model import (
+    MODEL_ALTERNATIVES,
+    MODEL_PACKAGES,
+    Kind,
+    Match,
+    ReadFrom,
+    model_alternatives,
+)
 from canary.surface.texts import Literals, elements
 
 
@@ -419,7 +426,7 @@ class Conditions(Values):
             p[1:]
             for p in self.present
             if p.startswith("+")
-            and (target == p[1:] or target.startswith(f"{p[1:]}.") or _model_test(p[1:]))
+            and (target == p[1:] or target.startswith(f"{p[1:]}.") or model_alternatives(p[1:]))
         }
         if presence:
             found.add(target)
@@ -454,11 +461,3 @@ _COMPARISONS = {
     "operator.eq": "==",
     "operator.ne": "!=",
 }
-
-
-def _model_test(entry: str) -> bool:
-    """A present entry a model-type test made: model packages, one of which is there."""
-    return all(
-        part.count(".") == 2 and part.startswith(f"{MODEL_PACKAGES}.")
-        for part in entry.split(MODEL_ALTERNATIVES)
-    )

@@ -132,15 +132,12 @@ def _alternatives(uses: list[Use]) -> dict[Use, tuple[str, ...]]:
         if use.kind is Kind.ANCHOR and use.anchor is not None:
             at.setdefault((use.path, use.target, use.spot), set()).add(use.anchor)
         elif use.kind is Kind.PATCH and use.bound_object:
-            owner = use.target.rpartition(".")[0]
-            names.setdefault((use.path, use.scope, owner, use.bound_object), set()).add(use.target)
+            names.setdefault(_one_patch(use), set()).add(use.target)
     found = {}
     for use in uses:
-        if use.kind is Kind.PATCH and use.bound_object:
-            owner = use.target.rpartition(".")[0]
-            others = names[(use.path, use.scope, owner, use.bound_object)] - {use.target}
-            if others:
-                found[use] = tuple(sorted(others))
+        patch = use.kind is Kind.PATCH and use.bound_object
+        if patch and (others := names[_one_patch(use)] - {use.target}):
+            found[use] = tuple(sorted(others))
     for use in uses:
         if use.partners:
             anchors = set().union(*(at.get((use.path, use.target, p), ()) for p in use.partners))
@@ -148,3 +145,8 @@ def _alternatives(uses: list[Use]) -> dict[Use, tuple[str, ...]]:
             if anchors:
                 found[use] = tuple(sorted(anchors))
     return found
+
+
+def _one_patch(use: Use) -> tuple[str, int, str, str]:
+    """What makes bindings one patch: the file, the function, the owner, the object bound."""
+    return (use.path, use.scope, use.target.rpartition(".")[0], use.bound_object)
