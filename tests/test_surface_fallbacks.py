@@ -208,6 +208,16 @@ def test_a_handler_that_signals_the_failure_does_not_handle_it(tmp_path, handler
     assert handled(tmp_path, fallback(handler, READ)) == ""
 
 
+def test_a_handler_that_gives_a_name_of_the_body_another_object_takes_its_place(tmp_path):
+    # unsloth_zoo's LossKwargs: KwargsForCausalLM, a class of the body, or the new TypedDict
+    body = "class Kwargs(LlamaFlashAttention2): ..."
+    source = f"LlamaFlashAttention2 = object\ntry:\n    {IMPORT}\n    {body}\n"
+    replaced = source + "except ImportError:\n    Kwargs = dict\n" + READ
+    assert "keeps the value line 1 gave it" in handled(tmp_path, replaced)
+    flagged = source + "except ImportError:\n    Kwargs = None\n" + READ
+    assert handled(tmp_path, flagged) == ""  # a constant is a flag a later test reads
+
+
 def test_a_flag_the_body_sets_over_an_earlier_value_keeps_the_miss(tmp_path):
     # unsloth_zoo's HybridCache: HAS_HYBRID_CACHE = False before, True in the body
     source = f"HAS = False\ntry:\n    {IMPORT}\n    HAS = True\nexcept Exception:\n    pass\n"

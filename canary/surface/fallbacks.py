@@ -5,7 +5,9 @@ The proof, for an import directly in a ``try`` body: where the module or name is
 the import raises ImportError; the first handler that catches it runs. If that handler
 binds each of the import's names (to another object: a class, a function, an import from
 the new place) the names hold the fallback from then on, and what the project does with
-them is checked where it does it (as uses of the fallback). If it leaves by ``return``,
+them is checked where it does it (as uses of the fallback); so for the names the rest of
+the body binds, given another object (a constant there is a flag: it signals the failure to
+a later test, which may raise). If it leaves by ``return``,
 ``continue`` or ``break``, nothing after it runs there. Either way the import itself
 breaks nothing. Not handled: a handler that raises (a break, loudly), that passes (the
 names stay unbound: a NameError one use away), or that binds a name to ``None`` (a use
@@ -111,7 +113,8 @@ def handled_imports(
     if any(isinstance(h.body[-1], ast.Raise) for h in handlers):
         return {}  # raised again: a break, loudly
     own = {name for statement in imports for name in bound_names(statement)}
-    if any(_signals(h.body, own) for h in handlers):
+    body_names = {n for s in node.body if s not in imports for n in _stored(s)}
+    if any(_signals(h.body, own, body_names) for h in handlers):
         return {}
     given = set.intersection(*({n for n, _ in _given(h.body)} for h in handlers))
     nones = {n for h in handlers for n, none in _given(h.body) if none}
@@ -216,10 +219,14 @@ def _stored_by(node: ast.AST) -> tuple[str, ...]:
     return ()
 
 
-def _signals(body: Sequence[ast.stmt], own: set[str]) -> bool:
+def _signals(body: Sequence[ast.stmt], own: set[str], body_names: set[str]) -> bool:
     """A handler's block binds or sets something besides the import's own names (what a
-    class or function it defines does inside is no binding of the block's)."""
-    for node in _shallow(body):
+    class or function it defines does inside is no binding of the block's). Giving a name
+    the rest of the ``try`` body binds another object (``KwargsForCausalLM =
+    TransformersKwargs``) takes that body's place, as for the import's names; a constant
+    there (``HAS_X = False``) is the flag a later test reads, so it still signals."""
+    kept = [s for s in body if not _replaces_body_name(s, body_names)]
+    for node in _shallow(kept):
         if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, ast.Store):
             return True
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id not in own:
@@ -229,6 +236,15 @@ def _signals(body: Sequence[ast.stmt], own: set[str]) -> bool:
         if isinstance(node, (ast.Import, ast.ImportFrom)) and not set(bound_names(node)) <= own:
             return True
     return False
+
+
+def _replaces_body_name(statement: ast.stmt, body_names: set[str]) -> bool:
+    """``name = value`` for names the ``try`` body binds, ``value`` no constant."""
+    return (
+        isinstance(statement, ast.Assign)
+        and not isinstance(statement.value, ast.Constant)
+        and all(isinstance(t, ast.Name) and t.id in body_names for t in statement.targets)
+    )
 
 
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
