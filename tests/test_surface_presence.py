@@ -152,3 +152,25 @@ def test_after_an_early_return_for_other_model_types_the_rest_requires_the_packa
     refs = project_surface(tmp_path, {"proj/__init__.py": "", "proj/m.py": body})
     (site,) = next(r for r in refs if r.target == MAPPING).sites
     assert site.requires == ("transformers.models.qwen3_5|transformers.models.qwen3_5_moe",)
+
+
+SHIM = """\
+def install():
+    import transformers.integrations.tensor_parallel as compat
+    if getattr(compat, "ReplicateParallel", None) is not None:
+        return
+    compat.ReplicateParallel = object
+def use():
+    install()
+    from transformers.integrations.tensor_parallel import {name}
+"""
+
+
+@pytest.mark.parametrize(("name", "upstream"), [("ReplicateParallel", False), ("Other", True)])
+def test_an_import_of_a_shim_the_project_sets_where_upstream_lacks_it_is_its_own(
+    tmp_path, name, upstream
+):
+    # axolotl's tp.py: accelerate's ReplicateParallel, set only where transformers lacks it
+    refs = project_surface(tmp_path, {"proj/__init__.py": "", "proj/m.py": SHIM.format(name=name)})
+    imports = {r.target.rpartition(".")[2] for r in refs if r.kind is Kind.IMPORT}
+    assert (name in imports) is upstream

@@ -76,8 +76,12 @@ def _named_own(name: str, tokens: frozenset[str], patterns: tuple[str, ...]) -> 
 
 
 def is_own(use: Use, own: frozenset[str]) -> bool:
+    """Whether ``use`` reads one of the project's own attributes, or something in one. An
+    import is only of the attribute itself: ``from m import X`` finds the ``m.X`` the
+    project set (axolotl's ``ReplicateParallel`` shim, set where upstream lacks it), but a
+    module under it is still upstream's to provide."""
     if use.kind is Kind.IMPORT:
-        return False
+        return use.target in own
     target = use.target
     while target:
         if target in own:
