@@ -218,10 +218,33 @@ def test_a_handler_that_gives_a_name_of_the_body_another_object_takes_its_place(
     assert handled(tmp_path, flagged) == ""  # a constant is a flag a later test reads
 
 
-def test_a_flag_the_body_sets_over_an_earlier_value_keeps_the_miss(tmp_path):
-    # unsloth_zoo's HybridCache: HAS_HYBRID_CACHE = False before, True in the body
-    source = f"HAS = False\ntry:\n    {IMPORT}\n    HAS = True\nexcept Exception:\n    pass\n"
-    assert handled(tmp_path, source + "def use():\n    return HAS\n") == ""
+FLAGGED = f"HAS = False\ntry:\n    {IMPORT}\n    HAS = True\nexcept Exception:\n    pass\n"
+
+
+@pytest.mark.parametrize(
+    "reader",
+    [
+        "def use():\n    return HAS\n",  # passed on: a raise may follow anywhere
+        "if not HAS:\n    raise ImportError('needs llama')\n",  # unsloth's HAS_GLM4_MOE
+        "assert HAS\n",
+        "def use(x):\n    if HAS and x:\n        return 1\n    else:\n        raise ValueError\n",
+    ],
+)
+def test_a_flag_a_reader_may_raise_on_keeps_the_miss(tmp_path, reader):
+    assert handled(tmp_path, FLAGGED + reader) == ""
+
+
+def test_a_flag_no_reader_raises_on_handles_the_miss(tmp_path):
+    # unsloth_zoo's HybridCache: `elif HAS_HYBRID_CACHE and isinstance(...)`, else goes on
+    reader = "def use(x):\n    if HAS and x:\n        return 1\n    return 2\n"
+    assert "its ImportError is handled" in handled(tmp_path, FLAGGED + reader)
+
+
+def test_a_flag_another_module_raises_on_keeps_the_miss(tmp_path):
+    reader = "def use(x):\n    return 1 if HAS else 2\n"
+    elsewhere = "from proj.m import HAS\nif not HAS:\n    raise ImportError\n"
+    assert "its ImportError is handled" in handled(tmp_path, FLAGGED + reader)
+    assert handled(tmp_path, FLAGGED + reader, elsewhere) == ""
 
 
 def test_what_follows_a_try_that_leaves_on_failure_requires_its_upstream_imports(tmp_path):

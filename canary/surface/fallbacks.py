@@ -7,7 +7,9 @@ binds each of the import's names (to another object: a class, a function, an imp
 the new place) the names hold the fallback from then on, and what the project does with
 them is checked where it does it (as uses of the fallback); so for the names the rest of
 the body binds, given another object (a constant there is a flag: it signals the failure to
-a later test, which may raise). If it leaves by ``return``,
+a later test, which may raise; a flag whose every test, in every module that names it,
+goes on without raising where it is false only picks the branch that does without the
+import). If it leaves by ``return``,
 ``continue`` or ``break``, nothing after it runs there. Either way the import itself
 breaks nothing. Not handled: a handler that raises (a break, loudly), that passes (the
 names stay unbound: a NameError one use away), or that binds a name to ``None`` (a use
@@ -22,6 +24,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from canary.surface import guards
+
+# why a name left unbound breaks nothing in its block (another module may still import it)
+UNREAD = "read only after the import, inside the try body it leaves"
 
 IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
 
@@ -69,6 +74,91 @@ def _set_to(statement: ast.stmt, value: bool) -> str | None:
     return None
 
 
+def _flags(node: ast.Try, kept_from_before: Callable[[str], bool]) -> list[str]:
+    """The names the body sets to ``True`` after its imports that every handler catching
+    ImportError sets to ``False``, or leaves with the value it had before the ``try``."""
+    after_imports, candidates = False, set()
+    for statement in node.body:
+        if isinstance(statement, (ast.Import, ast.ImportFrom)):
+            after_imports = True
+        elif after_imports and (name := _set_to(statement, True)) is not None:
+            candidates.add(name)
+    handlers = [h for h in node.handlers if catches_import_error(h)]
+    return [
+        name
+        for name in sorted(candidates)
+        if all(
+            any(_set_to(s, False) == name for s in h.body)
+            or (name not in {n for s in h.body for n in _stored(s)} and kept_from_before(name))
+            for h in handlers
+        )
+    ]
+
+
+def flag_never_raises(tree: ast.AST, name: str) -> bool:
+    """Whether every read of the flag ``name`` in ``tree`` (``name`` or ``m.name``) is the
+    test of an ``if``/``while``/conditional expression whose branch taken where the flag
+    is false holds no ``raise`` (unsloth_zoo's ``elif HAS_HYBRID_CACHE and isinstance(...)``),
+    not an ``assert``. A read anywhere else (returned, passed on, stored) may reach a raise
+    this cannot see: False, as is ``if not HAS_GLM4_MOE: raise ImportError(...)``."""
+    tested: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.If, ast.While, ast.IfExp)):
+            reads = [n for n in ast.walk(node.test) if _reads_flag(n, name)]
+            if not reads:
+                continue
+            if not isinstance(node, ast.IfExp):
+                side = _taken_where_false(node.test, name)
+                blocks = [node.body, node.orelse] if side is None else [side(node)]
+                if any(isinstance(n, ast.Raise) for b in blocks for s in b for n in ast.walk(s)):
+                    return False
+            tested.update(id(n) for n in reads)
+        elif isinstance(node, ast.Assert) and any(
+            _reads_flag(n, name) for n in ast.walk(node.test)
+        ):
+            return False
+    return all(id(n) in tested for n in ast.walk(tree) if _reads_flag(n, name))
+
+
+def _reads_flag(node: ast.AST, name: str) -> bool:
+    if isinstance(node, ast.Name):
+        return node.id == name and isinstance(node.ctx, ast.Load)
+    return isinstance(node, ast.Attribute) and node.attr == name and isinstance(node.ctx, ast.Load)
+
+
+def _taken_where_false(
+    test: ast.expr, name: str
+) -> Callable[[ast.If | ast.While], list[ast.stmt]] | None:
+    """Which block runs where the flag is false: the ``else`` of ``F`` and ``F and x``, the
+    body of ``not F`` and ``not F or x`` (None: the test does not say; both may)."""
+
+    def flag(node: ast.expr) -> bool:
+        return _reads_flag(node, name)
+
+    def negated(node: ast.expr) -> bool:
+        return isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not) and flag(node.operand)
+
+    def orelse(node: ast.If | ast.While) -> list[ast.stmt]:
+        return node.orelse
+
+    def body(node: ast.If | ast.While) -> list[ast.stmt]:
+        return node.body
+
+    if flag(test) or (
+        isinstance(test, ast.BoolOp)
+        and isinstance(test.op, ast.And)
+        and any(flag(v) for v in test.values)
+    ):
+        return orelse
+    if negated(test) or (
+        isinstance(test, ast.BoolOp)
+        and isinstance(test.op, ast.Or)
+        and any(negated(v) for v in test.values)
+    ):
+        return body
+    return None
+
+
 def harmless(node: ast.stmt) -> bool:
     """A statement that cannot raise: ``pass``, or names bound to names or literals
     (``AutoModelForVision2Seq = AutoModelForImageTextToText`` after importing the latter).
@@ -92,6 +182,7 @@ def handled_imports(
     node: ast.Try,
     none_harmless: Callable[[str], bool] = lambda name: False,
     unbound_harmless: Callable[[str, bool], str] = lambda name, kept: "",
+    flag_harmless: Callable[[str], bool] = lambda name: False,
 ) -> dict[int, str]:
     """The imports directly in the ``try`` body whose failure its handler takes the place
     of (by ``id``), each with why (the module docstring's proof). Every handler that may
@@ -101,7 +192,9 @@ def handled_imports(
     import's, or one the rest of the body binds) only where ``unbound_harmless`` says why
     that breaks nothing (:func:`unbound_is_harmless`). A handler that binds anything else
     signals the failure (``HAS_GLM4_MOE = False``, read later to raise): not handled; so
-    is a name the rest of the body binds that keeps an earlier value (that is the flag)."""
+    is a name the rest of the body binds that keeps an earlier value (that is the flag),
+    unless ``flag_harmless`` says none of its readers raises where it is false
+    (:func:`flag_never_raises`): then the flag only chooses the branch that does without."""
     handlers = [h for h in node.handlers if catches_import_error(h)]
     if not handlers:
         return {}
@@ -114,13 +207,19 @@ def handled_imports(
         return {}  # raised again: a break, loudly
     own = {name for statement in imports for name in bound_names(statement)}
     body_names = {n for s in node.body if s not in imports for n in _stored(s)}
-    if any(_signals(h.body, own, body_names) for h in handlers):
+    flags = {
+        name: f"{name}: a flag no reader raises on where the import failed"
+        for name in _flags(node, lambda name: bool(unbound_harmless(name, True)))
+        if flag_harmless(name)
+    }
+    if any(_signals(h.body, own | set(flags), body_names) for h in handlers):
         return {}
     given = set.intersection(*({n for n, _ in _given(h.body)} for h in handlers))
     nones = {n for h in handlers for n, none in _given(h.body) if none}
     given -= {n for n in nones if not none_harmless(n)}
     rest = {n for s in node.body if s not in imports for n in _stored(s)} - given
-    kept = {}
+    kept = {name: why for name, why in flags.items() if name in rest}
+    rest -= set(flags)
     for name in sorted(rest):
         kept[name] = unbound_harmless(name, False)
         if not kept[name]:
@@ -165,8 +264,10 @@ def unbound_is_harmless(
         if word in block.lines[number - 1]
     ]
     if not outside:
-        return "read only after the import, inside the try body it leaves"
+        return UNREAD
     statements = block.statements()
+    if kept and outside[0] < origin.lineno and (why := _kept_value(block, name, origin)):
+        return why  # what reads it, here or in a module that imports it, reads that value
     shown = set(outside)
     if not any(  # the text shows it outside only in strings or comments
         isinstance(node, ast.Name)
@@ -177,9 +278,15 @@ def unbound_is_harmless(
         if shown.intersection(range(statement.lineno, (statement.end_lineno or 0) + 1))
         for node in ast.walk(statement)
     ):
-        return "read only after the import, inside the try body it leaves"
-    if not kept or outside[0] >= origin.lineno:
-        return ""  # named only after the try: no value kept from before it
+        return UNREAD
+    return ""
+
+
+def _kept_value(block: Block, name: str, origin: ast.Try) -> str:
+    """Why ``name`` holds a value other than ``None`` where ``origin`` starts: the last
+    statement of ``block`` before it that binds the name does so at its top level."""
+    statements = block.statements()
+    word = name.encode()
     before = [
         node.lineno
         for statement in statements

@@ -132,6 +132,7 @@ class Project:
         # (path, name) -> the module's dispatch table of comparisons bound to it, or None
         self.tables: dict[tuple[str, str], dict[str, str] | None] = {}
         self._unbound_harmless: dict[tuple[str, int, str, bool], str] = {}
+        self._flag_harmless: dict[tuple[str, str], bool] = {}
         # (path, line, column) of a try -> its handled imports (line, column) -> why
         self.handled: dict[tuple[str, int, int], dict[tuple[int, int], str]] = {}
 
@@ -164,8 +165,10 @@ class Project:
         return self._none_harmless[key]
 
     def unbound_harmless(self, path: str, node: ast.Try, name: str, *, kept: bool) -> str:
-        """:func:`fallbacks.unbound_is_harmless` of the module-level ``node`` of ``path``,
-        where no other file names ``name`` ("": some may import it)."""
+        """:func:`fallbacks.unbound_is_harmless` of the module-level ``node`` of ``path``;
+        a name left unbound only where no other file names it ("": some may import it). A
+        value kept from before the ``try`` is imported as it is read here: another value,
+        as a handler's."""
         key = (path, node.lineno, name, kept)
         if key not in self._unbound_harmless:
             lines = self.lines(path)
@@ -176,8 +179,22 @@ class Project:
                 lambda: self.naming(path, name),
             )
             why = fallbacks.unbound_is_harmless(block, name, node, kept=kept)
-            self._unbound_harmless[key] = "" if why and self.named_elsewhere(path, name) else why
+            if why == fallbacks.UNREAD and self.named_elsewhere(path, name):
+                why = ""
+            self._unbound_harmless[key] = why
         return self._unbound_harmless[key]
+
+    def flag_harmless(self, path: str, name: str) -> bool:
+        """:func:`fallbacks.flag_never_raises` in ``path`` and every other file that names
+        ``name`` (it may import the flag, or read it as ``module.name``)."""
+        key = (path, name)
+        if key not in self._flag_harmless:
+            word = name.encode()
+            files = [f for f in self.files if f == path or word in self.text(f)]
+            self._flag_harmless[key] = all(
+                fallbacks.flag_never_raises(self.tree(f), name) for f in files
+            )
+        return self._flag_harmless[key]
 
     def named_elsewhere(self, path: str, name: str) -> bool:
         """Whether a file other than ``path`` has ``name`` in its text (it may import it):

@@ -469,6 +469,7 @@ class Walker(Anchoring):
                     node,
                     lambda name: self._none_harmless(node, name),
                     lambda name, kept: self._unbound_harmless(node, name, kept=kept),
+                    self._flag_harmless,
                 )
                 self.project.handled[key] = {
                     (n.lineno, n.col_offset): found[id(n)] for n in node.body if id(n) in found
@@ -547,6 +548,16 @@ class Walker(Anchoring):
         if self.scope is not self.module_scope:
             return ""  # a class body: its names are read as attributes, anywhere
         return self.project.unbound_harmless(self.path, node, name, kept=kept)
+
+    def _flag_harmless(self, name: str) -> bool:
+        """Whether no read of the flag ``name`` raises where it is false: in its function
+        (a local name), or in every file that names it (a module's, or a global)."""
+        function = self.function_node
+        if function is not None and not fallbacks.declared_outside(function, name):
+            return not self.scope.is_class and fallbacks.flag_never_raises(function, name)
+        if function is None and self.scope is not self.module_scope:
+            return False  # a class attribute: read as an attribute, anywhere
+        return self.project.flag_harmless(self.path, name)
 
     def _upstream_imported(self, body: list[ast.stmt]) -> tuple[str, ...]:
         """The upstream targets a block's own import statements import (other imports and
