@@ -73,6 +73,25 @@ def test_a_range_helper_followed_across_modules_gates_both_branches_verl_style(t
     assert windows(refs, Kind.IMPORT, f"{QWEN}.OldThing") == [{"transformers": "<=4.47.1"}]
 
 
+def test_a_helper_that_imports_what_it_compares_gates_its_branch(tmp_path):
+    # auto-round's is_transformers_version_greater_or_equal_5: both imports in the body
+    helper = """\
+        from functools import lru_cache
+
+        @lru_cache(None)
+        def is_v5():
+            import transformers
+            from packaging import version
+
+            return version.parse(transformers.__version__) >= version.parse("5.0.0")
+    """
+    patch = f"from vp.common import is_v5\nif is_v5():\n    from {QWEN} import New\n"
+    files = {"vp/__init__.py": "", "vp/common.py": helper, "vp/patch.py": patch}
+    assert windows(surface(tmp_path, files), Kind.IMPORT, f"{QWEN}.New") == [
+        {"transformers": ">=5.0.0"}
+    ]
+
+
 def test_a_helper_it_cannot_read_keeps_every_release(tmp_path):
     refs = surface(
         tmp_path,

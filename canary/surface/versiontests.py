@@ -95,8 +95,9 @@ class Helper(Names, Protocol):
         """``("helper", function)`` for a project function, ``("upstream", dotted)`` for an
         upstream callable; None: neither."""
 
-    def run_assignment(self, node: ast.stmt) -> None:
-        """Run an assignment for its bindings (installed versions, parsed versions)."""
+    def run_binding(self, node: ast.stmt) -> None:
+        """Run an assignment or an import for its bindings (installed versions, parsed
+        versions, ``import transformers`` inside the helper)."""
 
     def dispatch_table(self, node: ast.expr) -> dict[str, str] | None:
         """A module's dict of string keys to ``operator`` comparisons (or its ``keys()``):
@@ -252,8 +253,8 @@ class Evaluator:
                 if not all(_raises(handler.body) for handler in taken):
                     return Outcome(UNKNOWN, UNKNOWN)
                 return self.block([*node.body, *node.orelse, *node.finalbody, *rest])
-            if isinstance(node, (ast.Assign, ast.AnnAssign)):
-                self._assign(node)
+            if isinstance(node, (ast.Assign, ast.AnnAssign, ast.Import, ast.ImportFrom)):
+                self._bind(node)
                 continue
             if any(isinstance(n, (ast.Return, ast.Raise)) for n in ast.walk(node)):
                 return Outcome(UNKNOWN, UNKNOWN)  # a loop, a with: not followed
@@ -279,7 +280,22 @@ class Evaluator:
         if symbol is not None:
             self.operators.update(dict.fromkeys(names, symbol))
             return
-        self.names.run_assignment(node)
+        self.names.run_binding(node)
+
+    def _bind(self, node: ast.Assign | ast.AnnAssign | ast.Import | ast.ImportFrom) -> None:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            self._import(node)
+        else:
+            self._assign(node)
+
+    def _import(self, node: ast.Import | ast.ImportFrom) -> None:
+        """``import transformers`` inside the helper: bound for what it compares, and no
+        longer a local boolean."""
+        for alias in node.names:
+            name = (alias.asname or alias.name).partition(".")[0]
+            for table in (self.locals, self.params, self.operators):
+                table.pop(name, None)
+        self.names.run_binding(node)
 
     def _comparison_of(self, value: ast.expr) -> str | None:
         """``TABLE[key]`` of a dispatch table and a known key: the comparison's symbol."""

@@ -220,7 +220,7 @@ class Walker(Anchoring):
         ):
             self.block(node.body)
 
-    def run_assignment(self, node: ast.stmt) -> None:
+    def run_binding(self, node: ast.stmt) -> None:
         self.statement(node)
 
     def evaluate(
