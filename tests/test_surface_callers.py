@@ -73,13 +73,17 @@ def test_recursion_is_no_way_in(tmp_path):
     assert [s.versions for s in sites(tmp_path, recursive, V5)] == [WINDOW]
 
 
+def test_a_public_helper_also_runs_undecided_where_code_outside_may_call_it(tmp_path):
+    # auto-round's disable_moe_conversion_mapping: called only under its v5 helper
+    public = (HELPER.replace("_convert", "convert"), V5.replace("_convert", "convert"))
+    found = sites(tmp_path, *public)
+    assert [(s.versions, bool(s.undecided)) for s in found] == [((), True), (WINDOW, False)]
+    assert "convert() is public" in found[0].undecided
+
+
 @pytest.mark.parametrize(
     ("modules", "extra"),
     [
-        (
-            (HELPER.replace("_convert", "convert"), V5.replace("_convert", "convert")),
-            None,
-        ),  # public
         (
             ("import functools\n@functools.cache\n" + HELPER, V5),
             None,

@@ -1,9 +1,8 @@
-"""Where the project names its own private functions: a site inside one runs only after some
-place that names it ran, so it takes, once per such place, that place's conditions.
+"""Where the project names its own module-level functions: a site inside one runs only after
+some place that names it ran, so it takes, once per such place, that place's conditions.
 
-A module-level function whose name starts with ``_`` is, by Python's convention, the
-module's own: the project reaches it only through the places its code names it. When every
-one of those places runs under a condition (a version window, a presence test before it, an
+The project reaches its own function through the places its code names it. When every one
+of those places runs under a condition (a version window, a presence test before it, an
 upstream import its function made first, the ``except ImportError`` of an import), the
 function's body runs only where one of those conditions holds; they are facts of the
 release, as true when the function is called later as when it was named (a callback
@@ -12,14 +11,21 @@ site inside it becomes one copy per place that names it, with that place's condi
 exactly as :mod:`canary.surface.importers` does for a module imported only under conditions.
 A place inside another such function takes that function's conditions too.
 
+A private function (``_f``, by Python's convention its module's own) has no other way in. A
+public one may also be called by code outside the project, anywhere: it keeps one more copy,
+as it was but *undecided*, so where only that copy runs (auto-round's
+``disable_moe_conversion_mapping``, which auto-round calls only under its v5 helper) its
+findings are possible, never counted: no caller the project holds is proven to run there.
+
 What leaves a function as it is (its sites run wherever it is called, as before), each a way
 in canary cannot see all of:
 
-- its name is public, or a dunder, or it is decorated (a decorator may register it);
+- its name is a dunder (Python calls it), or it is decorated (a decorator may register it);
 - a place names it that the walk did not record with its conditions: in a string or a
-  comment, in a function extraction skipped, under another name (``import _f as g``), as an
-  attribute canary could not resolve; every occurrence of the name in the project's text
-  must be its definition, an import that binds it as it is, or a recorded place;
+  comment, in a function extraction skipped (one that names nothing upstream itself), under
+  another name (``import f as g``), as an attribute canary could not resolve; every
+  occurrence of the name in the project's text must be its definition, an import that binds
+  it as it is, or a recorded place;
 - some place that names it runs under no condition, or there are more than
   :data:`MAX_CONTEXTS` of them, or the places go round a cycle of such functions.
 
@@ -135,7 +141,7 @@ class _Ways:
 
     def _read(self, function: Function, seen: frozenset[Function]) -> tuple[Context, ...] | None:
         module, name = function
-        if not private(name) or module not in self.path_of:
+        if not carried(name) or module not in self.path_of:
             return None
         mentions = [
             m
@@ -149,7 +155,7 @@ class _Ways:
             if mention.role is Role.BINDS:
                 continue
             outer = (self.module_of.get(mention.path, ""), mention.within)
-            if not mention.within or not private(mention.within):
+            if not mention.within:
                 found.add(mention.context)
             elif outer in seen:
                 return None  # a cycle of functions naming each other: nothing certain
@@ -160,6 +166,9 @@ class _Ways:
             return None
         if not self._all_recorded(name):  # last: it reads every file's text
             return None
+        if not private(name):
+            outside = f"{name}() is public: code outside the project may call it"
+            found.add(Context(undecided=outside))
         return tuple(sorted(found, key=repr))
 
     def _all_recorded(self, name: str) -> bool:
@@ -175,7 +184,8 @@ class _Ways:
             # identifiers that do) beats one scan per name: unsloth's text is 37 MB
             self._words = {p: frozenset(_WORD.findall(self.text(p))) for p in self.module_of}
         for path, words in self._words.items():
-            if word not in words:
+            # a public name is sought in the text itself: few are asked, and only last
+            if word not in words if private(name) else word not in self.text(path):
                 continue
             source = self.text(path)
             lines: list[bytes] | None = None
@@ -198,7 +208,13 @@ class _Ways:
 
 def private(name: str) -> bool:
     """A module-level function's name the convention makes its module's own."""
-    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+    return name.startswith("_") and carried(name)
+
+
+def carried(name: str) -> bool:
+    """A module-level function's name whose ways in are counted: not a dunder, which
+    Python itself calls (``__getattr__``)."""
+    return not (name.startswith("__") and name.endswith("__"))
 
 
 # Bytes that continue an identifier, as ``\w`` reads bytes (ASCII): a byte of a non-ASCII

@@ -63,9 +63,9 @@ class Walker(Anchoring):
         self.returns: Value | None = None  # summarising: what its returns may give
         self.interesting: frozenset[str] | None = None
         self.checked: ast.stmt | None = None  # the definition _skippable passed last
-        # the module's private functions, its own and imported: the names worth resolving
-        # where a bare name is read (callers.py), known once its bindings are
-        self.private_functions: frozenset[str] = frozenset()
+        # the module's functions, its own and imported: the names worth resolving where a
+        # bare name is read (callers.py), known once its bindings are
+        self.functions: frozenset[str] = frozenset()
 
     def walk_module(self) -> None:
         exports = self.project.whole_exports(self.module)
@@ -77,12 +77,12 @@ class Walker(Anchoring):
             )
             self.scope = self.module_scope
             self.upstream_stars = list(exports.upstream_stars)
-        self.interesting = self._interesting()
-        self.private_functions = frozenset(
+        self.functions = frozenset(
             name
             for name, binding in self.module_scope.names.items()
-            if isinstance(binding, ProjectFunction) and callers.private(name)
+            if isinstance(binding, ProjectFunction) and callers.carried(name)
         )
+        self.interesting = self._interesting()
         self.block(self.project.body(self.path))
 
     def _interesting(self) -> frozenset[str] | None:
@@ -666,7 +666,7 @@ class Walker(Anchoring):
             name = alias.asname or alias.name
             member = self.project.member(base, alias.name)
             self.bind(name, member)
-            if alias.name[0] == "_":
+            if isinstance(member, ProjectFunction):
                 role = callers.Role.RENAMES if alias.asname else callers.Role.BINDS
                 self.mention(alias, member, alias.name, role)
             bound = self.project.exports(base).conditions.get(alias.name)
@@ -895,7 +895,7 @@ class Walker(Anchoring):
     def expr(self, node: ast.expr) -> None:
         kind = type(node)
         if kind is ast.Name:
-            if node.id in self.private_functions:  # type: ignore[attr-defined]
+            if node.id in self.functions:  # type: ignore[attr-defined]
                 self.mention(node, self.root(node), node.id)  # type: ignore[arg-type]
             return  # most expressions: a bare name is its binding's reference, made there
         if kind is ast.Constant:
@@ -915,7 +915,7 @@ class Walker(Anchoring):
 
     def e_attribute(self, node: ast.Attribute) -> None:
         binding, steps, complete = self.chain(node)
-        if complete and node.attr[0] == "_":
+        if complete and isinstance(binding, ProjectFunction):
             self.mention(node, binding, node.attr)
         if isinstance(binding, Upstream) and steps:
             owner, _, name = binding.path.rpartition(".")
