@@ -43,8 +43,39 @@ LAZY_5 = LAZY_4.replace(
                 if fallback_name in self._class_to_module:
                     module = self._get_module(self._class_to_module[fallback_name])
                     return getattr(module, fallback_name)
+            if name.endswith("Tokenizer") or name.endswith("TokenizerFast"):
+                lookup_name = name[:-4] if name.endswith("TokenizerFast") else name
+                from ..convert_slow_tokenizer import SLOW_TO_FAST_CONVERTERS
+
+                if lookup_name in SLOW_TO_FAST_CONVERTERS:
+                    converter_class = SLOW_TO_FAST_CONVERTERS[lookup_name]
+                    converter_base_name = converter_class.__name__.replace("Converter", "")
+                    candidate_names = [f"{converter_base_name}Tokenizer"]
+                    for tokenizer_name, tokenizer_converter in SLOW_TO_FAST_CONVERTERS.items():
+                        if tokenizer_converter is converter_class and tokenizer_name != lookup_name:
+                            candidate_names.append(tokenizer_name)
+                    for candidate_name in candidate_names:
+                        if candidate_name in self._class_to_module:
+                            module = self._get_module(self._class_to_module[candidate_name])
+                            return getattr(module, candidate_name)
             raise""",
 )
+# 5.0+: the tokenizers' converters, which that __getattr__ reads (cut down)
+CONVERTERS = """
+class LlamaConverter:
+    pass
+
+
+class GemmaConverter:
+    pass
+
+
+SLOW_TO_FAST_CONVERTERS = {
+    "CodeLlamaTokenizer": LlamaConverter,
+    "GemmaTokenizer": GemmaConverter,
+    "LlamaTokenizer": LlamaConverter,
+}
+"""
 
 COMMON = {
     "transformers/utils/__init__.py": """
@@ -381,6 +412,7 @@ def transformers_5(tail: str, *, listed: bool = True):
             **FIVE,
             "transformers/__init__.py": _top(head, tail),
             "transformers/utils/import_utils.py": LAZY_5,
+            "transformers/convert_slow_tokenizer.py": CONVERTERS,
             "transformers/models/__init__.py": MODELS.replace("from .xlstm", "from .llava"),
             "transformers/models/llama/__init__.py": LLAMA_4_57,
         },
@@ -478,6 +510,20 @@ def test_5_0_tokenization_aliases_and_the_tokenizer_fast_fallback():
     # 5.0's alias forwards names as they are: no renamed Fast classes.
     old = "transformers.tokenization_utils_fast.TokenizersBackendFast"
     assert tree.lookup(old).found is False
+
+
+def test_5_0_a_tokenizer_the_structure_lacks_is_served_by_its_converters_tokenizer():
+    # simpletransformers' ElectraTokenizerFast: BertConverter's BertTokenizer on 5.x
+    tree = transformers_5(TAIL_5_0)
+    for name in ("CodeLlamaTokenizer", "CodeLlamaTokenizerFast"):
+        served = tree.lookup(f"transformers.{name}")
+        assert (served.found, served.qualname) == (True, "LlamaTokenizer")
+        assert "CodeLlamaTokenizer shares LlamaConverter" in served.why
+    # no tokenizer of its converter is in the structure: the miss stands
+    assert tree.lookup("transformers.GemmaTokenizer").found is False
+    # a name of no converter, and 4.x's __getattr__, which has no such path
+    assert tree.lookup("transformers.OtherTokenizer").found is False
+    assert transformers_4_57().lookup("transformers.CodeLlamaTokenizer").found is not True
 
 
 def test_5_4_module_aliases_and_the_fast_image_processor_modules():

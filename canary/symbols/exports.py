@@ -29,7 +29,14 @@ from dataclasses import replace
 from canary.codeindex import Import, Module
 from canary.symbols.dynamic import Served, served
 from canary.symbols.effects import declared_all, effect_text
-from canary.symbols.lazy import LazyModule, lazy_module, suffix_fallbacks
+from canary.symbols.lazy import (
+    LazyModule,
+    converter_candidates,
+    converter_table,
+    converts_tokenizers,
+    lazy_module,
+    suffix_fallbacks,
+)
 from canary.symbols.lookup import (
     ASSIGNMENT,
     CLASS,
@@ -66,7 +73,8 @@ class Resolver:
         self._active: set[tuple[str, str]] = set()
         self._lazy: dict[str, LazyModule | None] = {}
         self._all: dict[str, frozenset[str] | None] = {}
-        self._suffixes: dict[str, tuple[tuple[str, str], ...]] = {}
+        self._getattr_sources: dict[str, str] = {}  # a lazy module's factory's __getattr__
+        self._converters: dict[str, dict[str, str] | None] = {}
         self._below: dict[str, tuple[frozenset[str], bool] | None] = {}
 
     def module(self, dotted: str) -> Lookup:
@@ -305,7 +313,14 @@ class Resolver:
         return self._lazy[module.path]
 
     def _served(
-        self, module: Module, dotted: str, lazy: LazyModule, name: str, *, bound_only: bool = False
+        self,
+        module: Module,
+        dotted: str,
+        lazy: LazyModule,
+        name: str,
+        *,
+        bound_only: bool = False,
+        legacy: bool = True,
     ) -> Lookup:
         if name in lazy.objects:
             return self._explicit(module, dotted, name, bound_only=bound_only) or Lookup(
@@ -325,19 +340,32 @@ class Resolver:
             complete = complete and listed
             if found is not None:
                 return self.attribute(found, name)
-        return self._legacy(module, dotted, lazy, name, complete=complete)
+        return self._legacy(module, dotted, lazy, name, complete=complete, paths=legacy)
 
     def _legacy(
-        self, module: Module, dotted: str, lazy: LazyModule, name: str, *, complete: bool
+        self,
+        module: Module,
+        dotted: str,
+        lazy: LazyModule,
+        name: str,
+        *,
+        complete: bool,
+        paths: bool = True,
     ) -> Lookup:
-        """A name only a lazy module's backward-compatibility paths serve, else the miss."""
-        for suffix, replacement in self._fallbacks(module, dotted, lazy):
+        """A name only a lazy module's backward-compatibility paths serve (``paths``: tried,
+        each as its ``__getattr__`` does, only on names its structure has), else the miss."""
+        getattr_source = self._getattr_source(module, dotted, lazy) if paths else ""
+        for suffix, replacement in suffix_fallbacks(getattr_source):
             if name.endswith(suffix):
                 served = name.removesuffix(suffix) + replacement
-                answer = self.attribute(dotted, served)
+                answer = self._served(module, dotted, lazy, served, legacy=False)
                 if answer.found is not False:
                     why = f"served as {served} by {lazy.factory}.__getattr__"
                     return replace(answer, why=why)
+        if name.endswith(("Tokenizer", "TokenizerFast")) and converts_tokenizers(getattr_source):
+            converted = self._converted(module, dotted, lazy, name)
+            if converted is not None:
+                return converted
         if lazy.unevaluated:
             steps = "; ".join(lazy.unevaluated)
             why = f"{dotted} is a lazy module built by steps not evaluated: {steps}"
@@ -462,16 +490,39 @@ class Resolver:
             return required, not _has_all(module)
         return exported | required, True
 
-    def _fallbacks(
-        self, module: Module, dotted: str, lazy: LazyModule
-    ) -> tuple[tuple[str, str], ...]:
-        """The suffix fallbacks of the ``_LazyModule`` class this release defines."""
-        if module.path not in self._suffixes:
-            self._suffixes[module.path] = ()  # a cycle through the factory finds none
+    def _getattr_source(self, module: Module, dotted: str, lazy: LazyModule) -> str:
+        """The source of ``__getattr__`` of the ``_LazyModule`` class this release defines
+        ("": none), where its backward-compatibility paths are read."""
+        if module.path not in self._getattr_sources:
+            self._getattr_sources[module.path] = ""  # a cycle through the factory finds none
             factory = self._explicit(module, dotted, lazy.factory.rpartition(".")[2])
             getattr_ = factory.cls.methods.get("__getattr__") if factory and factory.cls else None
-            self._suffixes[module.path] = suffix_fallbacks(getattr_.source) if getattr_ else ()
-        return self._suffixes[module.path]
+            self._getattr_sources[module.path] = getattr_.source if getattr_ else ""
+        return self._getattr_sources[module.path]
+
+    def _converted(self, module: Module, dotted: str, lazy: LazyModule, name: str) -> Lookup | None:
+        """A tokenizer the structure lacks, served as the first tokenizer sharing its
+        converter that the structure has (None: none does, or the table cannot be read)."""
+        table = self._converter_table(f"{dotted}.convert_slow_tokenizer")
+        if table is None:
+            return None
+        for candidate in converter_candidates(name, table):
+            answer = self._served(module, dotted, lazy, candidate, legacy=False)
+            if answer.found is True:
+                lookup = name.removesuffix("Fast")
+                why = (
+                    f"served as {candidate} by {lazy.factory}.__getattr__ "
+                    f"({lookup} shares {table[lookup]} in SLOW_TO_FAST_CONVERTERS)"
+                )
+                return replace(answer, why=why)
+        return None
+
+    def _converter_table(self, dotted: str) -> dict[str, str] | None:
+        if dotted not in self._converters:
+            module = self.files.module(dotted)
+            assignment = module.assignments.get("SLOW_TO_FAST_CONVERTERS") if module else None
+            self._converters[dotted] = converter_table(assignment.value) if assignment else None
+        return self._converters[dotted]
 
 
 def _unbound(module: Module, dotted: str, name: str) -> Lookup:

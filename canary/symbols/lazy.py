@@ -22,7 +22,11 @@ transformers' releases (the cached wheels, 4.46.1 to 5.25.0):
   finder for the same ``_fast`` image-processor modules (``pil_`` ones excepted);
 * 5.0+: ``_LazyModule.__getattr__`` serves a legacy ``XTokenizerFast`` as ``XTokenizer``
   (and 5.4+ ``XImageProcessorFast`` as ``XImageProcessor``): read from the release's own
-  ``_LazyModule`` (:func:`suffix_fallbacks`), not assumed from a version number.
+  ``_LazyModule`` (:func:`suffix_fallbacks`), not assumed from a version number; and a
+  tokenizer the structure lacks (``ElectraTokenizer``, ``LongformerTokenizerFast``) as the
+  one that shares its converter in ``convert_slow_tokenizer.SLOW_TO_FAST_CONVERTERS``
+  (``BertTokenizer``, ``RobertaTokenizer``), where that ``__getattr__`` reads the table
+  (:func:`converts_tokenizers`, :func:`converter_candidates`).
 
 What define_import_structure reads is a folder listing, which a loader of single files
 cannot give: the folder's ``__init__`` mirrors it for type checkers (``if TYPE_CHECKING:
@@ -138,6 +142,46 @@ def suffix_fallbacks(getattr_source: str) -> tuple[tuple[str, str], ...]:
         if f'name.endswith("{suffix}")' in getattr_source
         or f"name.endswith('{suffix}')" in getattr_source
     )
+
+
+def converts_tokenizers(getattr_source: str) -> bool:
+    """Whether a ``_LazyModule.__getattr__`` serves a tokenizer name its structure lacks
+    through ``SLOW_TO_FAST_CONVERTERS`` (5.0+)."""
+    return "SLOW_TO_FAST_CONVERTERS" in getattr_source and any(
+        f"name.endswith({quote}Tokenizer{quote})" in getattr_source for quote in "\"'"
+    )
+
+
+def converter_candidates(name: str, table: Mapping[str, str]) -> tuple[str, ...]:
+    """The tokenizers ``__getattr__`` tries, in order, for a ``name`` it lacks, from the
+    table of tokenizer -> converter class name: the converter's own (``BertConverter`` ->
+    ``BertTokenizer``), then every other one that shares it; () where it has no converter."""
+    lookup = name.removesuffix("Fast")
+    converter = table.get(lookup)
+    if converter is None:
+        return ()
+    preferred = f"{converter.replace('Converter', '')}Tokenizer"
+    others = [t for t, c in table.items() if c == converter and t not in (lookup, preferred)]
+    return (preferred, *others)
+
+
+def converter_table(value: str) -> dict[str, str] | None:
+    """``SLOW_TO_FAST_CONVERTERS``' literal (``{"BertTokenizer": BertConverter, ...}``) as
+    tokenizer -> converter name; None: not a literal of that shape."""
+    try:
+        node = ast.parse(value, mode="eval").body
+    except SyntaxError:
+        return None
+    if not isinstance(node, ast.Dict):
+        return None
+    table = {}
+    for key, converter in zip(node.keys, node.values, strict=True):
+        if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+            return None
+        if not isinstance(converter, ast.Name):
+            return None
+        table[key.value] = converter.id
+    return table
 
 
 def _installed(module: Module) -> ast.Call | None:
