@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from canary.surface.baseline import load_baseline, write_baseline
-from canary.surface.findings import findings, model_package
+from canary.surface.findings import ModelPackages, findings, model_package
 from canary.surface.model import Kind, Outcome, Reference, Resolved, Site, Target
 
 GEMMA4 = "transformers.models.gemma4.modeling_gemma4.Gemma4ForCausalLM.forward"
@@ -39,13 +39,15 @@ def resolved(target: str, outcomes: str, *sites: Site, kind: Kind = Kind.PATCH) 
     )
 
 
-def absent_before(first: str):
-    """transformers.models.gemma4 arrives in ``first``; every other model is always there."""
+def absent_before(first: str, package: str = "transformers.models.gemma4") -> ModelPackages:
+    """``package`` arrives in ``first``; every other model is always there."""
+    before = RELEASES[: RELEASES.index(first)]
+    return ModelPackages(frozenset((package, v) for v in before), frozenset({package}))
 
-    def absent(package: str, version: str) -> bool:
-        return package.endswith(".gemma4") and RELEASES.index(version) < RELEASES.index(first)
 
-    return absent
+EVERY_RELEASE_LACKS_GEMMA4 = ModelPackages(
+    frozenset(("transformers.models.gemma4", v) for v in RELEASES)
+)
 
 
 def test_a_miss_where_no_site_runs_is_gated_away_never_held():
@@ -108,10 +110,10 @@ def test_nothing_is_excused_without_knowing_what_the_release_lacks_or_outside_mo
     (finding,) = findings([resolved(GEMMA4, "mmoo")], PROJECT)  # absent not given
     assert finding.excused == {}
     assert finding.fails
-    (finding,) = findings([resolved(LOADING, "mmoo")], PROJECT, absent=lambda p, v: True)
+    (finding,) = findings([resolved(LOADING, "mmoo")], PROJECT, absent=EVERY_RELEASE_LACKS_GEMMA4)
     assert finding.excused == {}  # not a model package: runs for everyone
     # removed: gemma4 had it and lost it: always held, whatever the package
-    (finding,) = findings([resolved(GEMMA4, "oomm")], PROJECT, absent=lambda p, v: True)
+    (finding,) = findings([resolved(GEMMA4, "oomm")], PROJECT, absent=EVERY_RELEASE_LACKS_GEMMA4)
     assert finding.excused == {}
     assert finding.new == ("5.1.0", "5.2.0")
 
@@ -506,3 +508,14 @@ def test_a_model_types_branch_runs_where_one_of_its_model_packages_is_there(firs
     used = resolved(MAPPING, "mmmm", model_branch(QWEN35, QWEN35_MOE), kind=Kind.IMPORT)
     found = {f.reference.target: f for f in findings([*packages, used], PROJECT)}
     assert found[MAPPING].new == held
+
+
+def test_a_model_types_branch_reads_packages_the_project_never_imports_as_resolved():
+    # ipex-llm: `elif model.config.model_type == "qwen2_5_omni":` imports its own module
+    used = resolved(MAPPING, "mmmm", model_branch(QWEN35), kind=Kind.IMPORT)
+    (found,) = findings([used], PROJECT, absent=absent_before("5.1.0", QWEN35))
+    assert found.new == ("5.1.0", "5.2.0")
+    # never there on any release checked: a checkpoint's own code may have that type
+    remote = ModelPackages(frozenset((QWEN35, v) for v in RELEASES))
+    (found,) = findings([used], PROJECT, absent=remote)
+    assert found.new == RELEASES[1:]

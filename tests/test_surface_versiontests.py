@@ -426,3 +426,25 @@ def test_an_optimum_style_helper_is_evaluated_through_its_operator_table(tmp_pat
         {"transformers": ">=4.57"}
     ]
     assert windows(refs, Kind.IMPORT, "transformers.integrations.moe") == [{"transformers": ">=5"}]
+
+
+def test_a_version_compared_as_text_leaves_its_branch_and_imported_modules_undecided(tmp_path):
+    # ipex-llm's utils/__init__.py picks a module by `trans_version >= "4.47.0"`
+    files = {
+        "vp/__init__.py": "",
+        "vp/pick.py": "import transformers\nv = transformers.__version__\nif v >= '4.47.0':\n"
+        "    import vp.new\n",
+        "vp/new.py": f"from {QWEN} import New\n",
+    }
+    (found,) = [r for r in surface(tmp_path, files) if r.target == f"{QWEN}.New"]
+    assert [("compared as text" in s.undecided) for s in found.sites] == [True]
+
+
+def test_a_check_that_cannot_raise_leaves_what_follows_decided(tmp_path):
+    # unsloth's check_transformers_dependency_versions() only warns
+    check = "def check_versions():\n    try:\n        x()\n    except Exception:\n        return\n"
+    for body, undecided in ((check, False), (check + "    raise ValueError\n", True)):
+        module = f"{body}check_versions()\nfrom {QWEN} import After\n"
+        refs = surface(tmp_path, {"vp/__init__.py": "", "vp/m.py": module})
+        (found,) = [r for r in refs if r.target == f"{QWEN}.After"]
+        assert [bool(s.undecided) for s in found.sites] == [undecided]

@@ -28,7 +28,7 @@ from canary.report.results import EXIT_CLEAR, EXIT_DRIFT, EXIT_INFRASTRUCTURE
 from canary.report.verdict import CaseError, describe, group_errors
 from canary.run import Run, RunOptions, open_run
 from canary.surface.baseline import Baseline, load_baseline, write_baseline
-from canary.surface.findings import Absent, Finding, findings, model_package
+from canary.surface.findings import Finding, ModelPackages, findings, model_package
 from canary.surface.memo import Memo
 from canary.surface.model import (
     Kind,
@@ -256,7 +256,7 @@ def check_surfaces(
 def _decide(
     surfaces: Sequence[Surface],
     by_key: Mapping[tuple, Resolved],
-    absent: Absent,
+    absent: ModelPackages,
     baseline: Baseline | None,
     homes: Mapping[str, str] | None = None,
 ) -> list[Finding]:
@@ -343,16 +343,27 @@ def _model_packages(references: Sequence[Reference]) -> tuple[Reference, ...]:
     return tuple(ref for ref in extra if ref.key not in known)
 
 
-def _absent(resolved: Iterable[Resolved]) -> Absent:
-    """Whether a model package was resolved missing on a release (unknown is not absent)."""
-    gone = {
-        (item.reference.target, version)
+def _absent(resolved: Iterable[Resolved]) -> ModelPackages:
+    """Where each model package was resolved missing (unknown is not absent), and which
+    were there on some release."""
+    imports = [
+        item
         for item in resolved
         if item.reference.kind is Kind.IMPORT and model_package(item.reference.target)
-        for version, outcome in item.outcomes.items()
-        if outcome is Outcome.MISSING
-    }
-    return lambda package, version: (package, version) in gone
+    ]
+    return ModelPackages(
+        frozenset(
+            (item.reference.target, version)
+            for item in imports
+            for version, outcome in item.outcomes.items()
+            if outcome is Outcome.MISSING
+        ),
+        frozenset(
+            item.reference.target
+            for item in imports
+            if any(outcome is Outcome.OK for outcome in item.outcomes.values())
+        ),
+    )
 
 
 def _merged(groups: Iterable[Sequence[Reference]]) -> tuple[Reference, ...]:

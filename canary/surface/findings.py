@@ -117,8 +117,17 @@ _UPPER_BOUNDS = ("<", "<=", "==", "===", "~=")
 Accepts = Callable[[Reference, str], "str | None"]
 """Why a miss of the reference on that release is accepted, or None (it counts)."""
 
-Absent = Callable[[str, str], bool]
-"""Whether a module (``transformers.models.gemma4``) is known to be absent on a release."""
+
+@dataclass(frozen=True)
+class ModelPackages:
+    """transformers' model packages (``transformers.models.gemma4``) as resolved on each
+    release: called, whether one is known to be absent there (unknown is not absent)."""
+
+    missing: frozenset[tuple[str, str]] = frozenset()  # (package, release)
+    present: frozenset[str] = frozenset()  # those some release checked has
+
+    def __call__(self, package: str, version: str) -> bool:
+        return (package, version) in self.missing
 
 
 @dataclass(frozen=True)
@@ -199,7 +208,7 @@ def findings(
     target: Target,
     *,
     accepts: Sequence[Accepts] = (),
-    absent: Absent | None = None,
+    absent: ModelPackages | None = None,
     homes: Mapping[str, str] | None = None,
 ) -> tuple[Finding, ...]:
     """The findings of ``target`` among ``resolved`` (its own references, with its own
@@ -291,7 +300,7 @@ def _home(target: str, homes: Mapping[str, str] | None) -> str | None:
 
 
 def _excused(
-    finding: Finding, version: str, absent: Absent | None, package: str | None, runs: Runs
+    finding: Finding, version: str, absent: ModelPackages | None, package: str | None, runs: Runs
 ) -> str | None:
     """Why a came-later miss on ``version`` does not count (None: it does)."""
     reference = finding.reference
@@ -311,7 +320,7 @@ def _excused(
 def _after_absent(
     site: Site,
     version: str,
-    absent: Absent,
+    absent: ModelPackages,
     homes: Mapping[str, str] | None,
     first_ok: Mapping[str, str],
 ) -> str | None:
@@ -423,7 +432,7 @@ def _unknown_spelling(finding: Finding, runs: Runs, spellings: Spellings) -> str
 def _runs(
     resolved: Sequence[Resolved],
     spellings: Spellings | None = None,
-    absent: Absent | None = None,
+    absent: ModelPackages | None = None,
     homes: Mapping[str, str] | None = None,
 ) -> Runs:
     """A site runs where its version window holds; where what a test before it found
@@ -453,7 +462,12 @@ def _runs(
         packages = model_alternatives(required)
         if not packages:
             return version in missing.get(required, ())
-        return all(version in missing.get(p, ()) and p in first_ok for p in packages)
+        known = absent or ModelPackages()  # the packages the project does not import itself
+        return all(
+            (version in missing.get(p, ()) or known(p, version))
+            and (p in first_ok or p in known.present)
+            for p in packages
+        )
 
     def runs(reference: Reference, site: Site, version: str) -> bool:
         if not site.runs_on(reference.package, version):

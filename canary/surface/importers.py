@@ -8,8 +8,9 @@ a model the release lacks, a presence test), every site of M runs only where one
 conditions holds, and they are facts of the release, true at import as later: each site
 becomes one copy per importer, with the importer's conditions added (a finding holds
 where any copy runs: the conditions are or-ed). A module imported at the module level of
-another takes that module's conditions too; a test around the import canary cannot
-evaluate is left out (the site runs as before).
+another takes that module's conditions too; a version test around the import canary cannot
+evaluate (a helper it cannot read, ipex-llm's ``trans_version >= "4.47.0"`` compared as
+text) makes the copy *undecided*, as it does a site under it: its findings are possible.
 
 What leaves a module as it is (its sites run wherever imported, as before):
 
@@ -61,12 +62,11 @@ class Load:
     after: tuple[str, ...] = ()
     requires: tuple[str, ...] = ()
     fallback_of: tuple[str, ...] = ()
+    undecided: str = ""  # a test around it canary cannot evaluate decides whether it runs
 
     @property
     def context(self) -> Context:
-        # a test canary cannot evaluate around the import is left out: where it runs
-        # then stays as before (everywhere), so no finding turns possible through it
-        return Context(self.versions, self.after, self.requires, "", self.fallback_of)
+        return Context(self.versions, self.after, self.requires, self.undecided, self.fallback_of)
 
 
 @dataclass(frozen=True)

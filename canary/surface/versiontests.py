@@ -363,6 +363,44 @@ _OPERATOR_NODES: dict[str, type[ast.cmpop]] = {
 }
 
 
+_EXITS = frozenset({"exit", "quit", "_exit", "abort"})  # sys.exit, os._exit, ...
+_EVERYTHING = frozenset({"Exception", "BaseException"})
+
+
+def may_stop(function: ast.AST, stops: Callable[[ast.Call], bool]) -> bool:
+    """Whether calling ``function`` can end otherwise than by returning, by itself: a
+    ``raise`` or ``assert``, an ``exit``, or a call ``stops`` says may (a check of the
+    project's, ``require_version``), outside a ``try`` that catches everything. A check
+    with none of them (unsloth's ``check_transformers_dependency_versions``, which warns)
+    returns on every release: what follows it runs as if it were not there."""
+
+    def visit(node: ast.AST) -> bool:
+        if isinstance(node, (ast.Raise, ast.Assert)):
+            return True
+        if node is not function and isinstance(
+            node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+        ):
+            return False  # defined, not run
+        if isinstance(node, ast.Try) and any(_catches_all(h) for h in node.handlers):
+            rest = [*node.handlers, *node.orelse, *node.finalbody]
+            return any(visit(n) for n in rest)
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+            if name in _EXITS or stops(node):
+                return True
+        return any(visit(child) for child in ast.iter_child_nodes(node))
+
+    return visit(function)
+
+
+def _catches_all(handler: ast.ExceptHandler) -> bool:
+    kind = handler.type
+    return kind is None or (
+        isinstance(kind, ast.Name) and kind.id in ("Exception", "BaseException")
+    )
+
+
 def _exits_within(node: ast.If) -> bool:
     return any(isinstance(n, (ast.Return, ast.Raise)) for n in ast.walk(node))
 

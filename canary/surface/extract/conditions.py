@@ -31,6 +31,9 @@ from canary.surface.model import (
 )
 from canary.surface.texts import Literals, elements
 
+_ORDERINGS = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+_CHECKING = re.compile(r"check|require|ensure|assert|verify|validate|raise|fail", re.IGNORECASE)
+
 
 class Conditions(Values):
     """The tests and checks around a site read as where it runs, and its use recorded so."""
@@ -181,6 +184,8 @@ class Conditions(Values):
         not read as a window (""): none); ``check``: a call made as a statement, where
         what matters is whether it returns, not its value."""
         for part in ast.walk(node):
+            if isinstance(part, ast.Compare) and (compared := self._compared_as_text(part)):
+                return compared
             if not isinstance(part, ast.Call):
                 continue
             function = self._callee(part)
@@ -188,6 +193,8 @@ class Conditions(Values):
                 continue
             if VERSION_HELPER.search(function.name) is None:
                 continue
+            if check and not self.project.may_check(function):
+                continue  # it returns wherever it is called: what follows runs
             outcome = self.helper_outcome(part)
             cond = None if outcome is None else outcome.returns if check else outcome.value
             readable = cond is not None and (cond.constant is not None or cond.gate is not None)
@@ -195,6 +202,34 @@ class Conditions(Values):
                 call = ast.unparse(part)
                 call = call if len(call) <= 80 else f"{call[:77]}..."
                 return f"runs only where {call} allows, which canary cannot evaluate"
+        return ""
+
+    def call_may_stop(self, node: ast.Call, depth: int) -> bool:
+        """Whether a call inside a check may stop it as a check: an upstream requirement
+        check, or a callee whose name says it checks (``Version(...)`` parses, and a parse
+        error is no verdict on the release) and, where it is the project's, that may stop
+        (:meth:`Project.may_check`)."""
+        callee = self.callee_of(node)
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+        if callee is not None and callee[0] == "upstream":
+            return callee[1] in versiontests.REQUIRING
+        if _CHECKING.search(name) is None:
+            return False
+        return callee is None or self.project.may_check(callee[1], depth)  # type: ignore[arg-type]
+
+    def _compared_as_text(self, node: ast.Compare) -> str:
+        """Why an ordering of an installed version's text (``transformers.__version__ >=
+        "4.47.0"``, ipex-llm's choice of module) decides and canary cannot say where: as
+        text, "4.100.0" < "4.47.0" and "10.0.0" < "4.0", so it is no window of releases."""
+        if len(node.ops) != 1 or not isinstance(node.ops[0], _ORDERINGS):
+            return ""
+        for side in (node.left, node.comparators[0]):
+            fact = guards.version_fact(side, self)
+            if isinstance(fact, guards.InstalledVersion) and not fact.parsed:
+                test = ast.unparse(node)
+                test = test if len(test) <= 80 else f"{test[:77]}..."
+                return f"runs only where {test} holds, {fact.package}'s version compared as text"
         return ""
 
     def constant_of(self, node: ast.expr) -> object:

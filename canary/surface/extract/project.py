@@ -17,7 +17,6 @@ from canary.surface.config import SourceRegistry
 from canary.surface.extract import syntax
 from canary.surface.extract.scopes import (
     STDLIB,
-    VERSION_HELPER,
     Binding,
     Bound,
     ProjectFunction,
@@ -25,7 +24,6 @@ from canary.surface.extract.scopes import (
     Scope,
     Stdlib,
     Upstream,
-    may_mention,
 )
 from canary.surface.extract.uses import Use
 from canary.surface.segments import Definition, Statement, split_module
@@ -55,6 +53,10 @@ class FileWalker(Protocol):
     def probe(
         self, function: ProjectFunction, success: probes.Success
     ) -> frozenset[str] | None: ...
+
+    def enter_helper(self, function: ProjectFunction, params: Mapping[str, object]) -> None: ...
+
+    def call_may_stop(self, node: ast.Call, depth: int) -> bool: ...
 
     def apply(
         self,
@@ -404,13 +406,20 @@ class Project:
             self._probes[key] = walker.probe(function, success)
         return self._probes[key]
 
-    def may_check(self, function: ProjectFunction) -> bool:
-        """Whether calling ``function`` may stop the caller: it raises, or its name says it
-        checks versions or requirements."""
+    def may_check(self, function: ProjectFunction, depth: int = 0) -> bool:
+        """Whether calling ``function`` may stop the caller (:func:`versiontests.may_stop`):
+        it raises, asserts or exits, or calls a function of the project that may, or an
+        upstream requirement check; too deep, or a cycle: it may."""
         key = id(function.definition)
         if key not in self._checks:
-            named = VERSION_HELPER.search(function.name) is not None
-            self._checks[key] = named or may_mention(function, "raise")
+            if depth > versiontests.DEPTH:
+                return True
+            self._checks[key] = True  # a cycle: it may
+            walker = self.walker(self, self.path_of[function.module], emit=False)
+            walker.enter_helper(function, {})
+            self._checks[key] = versiontests.may_stop(
+                function.node, lambda call: walker.call_may_stop(call, depth + 1)
+            )
         return self._checks[key]
 
     def acts_on_objects(self, function: ProjectFunction) -> bool:

@@ -706,6 +706,7 @@ class Walker(Anchoring):
                     after=tuple(sorted(self.imported)),
                     requires=requires,
                     fallback_of=bound.fallback_of,
+                    undecided=self.undecided,
                 )
             )
 
