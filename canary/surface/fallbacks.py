@@ -33,10 +33,7 @@ IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "B
 
 def catches_import_error(handler: ast.ExceptHandler) -> bool:
     """The handler catches the ImportError a failed import raises."""
-    if handler.type is None:
-        return True
-    types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
-    return any(isinstance(t, ast.Name) and t.id in IMPORT_ERRORS for t in types)
+    return guards.catches(handler, IMPORT_ERRORS)
 
 
 def presence_flag(node: ast.Try) -> str | None:
@@ -511,10 +508,7 @@ def _all_harmless(nodes: Iterable[ast.AST], name: str, *, gated: bool, module_le
 
 
 def _catches_none(handler: ast.ExceptHandler) -> bool:
-    if handler.type is None:
-        return True
-    types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
-    return any(isinstance(t, ast.Name) and t.id in _CATCHES_NONE for t in types)
+    return guards.catches(handler, _CATCHES_NONE)
 
 
 def _binds(body: Sequence[ast.stmt]) -> bool:

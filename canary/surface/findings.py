@@ -454,6 +454,8 @@ def _runs(
             gone = {v for v, o in item.outcomes.items() if o is Outcome.MISSING}
             missing.setdefault(item.reference.target, set()).update(gone)
 
+    known = absent or ModelPackages()  # the packages the project does not import itself
+
     def gone(required: str, version: str) -> bool:
         """What a test before a site found present is missing on ``version``. A model-type
         test's packages (``a|b``: one of them) are gone only where each is missing and each
@@ -462,7 +464,6 @@ def _runs(
         packages = model_alternatives(required)
         if not packages:
             return version in missing.get(required, ())
-        known = absent or ModelPackages()  # the packages the project does not import itself
         return all(
             (version in missing.get(p, ()) or known(p, version))
             and (p in first_ok or p in known.present)

@@ -129,6 +129,24 @@ def is_type_checking(test: ast.expr) -> bool:
     return isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
 
 
+def catches(handler: ast.ExceptHandler, names: frozenset[str]) -> bool:
+    """The handler is bare, or names (alone or in its tuple) one of the exception classes
+    ``names``."""
+    if handler.type is None:
+        return True
+    types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any(isinstance(t, ast.Name) and t.id in names for t in types)
+
+
+def called_name(node: ast.Call) -> str:
+    """The last name of what ``node`` calls (``sys.exit(...)`` -> "exit"; "": neither a
+    name nor an attribute)."""
+    func = node.func
+    if isinstance(func, ast.Name):
+        return func.id
+    return func.attr if isinstance(func, ast.Attribute) else ""
+
+
 def exits(body: Sequence[ast.stmt], *, silently: bool = False) -> bool:
     """The block always leaves: what follows it in the enclosing block runs only when the
     test that led into it failed. ``silently``: by ``return``/``continue``/``break``, not by

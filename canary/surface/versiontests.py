@@ -26,6 +26,8 @@ from canary.surface.guards import (
     Names,
     VersionGate,
     Window,
+    called_name,
+    catches,
     version_window,
 )
 
@@ -381,24 +383,14 @@ def may_stop(function: ast.AST, stops: Callable[[ast.Call], bool]) -> bool:
             node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
         ):
             return False  # defined, not run
-        if isinstance(node, ast.Try) and any(_catches_all(h) for h in node.handlers):
+        if isinstance(node, ast.Try) and any(catches(h, _EVERYTHING) for h in node.handlers):
             rest = [*node.handlers, *node.orelse, *node.finalbody]
             return any(visit(n) for n in rest)
-        if isinstance(node, ast.Call):
-            func = node.func
-            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
-            if name in _EXITS or stops(node):
-                return True
+        if isinstance(node, ast.Call) and (called_name(node) in _EXITS or stops(node)):
+            return True
         return any(visit(child) for child in ast.iter_child_nodes(node))
 
     return visit(function)
-
-
-def _catches_all(handler: ast.ExceptHandler) -> bool:
-    kind = handler.type
-    return kind is None or (
-        isinstance(kind, ast.Name) and kind.id in ("Exception", "BaseException")
-    )
 
 
 def _exits_within(node: ast.If) -> bool:

@@ -340,7 +340,7 @@ class Resolver:
             complete = complete and listed
             if found is not None:
                 return self.attribute(found, name)
-        return self._legacy(module, dotted, lazy, name, complete=complete, paths=legacy)
+        return self._legacy(module, dotted, lazy, name, complete=complete, legacy=legacy)
 
     def _legacy(
         self,
@@ -350,11 +350,12 @@ class Resolver:
         name: str,
         *,
         complete: bool,
-        paths: bool = True,
+        legacy: bool = True,
     ) -> Lookup:
-        """A name only a lazy module's backward-compatibility paths serve (``paths``: tried,
-        each as its ``__getattr__`` does, only on names its structure has), else the miss."""
-        getattr_source = self._getattr_source(module, dotted, lazy) if paths else ""
+        """A name only a lazy module's backward-compatibility paths serve (``legacy``: they
+        are tried, each as its ``__getattr__`` does, only on names its structure has), else
+        the miss."""
+        getattr_source = self._getattr_source(module, dotted, lazy) if legacy else ""
         for suffix, replacement in suffix_fallbacks(getattr_source):
             if name.endswith(suffix):
                 served = name.removesuffix(suffix) + replacement

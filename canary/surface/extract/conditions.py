@@ -210,11 +210,9 @@ class Conditions(Values):
         error is no verdict on the release) and, where it is the project's, that may stop
         (:meth:`Project.may_check`)."""
         callee = self.callee_of(node)
-        func = node.func
-        name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
         if callee is not None and callee[0] == "upstream":
             return callee[1] in versiontests.REQUIRING
-        if _CHECKING.search(name) is None:
+        if _CHECKING.search(guards.called_name(node)) is None:
             return False
         return callee is None or self.project.may_check(callee[1], depth)  # type: ignore[arg-type]
 
