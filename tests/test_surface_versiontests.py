@@ -430,14 +430,15 @@ def test_an_optimum_style_helper_is_evaluated_through_its_operator_table(tmp_pat
 
 def test_a_version_compared_as_text_leaves_its_branch_and_imported_modules_undecided(tmp_path):
     # ipex-llm's utils/__init__.py picks a module by `trans_version >= "4.47.0"`
-    files = {
-        "vp/__init__.py": "",
-        "vp/pick.py": "import transformers\nv = transformers.__version__\nif v >= '4.47.0':\n"
-        "    import vp.new\n",
-        "vp/new.py": f"from {QWEN} import New\n",
-    }
-    (found,) = [r for r in surface(tmp_path, files) if r.target == f"{QWEN}.New"]
-    assert [("compared as text" in s.undecided) for s in found.sites] == [True]
+    for test in ("v >= '4.47.0'", "'4.47.0' <= v"):  # the operands swapped: the same test
+        files = {
+            "vp/__init__.py": "",
+            "vp/pick.py": f"import transformers\nv = transformers.__version__\nif {test}:\n"
+            "    import vp.new\n",
+            "vp/new.py": f"from {QWEN} import New\n",
+        }
+        (found,) = [r for r in surface(tmp_path, files) if r.target == f"{QWEN}.New"]
+        assert [("compared as text" in s.undecided) for s in found.sites] == [True]
 
 
 def test_a_check_that_cannot_raise_leaves_what_follows_decided(tmp_path):
