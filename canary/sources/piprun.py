@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 # Run inside a warm interpreter (``python -c``). It answers one JSON line per request
-# ({"pid"} once the child runs, then {"returncode"} or {"timeout"}) and ends at EOF.
+# ({"pid"} before the child runs anything, then {"returncode"} or {"timeout"}) and ends at EOF.
 _WARM_MAIN = r"""
 import json, os, runpy, signal, sys, time
 
@@ -118,10 +118,20 @@ def wait(pid, timeout):
 print(json.dumps({"ready": True}), file=channel_out, flush=True)
 for line in channel_in:
     request = json.loads(line)
+    # The child runs nothing until canary has its pid: a pip that ended this interpreter
+    # before then would run on where canary cannot see, let alone stop, it.
+    gate_in, gate_out = os.pipe()
     pid = os.fork()
     if pid == 0:
+        os.close(gate_out)
+        if not os.read(gate_in, 1):  # this interpreter died before saying the pid
+            os._exit(1)
+        os.close(gate_in)
         child(request)
+    os.close(gate_in)
     print(json.dumps({"pid": pid}), file=channel_out, flush=True)
+    os.write(gate_out, b"1")
+    os.close(gate_out)
     print(json.dumps(wait(pid, request["timeout"])), file=channel_out, flush=True)
 """
 
