@@ -428,6 +428,41 @@ def test_an_optimum_style_helper_is_evaluated_through_its_operator_table(tmp_pat
     assert windows(refs, Kind.IMPORT, "transformers.integrations.moe") == [{"transformers": ">=5"}]
 
 
+def test_a_helper_given_the_package_name_reads_its_installed_version_accelerate_style(tmp_path):
+    # accelerate's compare_versions("transformers", "<", "4.46"): a package's name, and a
+    # table of comparisons imported from another module
+    user = (
+        "from proj.versions import compare_versions\n"
+        "def setup():\n"
+        "    if compare_versions('transformers', '<', '4.46'):\n"
+        "        from transformers.deepspeed import HfDeepSpeedConfig\n"
+        "    else:\n"
+        "        from transformers.integrations import HfDeepSpeedConfig\n"
+    )
+    files = {
+        "proj/__init__.py": "",
+        "proj/constants.py": "import operator as op\nOPS = {'>=': op.ge, '<': op.lt}\n",
+        "proj/versions.py": """\
+            import importlib.metadata
+            from packaging.version import parse
+
+            from .constants import OPS as STR_OPERATION_TO_FUNC
+
+            def compare_versions(library_or_version, operation, requirement_version):
+                if operation not in STR_OPERATION_TO_FUNC.keys():
+                    raise ValueError(operation)
+                operation = STR_OPERATION_TO_FUNC[operation]
+                if isinstance(library_or_version, str):
+                    library_or_version = parse(importlib.metadata.version(library_or_version))
+                return operation(library_or_version, parse(requirement_version))
+            """,
+    }
+    refs = surface(tmp_path, {**files, "proj/m.py": user})
+    old, new = "transformers.deepspeed", "transformers.integrations"
+    assert windows(refs, Kind.IMPORT, f"{old}.HfDeepSpeedConfig") == [{"transformers": "<4.46"}]
+    assert windows(refs, Kind.IMPORT, f"{new}.HfDeepSpeedConfig") == [{"transformers": ">=4.46"}]
+
+
 def test_a_version_compared_as_text_leaves_its_branch_and_imported_modules_undecided(tmp_path):
     # ipex-llm's utils/__init__.py picks a module by `trans_version >= "4.47.0"`
     for test in ("v >= '4.47.0'", "'4.47.0' <= v"):  # the operands swapped: the same test

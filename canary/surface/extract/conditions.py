@@ -85,16 +85,18 @@ class Conditions(Values):
             self.scope is not self.module_scope and node.id in self.scope.names
         ):
             return None  # a local of the function: no module table
-        key = (self.path, node.id)
-        if key not in self.project.tables:
-            self.project.tables[key] = self._table(node.id)
-        return self.project.tables[key]
+        return self.project.table(self.path, node.id)
 
-    def _table(self, name: str) -> dict[str, str] | None:
-        """The module-level dispatch table bound to ``name`` (once, to a dict display)."""
+    def module_table(self, name: str) -> dict[str, str] | None:
+        """The dispatch table this module binds ``name`` to at its top level, once, to a
+        dict display, or imports it as from another project module (accelerate's
+        ``from .constants import STR_OPERATION_TO_FUNC``)."""
+        exports = self.project.exports(self.module)
+        self.module_scope = Scope(exports.names, exports.values, conditions=exports.conditions)
+        self.scope = self.module_scope
         display = re.compile(rb"(?m)^" + re.escape(name.encode()) + rb"[ \t]*=[ \t]*\{")
         if display.search(self.project.text(self.path)) is None:
-            return None  # no line binds it to a dict display: no table (read cheaply first)
+            return self._imported_table(name)  # read cheaply first: no line binds a display
         found: dict[str, str] | None = None
         for statement in self.project.naming(self.path, name):
             binds = [
@@ -121,6 +123,25 @@ class Conditions(Values):
                     return None
                 found[key.value] = symbol
         return found
+
+    def _imported_table(self, name: str) -> dict[str, str] | None:
+        """The table ``name`` is, where the module's one top-level binding of it is an
+        import from another project module."""
+        imports, others = [], 0
+        for statement in self.project.naming(self.path, name):
+            if isinstance(statement, ast.ImportFrom):
+                imports += [(statement, a) for a in statement.names if (a.asname or a.name) == name]
+            elif not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                others += any(
+                    isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load)
+                    for n in ast.walk(statement)
+                )
+        if len(imports) != 1 or others:
+            return None  # bound more than once, or otherwise: not one table
+        statement, alias = imports[0]
+        module = syntax.absolute_module(self.module, self.is_package, statement)
+        path = self.project.path_of.get(module or "")
+        return None if path is None else self.project.table(path, alias.name)
 
     def returned_version(self, node: ast.Call) -> guards.InstalledVersion | None:
         """A project function that returns an upstream package's installed version

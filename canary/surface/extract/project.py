@@ -40,6 +40,8 @@ class FileWalker(Protocol):
 
     def bind_module_level(self) -> None: ...
 
+    def module_table(self, name: str) -> dict[str, str] | None: ...
+
     def summarise(self, function: ProjectFunction) -> tuple[Value | None, tuple[str, ...]]: ...
 
     def evaluate(
@@ -355,6 +357,15 @@ class Project:
         if len(exports.upstream_stars) == 1:
             return Upstream(f"{exports.upstream_stars[0]}.{name}")
         return None
+
+    def table(self, path: str, name: str) -> dict[str, str] | None:
+        """The dispatch table (comparison symbol by key) module ``path`` binds ``name`` to
+        at its top level, or imports as from another project module; None: not one."""
+        key = (path, name)
+        if key not in self.tables:
+            self.tables[key] = None  # an import cycle: no table
+            self.tables[key] = self.walker(self, path, emit=False).module_table(name)
+        return self.tables[key]
 
     def summary(self, function: ProjectFunction) -> tuple[Value | None, tuple[str, ...]]:
         """What a project helper returns, in terms of its parameters (:class:`Param`), and
