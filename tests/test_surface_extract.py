@@ -43,6 +43,20 @@ def anchors(references, target: str) -> dict[str, Match | None]:
 # --- imports ---------------------------------------------------------------------------
 
 
+def test_an_upstream_package_checked_as_a_project_references_only_the_others(tmp_path):
+    # trl checked as a downstream of transformers: its imports of trl are its own code, the
+    # release installed with it, never another release of trl
+    refs = surface(
+        tmp_path,
+        {
+            "trl/__init__.py": "from trl.trainer import SFTTrainer\n",
+            "trl/trainer.py": "from transformers import Trainer\nclass SFTTrainer(Trainer): ...\n",
+            "tests/test_trl.py": "from trl import SFTTrainer\nimport peft\n",
+        },
+    )
+    assert {r.target for r in refs} == {"transformers.Trainer", "peft"}
+
+
 def test_imports_anywhere_with_their_sites(tmp_path):
     refs = surface(
         tmp_path,

@@ -94,7 +94,6 @@ class Project:
     ) -> None:
         self.root = root
         self.walker = walker  # walker(project, path, emit=...): a walk of one file
-        self.upstream = upstream
         self.parsers = parsers  # the version parsers the project declares, dotted
         self.files = tuple(f for f in files if f.endswith(".py"))
         self.module_of: dict[str, str] = {}
@@ -110,6 +109,10 @@ class Project:
         self.children: dict[str, list[str]] = {}  # package -> its direct submodules
         self.modules = frozenset(self.path_of)
         self.tops = frozenset(name.partition(".")[0] for name in self.modules)
+        # An upstream package checked as a project (trl, a downstream of transformers):
+        # what it imports of itself is its own code, the release installed with it.
+        own = {top for top in self.tops if self.path_of.get(top, "").endswith("__init__.py")}
+        self.upstream = upstream - own
         for name in self.path_of:
             if "." in name:
                 self.children.setdefault(name.rpartition(".")[0], []).append(name)
