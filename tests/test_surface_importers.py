@@ -45,6 +45,36 @@ def test_a_module_imported_under_a_version_test_takes_its_window(tmp_path):
     assert site.versions == (("transformers", ">=5.0.0"),)
 
 
+def test_a_function_that_takes_only_a_helper_from_the_module_still_loads_it(tmp_path):
+    # peft: `if is_transformers_ge_v5: from peft.utils.conversion import convert` in a
+    # function that names nothing upstream itself; the import runs the module's top level
+    flag = (
+        "import transformers\nfrom packaging import version\n"
+        'IS_V5 = version.parse(transformers.__version__) >= version.parse("5.0.0")\n'
+    )
+    user = """\
+        import transformers
+        from proj.flags import IS_V5
+
+        def load(model):
+            if IS_V5:
+                from proj.gemma4_patch import convert
+                convert(model)
+    """
+    patch = PATCH + "    def convert(model): ...\n"
+    refs = surface(
+        tmp_path,
+        {
+            "proj/__init__.py": "",
+            "proj/flags.py": flag,
+            "proj/gemma4_patch.py": patch,
+            "proj/user.py": textwrap.dedent(user),
+        },
+    )
+    (site,) = one(refs, Kind.IMPORT, f"{GEMMA4}.modeling_gemma4.Gemma4Model").sites
+    assert site.versions == (("transformers", ">=5.0.0"),)
+
+
 def test_one_import_under_no_condition_leaves_the_module_as_it_was(tmp_path):
     loader = LOADER
     plain = "from proj import gemma4_patch\n"  # names no upstream: read for its imports only

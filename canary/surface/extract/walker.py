@@ -159,13 +159,14 @@ class Walker(Anchoring):
             yield ".".join([*package, *([dotted] if dotted else [])]), names
 
     def _import_reaches(self, module: str, names: tuple[str, ...] | None) -> bool:
-        """An import that can bind something upstream-bound: an upstream module, or names of
-        a project module that are bound to upstream (a module that reaches it, a helper
-        that reads sources)."""
+        """An import that can bind something upstream-bound (an upstream module, or names of
+        a project module that are bound to upstream: a module that reaches it, a helper
+        that reads sources), or that loads a project module that reaches upstream: where
+        that import runs decides where the module's own sites run (:mod:`importers`)."""
         project = self.project
         if project.is_upstream(module):
             return True
-        if names is None or module not in project.path_of:
+        if names is None or module not in project.path_of or project.reaches(module):
             return project.reaches(module)
         for name in names:
             binding = project.member(module, name)
