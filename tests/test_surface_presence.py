@@ -112,6 +112,25 @@ def test_a_flag_set_after_an_import_and_cleared_by_its_handler_is_a_presence_tes
     assert got == {required}
 
 
+LEGACY = "from transformers.integrations.tensor_parallel import add_hooks"
+
+
+@pytest.mark.parametrize(
+    "branch",
+    [f"if not is_dtensor_tp:\n    {LEGACY}", f"if is_dtensor_tp:\n    pass\nelse:\n    {LEGACY}"],
+)
+def test_the_false_side_of_such_a_flag_runs_where_its_import_failed(tmp_path, branch):
+    # peft: `if not is_transformers_dtensor_tp:` imports the legacy tensor-parallel hooks
+    flag = (
+        "try:\n    from transformers.distributed.tensor_parallel import apply\n"
+        "    is_dtensor_tp = True\nexcept ImportError:\n    is_dtensor_tp = False\n"
+    )
+    refs = project_surface(tmp_path, {"proj/__init__.py": "", "proj/m.py": flag + branch})
+    (found,) = [r for r in refs if r.target.endswith("add_hooks")]
+    dtensor = "transformers.distributed.tensor_parallel.apply"
+    assert [site.fallback_of for site in found.sites] == [(dtensor,)]
+
+
 MAPPING = "transformers.conversion_mapping.get_checkpoint_conversion_mapping"
 
 

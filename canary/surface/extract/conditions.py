@@ -350,6 +350,17 @@ class Conditions(Values):
                     return guards.InstalledVersion(package)
         return self._literal_string(node)
 
+    def _failed(self, test: ast.expr, *, positive: bool) -> tuple[str, ...]:
+        """The upstream imports one of which failed where ``test`` is ``positive``: the
+        false side of a flag a ``try`` sets after them (peft's ``if not
+        is_transformers_dtensor_tp:``); (): it says no such thing."""
+        while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test, positive = test.operand, not positive
+        if positive or not isinstance(test, ast.Name):
+            return ()
+        bound = self.scope.value(test.id)
+        return bound.failed if isinstance(bound, Presence) else ()
+
     def _present(self, test: ast.expr, *, positive: bool) -> frozenset[str]:
         """What holds about upstream attributes where ``test`` is ``positive``: "+x.y" (it is
         there), "-x.y" (it is not)."""

@@ -455,6 +455,7 @@ class Walker(Anchoring):
                     selected=self._narrowed(node.test, positive=positive),
                     window=self.window & self._window(node.test, positive=positive),
                     tested=self.tested + tested,
+                    fallback_of=self.fallback_of or self._failed(node.test, positive=positive),
                 ):
                     self.body(body, nested)
 
@@ -502,7 +503,8 @@ class Walker(Anchoring):
         if flag is not None and (imported := self._upstream_imported(node.body)):
             # HAS_Y is true exactly where the body's imports all succeeded: a presence test
             found = frozenset(f"+{target}" for target in imported)
-            self.scope.values[flag] = Presence(found, frozenset())  # type: ignore[assignment]
+            failed = tuple(sorted(imported))
+            self.scope.values[flag] = Presence(found, frozenset(), failed)  # type: ignore[assignment]
 
     def _never_taken(self, handler: ast.ExceptHandler, body: list[ast.stmt]) -> bool:
         """``except PackageNotFoundError`` around reads of upstream packages' installed
