@@ -463,6 +463,28 @@ def test_a_helper_given_the_package_name_reads_its_installed_version_accelerate_
     assert windows(refs, Kind.IMPORT, f"{new}.HfDeepSpeedConfig") == [{"transformers": ">=4.46"}]
 
 
+@pytest.mark.parametrize(
+    ("test", "undecided"),
+    [
+        ("is_transformers_version('>=', '4.53')", True),  # optimum's, read by optimum-onnx
+        ("check_min_version('transformers>=4.53')", True),  # an upstream named as an argument
+        ("is_torch_version('>=', '2.1')", False),  # another package's version: all releases
+        ("is_available('transformers')", False),  # named for no version
+    ],
+)
+def test_another_packages_version_test_of_upstream_leaves_its_branch_undecided(
+    tmp_path, test, undecided
+):
+    helper = test.split("(")[0]
+    user = (
+        f"from optimum.utils import {helper}\n"
+        f"if {test}:\n    from transformers.masking_utils import sdpa_mask\n"
+    )
+    refs = surface(tmp_path, {"vp/__init__.py": "", "vp/m.py": user})
+    (found,) = [r for r in refs if r.target.endswith("sdpa_mask")]
+    assert [bool(s.undecided) for s in found.sites] == [undecided]
+
+
 def test_a_version_compared_as_text_leaves_its_branch_and_imported_modules_undecided(tmp_path):
     # ipex-llm's utils/__init__.py picks a module by `trans_version >= "4.47.0"`
     for test in ("v >= '4.47.0'", "'4.47.0' <= v"):  # the operands swapped: the same test

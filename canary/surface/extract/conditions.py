@@ -211,6 +211,8 @@ class Conditions(Values):
                 continue
             function = self._callee(part)
             if not isinstance(function, ProjectFunction):
+                if outside := self._outside_version_test(part, function):
+                    return outside
                 continue
             if VERSION_HELPER.search(function.name) is None:
                 continue
@@ -224,6 +226,35 @@ class Conditions(Values):
                 call = call if len(call) <= 80 else f"{call[:77]}..."
                 return f"runs only where {call} allows, which canary cannot evaluate"
         return ""
+
+    def _outside_version_test(self, node: ast.Call, callee: object) -> str:
+        """Why a call of another package's function decides where what follows runs and
+        canary cannot say where ("": it does not): named for versions or requirements,
+        and naming an upstream package, in its name or a literal argument (optimum's
+        ``is_transformers_version(">=", "4.53")``, read by optimum-onnx). Its source is
+        not the project's, so it is not read."""
+        if isinstance(callee, (Upstream, ProjectFunction, Stdlib)):
+            return ""  # read as upstream's, the project's or a known library's
+        if isinstance(guards.version_fact(node, self), guards.InstalledVersion):
+            return ""  # an installed version, read as one
+        name = guards.called_name(node)
+        if VERSION_HELPER.search(name) is None:
+            return ""
+        literals = [
+            a.value.lower()
+            for a in (*node.args, *(k.value for k in node.keywords))
+            if isinstance(a, ast.Constant) and isinstance(a.value, str)
+        ]
+        named = name.lower().replace("-", "_")
+        if not any(
+            package.replace("-", "_") in named
+            or any(re.match(rf"{re.escape(package)}\b", text) for text in literals)
+            for package in self.project.upstream
+        ):
+            return ""  # another package's version (torch's): no test of upstream's releases
+        call = ast.unparse(node)
+        call = call if len(call) <= 80 else f"{call[:77]}..."
+        return f"runs only where {call} allows, a function of another package canary does not read"
 
     def call_may_stop(self, node: ast.Call, depth: int) -> bool:
         """Whether a call inside a check may stop it as a check: an upstream requirement
