@@ -75,6 +75,20 @@ def test_a_function_that_takes_only_a_helper_from_the_module_still_loads_it(tmp_
     assert site.versions == (("transformers", ">=5.0.0"),)
 
 
+def test_an_import_for_type_checkers_only_is_no_way_in(tmp_path):
+    # optimum-onnx's base.py imports model_patcher under `if TYPE_CHECKING:`
+    gated = """\
+        import transformers
+        from packaging import version
+
+        if version.parse(transformers.__version__) >= version.parse("5.0.0"):
+            from . import gemma4_patch
+    """
+    typed = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import gemma4_patch\n"
+    (site,) = sites(tmp_path, loader=gated, types=typed)
+    assert site.versions == (("transformers", ">=5.0.0"),)
+
+
 def test_one_import_under_no_condition_leaves_the_module_as_it_was(tmp_path):
     loader = LOADER
     plain = "from proj import gemma4_patch\n"  # names no upstream: read for its imports only

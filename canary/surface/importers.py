@@ -253,6 +253,8 @@ class _Ways:
             if not loads and (path, line) in self.top:
                 # in a file not walked, but in no block: its module imports it, as is
                 loads = [Load(module, path, line, at_import=True)]
+            if not loads and _type_checking_only(self.text(path), line):
+                continue  # read by type checkers only: it never runs
             if not loads:
                 return None  # an import not walked with its conditions
             for load in loads:
@@ -376,6 +378,31 @@ def _imports(
         for base, names in loaded:
             for name in loaded_by(base, names, known):
                 yield name, line, top
+
+
+_TYPE_CHECKING = re.compile(r"if\s+(?:typing\.)?TYPE_CHECKING\s*:")
+
+
+def _type_checking_only(source: str, line: int) -> bool:
+    """Whether line ``line`` of ``source`` lies in an ``if TYPE_CHECKING:`` block (an
+    enclosing line less indented than it, read upwards, is that test)."""
+    lines = source.splitlines()
+    if not 0 < line <= len(lines):
+        return False
+    text = lines[line - 1]
+    indent = len(text) - len(text.lstrip())
+    for above in reversed(lines[: line - 1]):
+        stripped = above.lstrip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        depth = len(above) - len(stripped)
+        if depth < indent:
+            if _TYPE_CHECKING.match(stripped):
+                return True
+            indent = depth
+            if depth == 0:
+                return False
+    return False
 
 
 def _statements(source: str) -> Iterable[re.Match[str]]:
