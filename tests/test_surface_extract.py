@@ -993,12 +993,16 @@ def test_a_site_is_after_the_upstream_imports_its_function_made_before_it(tmp_pa
     assert [s.after for s in one(refs, Kind.IMPORT, "transformers.Qwen3OmniModel").sites] == [()]
 
 
-@pytest.mark.parametrize("top", ["ns.pkg.utils", "pkg.utils"])
+@pytest.mark.parametrize(
+    ("package", "top"),
+    [("ns/pkg", "ns.pkg.utils"), ("ns/pkg", "pkg.utils"), ("ns/sub/pkg", "ns.sub.pkg.utils")],
+)
 def test_a_namespace_package_is_part_of_its_modules_names_where_the_project_spells_it(
-    tmp_path, top
+    tmp_path, package, top
 ):
     # optimum-intel: optimum/ has no __init__.py, and the project imports optimum.intel.utils;
-    # a checkout's folder above its packages, never spelled, is no part of a name
+    # a checkout's folder above its packages, never spelled, is no part of a name;
+    # optimum-onnx: optimum/exporters/ has none either (optimum.exporters.onnx)
     helper = (
         "import transformers\nfrom packaging import version\n"
         "IS_V5 = version.parse(transformers.__version__) >= version.parse('5.0.0')\n"
@@ -1006,7 +1010,7 @@ def test_a_namespace_package_is_part_of_its_modules_names_where_the_project_spel
     user = f"from {top} import IS_V5\nif IS_V5:\n    from transformers.integrations import moe\n"
     refs = surface(
         tmp_path,
-        {"ns/pkg/__init__.py": "", "ns/pkg/utils.py": helper, "ns/pkg/m.py": user},
+        {f"{package}/__init__.py": "", f"{package}/utils.py": helper, f"{package}/m.py": user},
     )
     found = one(refs, Kind.IMPORT, "transformers.integrations.moe")
     assert [dict(s.versions) for s in found.sites] == [{"transformers": ">=5.0.0"}]

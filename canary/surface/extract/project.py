@@ -158,7 +158,16 @@ class Project:
             texts = (self.text(path) for path in self.files)
             if any(prefix in text and any(w in text for w in spelled) for text in texts):
                 found.add(folder)
-        return found
+        # and each folder with no __init__.py between such a namespace and its packages
+        # (optimum-onnx's optimum/exporters/onnx: imported as optimum.exporters.onnx)
+        between = {
+            str(parent)
+            for p in packages
+            if p.split("/", 1)[0] in found
+            for parent in PurePosixPath(p).parents
+            if "/" in str(parent) and str(parent) not in packages
+        }
+        return found | between
 
     def none_harmless(self, path: str, node: ast.Try, name: str) -> bool:
         """Whether ``name``, set to None by the handler of the module-level ``node`` of
