@@ -19,6 +19,8 @@ What leaves a module as it is (its sites run wherever imported, as before):
   extraction did not read), or one whose conditions are none;
 - an import cycle through it, or more than ``_MAX_CONTEXTS`` ways in.
 
+An import inside ``if TYPE_CHECKING:`` never runs: it is no way in.
+
 A module no import statement of the project loads, which the project names in a string (a
 lazy registry: auto-round's ``{"llama4": LazyImport("auto_round.modeling.fused_moe.llama4")}``),
 runs only where the project loads it by that name, which canary does not follow: its sites
