@@ -394,9 +394,17 @@ class Conditions(Values):
 
     def _present(self, test: ast.expr, *, positive: bool) -> frozenset[str]:
         """What holds about upstream attributes where ``test`` is ``positive``: "+x.y" (it is
-        there), "-x.y" (it is not)."""
+        there), "-x.y" (it is not); of ``a and b`` holding (``a or b`` failing), what holds
+        of each."""
         while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             test, positive = test.operand, not positive
+        found = self._present_in(test, positive=positive)
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) == positive:
+            for value in test.values:
+                found |= self._present(value, positive=positive)
+        return found
+
+    def _present_in(self, test: ast.expr, *, positive: bool) -> frozenset[str]:
         if isinstance(test, ast.Name):
             bound = self.scope.value(test.id)
             if isinstance(bound, Presence):  # if added: ... (added = not hasattr(...))
@@ -404,6 +412,8 @@ class Conditions(Values):
         if (tested := _tested_for_none(test, positive=positive)) is not None:
             # reason is None / probe() is None: where a reason probe returned success
             if isinstance(tested, ast.Name):
+                if (looked_up := self.scope.absent_if_none.get(tested.id)) is not None:
+                    return frozenset({f"-{looked_up}"})
                 bound = self.scope.value(tested.id)
                 return bound.false if isinstance(bound, Presence) else frozenset()
             test, positive = tested, False

@@ -106,6 +106,9 @@ class Scope:
     # that binding is made, which every later use of the name carries (elsewhere, the
     # name is something else)
     conditions: dict[str, Bound] = field(default_factory=dict)
+    # names bound to a lookup that gives None where the upstream attribute is not there
+    # (``old = getattr(x, "y", None)``): the attribute, "x.y"
+    absent_if_none: dict[str, str] = field(default_factory=dict)
 
     def condition_of(self, name: str) -> Bound | None:
         """Where the binding ``name`` has here is made (None: on every release)."""

@@ -827,6 +827,13 @@ class Walker(Anchoring):
         if text is None and fact is None and binding is None and value is not None:
             true, false = self._present(value, positive=True), self._present(value, positive=False)
             presence = Presence(true, false) if true or false else None
+        # old = getattr(x, "y", None): where old is None, x.y is not there (vllm's
+        # `if old is None: x.y = new` adds the name only where upstream lacks it)
+        looked_up = self._looked_up(value) if isinstance(value, ast.Call) else None
+        if looked_up is not None and _defaults_to_none(value):
+            self.scope.absent_if_none[name] = looked_up
+        else:
+            self.scope.absent_if_none.pop(name, None)
         if text is None and value is not None and self._finds_upstream(value):
             text = Literals((True,))  # find_spec("transformers") is not None: installed
         if self.conditional and _a_flag(text):
@@ -1152,3 +1159,12 @@ def _named(value: ast.expr | None) -> bool:
     while isinstance(value, ast.Attribute):
         value = value.value
     return isinstance(value, ast.Name)
+
+
+def _defaults_to_none(lookup: ast.Call) -> bool:
+    """``getattr(x, "y", None)`` or ``x.__dict__.get("y")``: None where ``x.y`` is not there
+    (a plain ``getattr(x, "y")`` raises there instead)."""
+    if isinstance(lookup.func, ast.Name) and lookup.func.id == "getattr":
+        default = lookup.args[2] if len(lookup.args) == 3 else None
+        return isinstance(default, ast.Constant) and default.value is None
+    return len(lookup.args) == 1 and not lookup.keywords  # a namespace's .get("y")
