@@ -224,6 +224,26 @@ def test_a_module_getattr_makes_a_miss_unknown():
     assert "__getattr__" in answer.why
 
 
+def test_a_deprecation_getattr_serves_the_names_of_its_tables_and_no_other():
+    # transformers 5.23+: processing_llama4.py keeps Llama4ProcessorKwargs this way
+    tree = package(
+        "pkg",
+        {
+            "pkg/__init__.py": "",
+            "pkg/proc.py": """
+                from .utils import ProcessingKwargs, deprecate_attr, make
+                __getattr__ = deprecate_attr(
+                    __name__, rename={"OldKwargs": (ProcessingKwargs, "5.29.0")}, remove={}
+                )
+            """,
+            "pkg/other.py": "__getattr__ = make(__name__)\n",
+        },
+    )
+    assert tree.lookup("pkg.proc.OldKwargs").found is True
+    assert tree.lookup("pkg.proc.GoneKwargs").found is False
+    assert tree.lookup("pkg.other.AnyName").found is None  # a __getattr__ not read
+
+
 def test_a_module_writing_its_globals_makes_a_miss_unknown():
     tree = package(
         "pkg",

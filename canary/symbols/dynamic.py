@@ -14,6 +14,14 @@ Each ``if`` that compares the parameter to literals serves those names (when its
 dependency is installed: the case a reference is about, as for try/except imports); the
 import inside the branch says where the name is defined. When the body is nothing but
 such branches and a final ``raise AttributeError``, it serves no other name.
+
+transformers 5.23+ assigns one instead, for the names it deprecated::
+
+    __getattr__ = deprecate_attr(
+        __name__, rename={"Llama4ProcessorKwargs": (ProcessingKwargs, "5.29.0")}
+    )
+
+which serves the keys of its ``rename`` and ``remove`` tables, and no other name.
 """
 
 from __future__ import annotations
@@ -99,3 +107,25 @@ def _raises_attribute_error(stmt: ast.stmt) -> bool:
         return False
     exc = stmt.exc.func if isinstance(stmt.exc, ast.Call) else stmt.exc
     return isinstance(exc, ast.Name) and exc.id == "AttributeError"
+
+
+def served_by_assignment(value: str) -> Served | None:
+    """What ``__getattr__ = <value>`` serves, where ``value`` is a ``deprecate_attr(...)``
+    call with literal tables (None: anything else, which may serve any name)."""
+    try:
+        node = ast.parse(value, mode="eval").body
+    except SyntaxError:
+        return None
+    if not (isinstance(node, ast.Call) and ast.unparse(node.func).endswith("deprecate_attr")):
+        return None
+    names: dict[str, Import | None] = {}
+    for keyword in node.keywords:
+        if keyword.arg not in ("rename", "remove") or not isinstance(keyword.value, ast.Dict):
+            return None
+        for key in keyword.value.keys:
+            if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+                return None
+            names[key.value] = None
+    if len(node.args) != 1:
+        return None  # the tables passed by position, or not at all: not read
+    return Served(names, closed=True)

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 from canary.codeindex import Import, Module
-from canary.symbols.dynamic import Served, served
+from canary.symbols.dynamic import Served, served, served_by_assignment
 from canary.symbols.effects import declared_all, effect_text
 from canary.symbols.lazy import (
     LazyModule,
@@ -203,9 +203,9 @@ class Resolver:
             return submodule
         if starred is not None:
             return starred
-        getattr_ = module.functions.get("__getattr__")
-        if getattr_ is not None:
-            return self._served_by_getattr(module, dotted, name, served(getattr_))
+        by = _getattr_serves(module)
+        if by is not None:
+            return self._served_by_getattr(module, dotted, name, by)
         return _unbound(module, dotted, name)
 
     def _served_by_getattr(self, module: Module, dotted: str, name: str, by: Served) -> Lookup:
@@ -526,6 +526,16 @@ class Resolver:
         return self._converters[dotted]
 
 
+def _getattr_serves(module: Module) -> Served | None:
+    """What the module's ``__getattr__`` serves, defined or assigned (None: it has none, or
+    one canary cannot read)."""
+    function = module.functions.get("__getattr__")
+    if function is not None:
+        return served(function)
+    assigned = module.assignments.get("__getattr__")
+    return served_by_assignment(assigned.value) if assigned is not None else None
+
+
 def _unbound(module: Module, dotted: str, name: str) -> Lookup:
     """A name a regular module does not bind: unknown where the module may still serve it
     (it writes its namespace dynamically, or has a module ``__getattr__``), else missing."""
@@ -535,7 +545,7 @@ def _unbound(module: Module, dotted: str, name: str) -> Lookup:
         return unknown(
             NAME, module.path, name, f"{dotted} writes its namespace dynamically ({where})"
         )
-    if "__getattr__" in module.functions:
+    if "__getattr__" in module.functions or "__getattr__" in module.assignments:
         why = f"{dotted} has a module __getattr__, which may serve {name!r}"
         return unknown(NAME, module.path, name, why)
     bound = [*module.classes, *module.functions, *module.assignments, *module.imports]
