@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import zipfile
+from dataclasses import replace
 
 import pytest
 from surface_fakes import FakeTree, ReexportingTree, workspace
@@ -111,6 +112,27 @@ def test_a_baseline_entry_no_finding_matches_is_named(tmp_path):
     run = check(tmp_path, [OLD], baseline=load_baseline(path))
     assert run.stale == 1
     assert "1 baseline entries no longer missing" in verdict(run)[-1]
+
+
+def test_a_release_that_cannot_be_installed_beside_the_target_is_not_held(tmp_path):
+    # diffusers 0.42.1 needs huggingface-hub>=1.32; transformers 4.x needs it <1.0
+    hub = b"Name: toy\nRequires-Dist: hub<1.0,>=0.3\n"
+    trees = {label: dict(files) for label, files in TREES.items()}
+    trees["2.0"]["toy-2.0.dist-info/METADATA"] = hub
+    ws = workspace(tmp_path, trees)
+    pinned = Surface(replace(NEW.target, dependencies={"hub": ">=1.32"}), NEW.references)
+    run = check_surfaces([pinned], ws, CASES.__getitem__, make_tree=FakeTree)
+    assert run.findings == ()
+    why = "toy 2.0 cannot be installed beside new: hub: >=1.32 against <1.0,>=0.3"
+    assert run.result.targets[0].uninstallable == {"toy": {"2.0": why}}
+    assert "canary: 2.0 of toy cannot be installed beside new (hub: >=1.32 against" in (
+        "\n".join(verdict(run))
+    )
+    # where both can hold, or the release says nothing, the miss counts as before
+    for dependencies in ({"hub": ">=0.5"}, {"other": ">=1.32"}):
+        kept = Surface(replace(NEW.target, dependencies=dependencies), NEW.references)
+        run = check_surfaces([kept], ws, CASES.__getitem__, make_tree=FakeTree)
+        assert [f.new for f in run.findings] == [("2.0",)]
 
 
 def test_json_is_the_contract(tmp_path):

@@ -28,6 +28,7 @@ from canary.report.results import EXIT_CLEAR, EXIT_DRIFT, EXIT_INFRASTRUCTURE
 from canary.report.verdict import CaseError, describe, group_errors
 from canary.run import Run, RunOptions, open_run
 from canary.surface.baseline import Baseline, load_baseline, write_baseline
+from canary.surface.coinstall import conflict
 from canary.surface.findings import Finding, ModelPackages, findings, model_package
 from canary.surface.memo import Memo
 from canary.surface.model import (
@@ -216,10 +217,14 @@ def check_surfaces(
     }
     by_key = {item.reference.key: item for item in resolved}
     found = _decide(surfaces, by_key, absent, baseline)
+    sources = WorkspaceSources(workspace, cases, make_tree=make_tree)
+    installable = _installable(surfaces, found, sources)
+    if installable is not surfaces:
+        surfaces = installable
+        found = _decide(surfaces, by_key, absent, baseline)
     # A came-later class transformers exports at its top level lives in a model package
     # too (transformers.Gemma3ForConditionalGeneration): where, is read on the release
     # that first has it, and the package is asked of the others like the rest.
-    sources = WorkspaceSources(workspace, cases, make_tree=make_tree)
     homes = _model_homes(found, sources, decide_only, memo)
     if homes:
         known = {ref.key for ref in references + extra}
@@ -251,6 +256,37 @@ def check_surfaces(
         recalled=memo.hits,
         decided=memo.misses,
     )
+
+
+def _installable(
+    surfaces: Sequence[Surface], found: Sequence[Finding], sources: WorkspaceSources
+) -> Sequence[Surface]:
+    """The surfaces, each target told which releases it has misses on cannot be installed
+    beside it (:mod:`canary.surface.coinstall`); ``surfaces`` itself where none is."""
+    asked: dict[tuple[str, str], dict[str, str] | None] = {}
+    changed = []
+    for surface in surfaces:
+        target = surface.target
+        uninstallable: dict[str, dict[str, str]] = {}
+        for finding in found:
+            if finding.target != target.name or not target.dependencies:
+                continue
+            package = finding.reference.package
+            for version in finding.missing:
+                if (package, version) not in asked:
+                    asked[package, version] = sources.requirements(package, version)
+                release = asked[package, version]
+                why = conflict(target.dependencies, release) if release is not None else None
+                if why is not None:
+                    uninstallable.setdefault(package, {})[version] = (
+                        f"{package} {version} cannot be installed beside {target.name}: {why}"
+                    )
+        if uninstallable:
+            target = replace(target, uninstallable=uninstallable)
+        changed.append(replace(surface, target=target) if target is not surface.target else surface)
+    if all(a is b for a, b in zip(changed, surfaces, strict=True)):
+        return surfaces
+    return changed
 
 
 def _decide(
@@ -425,6 +461,21 @@ def below_oldest(result: SurfaceResult) -> list[str]:
     return lines
 
 
+def uninstallable(result: SurfaceResult) -> list[str]:
+    """A line per target and package whose releases with misses include some that cannot
+    be installed beside it (not counted): how many, and the first conflict."""
+    lines = []
+    for target in result.targets:
+        for package, releases in sorted(target.uninstallable.items()):
+            labels = sorted(releases, key=lambda v: versions.parse(v) or Version("0"))
+            why = releases[labels[0]].partition(": ")[2]
+            lines.append(
+                f"canary: {_releases(labels)} of {package} cannot be installed beside "
+                f"{target.name} ({why}): their misses are no user's, not counted"
+            )
+    return lines
+
+
 def _reaches_below(spec: str, oldest: str) -> bool:
     """Whether ``spec`` has a lower bound below ``oldest``."""
     try:
@@ -452,6 +503,7 @@ def verdict(surface_run: SurfaceRun) -> list[str]:
         for name in surface_run.empty
     ]
     lines += below_oldest(surface_run.result)
+    lines += uninstallable(surface_run.result)
     releases = surface_run.releases
     if releases is not None:
         lines.append(f"canary: {releases.describe()}")

@@ -4,8 +4,10 @@ A reference is a finding on a release where it is missing, when that release is 
 the project's declared requirement on the package (``Target.requires``: a project that
 says ``transformers<4.50`` is not broken by 5.0 removing something) and the miss is not
 accepted (``expected_absent`` in its configuration, or a baseline). A package the project
-does not declare constrains nothing: it imports it, so every release of it counts.
-``unknown`` is never a finding.
+does not declare constrains nothing: it imports it, so every release of it counts. A
+release that cannot be installed beside the project (``Target.uninstallable``: a shared
+dependency both require with no version in common, :mod:`canary.surface.coinstall`) is
+outside it as well: no user of the project has it. ``unknown`` is never a finding.
 
 Three narrowings, each exactly as wide as its reason:
 
@@ -230,7 +232,9 @@ def findings(
         inside = [
             version
             for version, outcome in item.outcomes.items()
-            if outcome is Outcome.MISSING and in_range(version, ranges[package])
+            if outcome is Outcome.MISSING
+            and in_range(version, ranges[package])
+            and target.installable(package, version)  # else: no user of it has that release
         ]
         if not inside:
             continue

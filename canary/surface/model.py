@@ -306,18 +306,38 @@ def merge_references(references: Iterable[Reference]) -> tuple[Reference, ...]:
 @dataclass(frozen=True)
 class Target:
     """A project whose surface was extracted: its name, version and declared requirement
-    on each upstream package (``Requires-Dist``; a package it does not declare is absent)."""
+    on each upstream package (``Requires-Dist``; a package it does not declare is absent);
+    its core requirements on every package (``dependencies``: canonical name -> specifier,
+    :mod:`canary.surface.coinstall`), and the upstream releases those leave out: none can
+    be installed beside it (``uninstallable``: pkg -> release -> the conflict)."""
 
     name: str
     version: str | None
     requires: Mapping[str, str] = field(default_factory=dict)  # pkg -> PEP 440 specifier
+    dependencies: Mapping[str, str] = field(default_factory=dict)
+    uninstallable: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+
+    def installable(self, package: str, version: str) -> bool:
+        return version not in self.uninstallable.get(package, {})
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "version": self.version, "requires": dict(self.requires)}
+        data: dict[str, Any] = {
+            "name": self.name,
+            "version": self.version,
+            "requires": dict(self.requires),
+        }
+        if self.uninstallable:  # (its dependencies are what decided this: not repeated)
+            data["uninstallable"] = {p: dict(v) for p, v in self.uninstallable.items()}
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Target:
-        return cls(str(data["name"]), data.get("version"), dict(data.get("requires") or {}))
+        return cls(
+            str(data["name"]),
+            data.get("version"),
+            dict(data.get("requires") or {}),
+            uninstallable={p: dict(v) for p, v in (data.get("uninstallable") or {}).items()},
+        )
 
 
 # The why of an ``ok`` on a release where a registry reads another of its sources: nothing

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 from canary import codeindex, symbols
 from canary.errors import InfrastructureError, Subject
 from canary.surface.anchors import anchor_outcome, getsource_text
+from canary.surface.coinstall import metadata_requirements
 from canary.surface.memo import Memo, TextsMemo
 from canary.surface.model import NOT_READ, Kind, Match, Outcome, ReadFrom, Reference, Resolved
 from canary.symbols import alltext
@@ -311,6 +312,22 @@ class WorkspaceSources:
             ok = lookup.found and lookup.path is not None
             found.append(Subject(lookup.path, lookup.qualname) if ok else None)  # type: ignore[arg-type]
         return found
+
+    def requirements(self, package: str, version: str) -> dict[str, str] | None:
+        """The release's core requirements on other packages, from its wheel's ``METADATA``
+        (:func:`canary.surface.coinstall.metadata_requirements`); None where there is none
+        to read (a checkout, a release that cannot be read)."""
+        case = self.cases.get((package, version))
+        if case is None:
+            return None
+        path = f"{package.replace('-', '_')}-{version}.dist-info/METADATA"
+        try:
+            metadata = self.workspace.read(case, [path], keep=False).get(path)
+        except InfrastructureError:
+            return None
+        if metadata is None:
+            return None
+        return metadata_requirements(metadata.decode("utf-8", "replace"))
 
     def module(self, package: str, version: str, path: str) -> codeindex.Module | None:
         case = self.cases.get((package, version))

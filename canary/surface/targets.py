@@ -47,6 +47,7 @@ from canary.sources import version as versions
 from canary.sources.index import KEPT_WHEELS, IndexSource
 from canary.sources.pin import Pin, parse_pin
 from canary.sources.unpack import WheelRefused, unpacked
+from canary.surface.coinstall import core_requirements, metadata_requirements
 from canary.surface.config import SurfaceConfig, config_from_table, load_config
 from canary.surface.model import Target
 
@@ -154,7 +155,9 @@ def _wheel(wheel: Path, download_dir: Path, packages: Collection[str]) -> Loaded
     if metadata is None:
         raise FetchError(f"{wheel}: no *.dist-info/METADATA in the wheel: not a wheel?")
     name, version, requires = _from_metadata(metadata, packages)
-    target = Target(name or wheel.name.split("-")[0], version, requires)
+    target = Target(
+        name or wheel.name.split("-")[0], version, requires, metadata_requirements(metadata)
+    )
     return LoadedTarget(target, root, _python_files(root), SurfaceConfig())
 
 
@@ -230,10 +233,14 @@ def _folder(root: Path, packages: Collection[str]) -> LoadedTarget:
     config = SurfaceConfig()
     name = version = None
     requires: dict[str, str] = {}
+    dependencies: dict[str, str] = {}
     if (metadata := _dist_info_metadata(root)) is not None:  # an unpacked wheel
         name, version, requires = _from_metadata(metadata, packages)
+        dependencies = metadata_requirements(metadata)
     elif (pkg_info := root / "PKG-INFO").is_file():  # an unpacked sdist
-        name, version, requires = _from_metadata(pkg_info.read_text("utf-8", "replace"), packages)
+        text = pkg_info.read_text("utf-8", "replace")
+        name, version, requires = _from_metadata(text, packages)
+        dependencies = metadata_requirements(text)
     pyproject = root / "pyproject.toml"
     setup_cfg = root / "setup.cfg"
     if pyproject.is_file():
@@ -248,6 +255,7 @@ def _folder(root: Path, packages: Collection[str]) -> LoadedTarget:
         project = data.get("project", {})
         name = name or project.get("name")
         version = version or versions.version_from_pyproject(text)
+        dependencies = dependencies or core_requirements(project.get("dependencies", []))
         if not requires:
             lines = list(project.get("dependencies", []))
             for extra, extra_lines in project.get("optional-dependencies", {}).items():
@@ -264,7 +272,7 @@ def _folder(root: Path, packages: Collection[str]) -> LoadedTarget:
         text = (root / "setup.py").read_text("utf-8", "replace")
         version = version or versions.version_from_setup_py(text)
         requires = requires or declared_ranges(_setup_py_requirements(text), packages)
-    target = Target(name or root.resolve().name, version, requires)
+    target = Target(name or root.resolve().name, version, requires, dependencies)
     files = tuple(f for f in _python_files(root) if not config.excludes(f))
     return LoadedTarget(target, root, files, config)
 
