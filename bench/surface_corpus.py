@@ -16,7 +16,8 @@ line, so the table still applies when the engine words or narrows findings diffe
 Per project and overall it prints the counted findings and how many the table judges true,
 false, debatable or not at all (*untriaged*: a finding nobody judged is listed, never
 counted as true), the *possible* findings (reported, not counted: a true one is a miss),
-the *lost* references (judged true, no longer reported at all: a miss too) and recall,
+the *lost* references (judged true, no longer reported at all, not even as the owner
+``x.y`` of a read of ``x.y.f``: a miss too) and recall,
 the share of unknown outcomes, and the wall time (warm when nothing was decided afresh).
 Exit 1 on any counted finding judged false or untriaged, 2 when a project could not be
 checked or the tables are bad, else 0.
@@ -361,10 +362,23 @@ def lost_references(
     entries: Sequence[Entry], seen: Sequence[Seen]
 ) -> list[tuple[str, str, str, str | None]]:
     """The references the table judges true somewhere that no finding, counted or possible,
-    reports any more: a true finding the engine dropped is a miss too."""
+    reports any more: a true finding the engine dropped is a miss too. A read or patch of
+    ``x.y.f`` whose owner ``x.y`` is reported is not lost: the engine reports that miss as
+    the owner's (reaching ``x.y.f`` fails at ``x.y`` first)."""
     reported = {item.key for item in seen}
+    owners = {key[1] for key in reported}
+
+    def owned(entry: Entry) -> bool:
+        parts = entry.target.split(".")
+        prefixes = {".".join(parts[:end]) for end in range(1, len(parts))}
+        return entry.kind != "import" and bool(prefixes & owners)
+
     return sorted(
-        {e.key for e in entries if e.verdict is Verdict.TRUE and e.key not in reported},
+        {
+            e.key
+            for e in entries
+            if e.verdict is Verdict.TRUE and e.key not in reported and not owned(e)
+        },
         key=lambda key: (key[0], key[1], key[2], key[3] or ""),
     )
 

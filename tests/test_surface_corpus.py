@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -112,6 +112,16 @@ def test_a_true_reference_no_longer_reported_is_lost() -> None:
     assert report.tally.lost == 1
     assert report.tally.recall == 0.0
     assert any("LOST" in line for line in corpus.details([report]))
+
+
+def test_a_read_of_what_lies_in_a_reported_owner_is_not_lost() -> None:
+    # the engine counts SaveStrategy's miss once, as SaveStrategy's, not SaveStrategy.EPOCH's
+    read = replace(entry("a.py", "true"), target=f"{TARGET}.forward", kind="attribute")
+    imported = replace(read, kind="import")
+    owner = seen("a.py")
+    assert corpus.lost_references([read], [owner]) == []
+    assert corpus.lost_references([imported], [owner]) == [imported.key]  # its own statement
+    assert corpus.lost_references([read], []) == [read.key]
 
 
 @dataclass(frozen=True)

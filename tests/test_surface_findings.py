@@ -57,6 +57,19 @@ def test_a_miss_where_no_site_runs_is_gated_away_never_held():
     assert (finding.missing, finding.new, finding.fails) == ({}, (), False)
 
 
+@pytest.mark.parametrize(
+    ("kind", "counted"),
+    [(Kind.ATTRIBUTE, ("5.1.0",)), (Kind.PATCH, ("5.1.0",)), (Kind.IMPORT, ("5.1.0", "5.2.0"))],
+)
+def test_a_miss_inside_a_missing_owner_is_the_owners(kind, counted):
+    # fschat: `from transformers import deepspeed` gone, deepspeed.is_..._enabled with it;
+    # an import of what lies inside is its own statement, failing at its own site
+    owner = resolved(LLAMA, "ooom", kind=Kind.IMPORT)
+    _, inside = findings([owner, resolved(f"{LLAMA}.forward", "oomm", kind=kind)], PROJECT)
+    assert inside.new == counted
+    assert inside.gated == tuple(v for v in ("5.1.0", "5.2.0") if v not in counted)
+
+
 def test_one_site_that_runs_there_is_enough_to_hold_the_miss():
     gated, everywhere = site(window="<5.0.0"), site(20)
     (finding,) = findings([resolved(LLAMA, "oomm", gated, everywhere)], PROJECT)

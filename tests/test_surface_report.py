@@ -42,8 +42,9 @@ def resolved(reference: Reference, *outcomes: Outcome, versions=TOY, why=None) -
 
 
 ENGINE = ref("toy.core.Engine")
-RUN_PATCH = ref("toy.core.Engine.run", Kind.PATCH, guarded=True)
-ANCHOR = ref("toy.core.Engine.run", Kind.ANCHOR, anchor="y = x * 2", match=Match.EXACT)
+# another class than ENGINE: a miss inside a missing owner is the owner's (findings.py)
+RUN_PATCH = ref("toy.core.Runner.run", Kind.PATCH, guarded=True)
+ANCHOR = ref("toy.core.Runner.run", Kind.ANCHOR, anchor="y = x * 2", match=Match.EXACT)
 OLD_HELPER = ref("toy.util._helper", Kind.ATTRIBUTE)
 DYNAMIC = ref("toy.lazy.thing", Kind.ATTRIBUTE)
 FINE = ref("toy.core")
@@ -88,8 +89,8 @@ def test_hard_breaks_come_first_with_the_pinned_release_first_then_silent_then_t
     assert order == [
         ("hard", "pin.api.load", Kind.IMPORT),  # the project pins pin==2.0.0 itself
         ("hard", "toy.core.Engine", Kind.IMPORT),
-        ("silent", "toy.core.Engine.run", Kind.PATCH),  # guarded: skipped, not a crash
-        ("silent", "toy.core.Engine.run", Kind.ANCHOR),
+        ("silent", "toy.core.Runner.run", Kind.PATCH),  # guarded: skipped, not a crash
+        ("silent", "toy.core.Runner.run", Kind.ANCHOR),
         ("rest", "toy.util._helper", Kind.ATTRIBUTE),  # missing outside >=1.0,<3 only
         ("rest", "toy.lazy.thing", Kind.ATTRIBUTE),  # unknown is never missing
     ]
@@ -285,13 +286,15 @@ def test_an_assignment_silently_stops_applying_unless_what_it_assigns_on_is_gone
     )
     (entry,) = [e for e in report.build(stops).entries if e.reference == unguarded]
     assert entry.section == report.SILENT  # Engine.step = mine: no error, no effect
-    # Engine itself gone from 1.1.0: the assignment raises there
+    # Engine itself gone from 1.1.0: the assignment raises there, as Engine's own miss (a
+    # break, held once: the assignment's is that one)
     breaks = result(
         resolved(unguarded, OK, OK, MISSING, MISSING, MISSING),
         resolved(ref("toy.core.Engine"), OK, OK, MISSING, MISSING, MISSING),
     )
-    (entry,) = [e for e in report.build(breaks).entries if e.reference == unguarded]
-    assert entry.section == report.HARD
+    sections = {e.reference.target: (e.section, e.held) for e in report.build(breaks).entries}
+    assert sections["toy.core.Engine"] == (report.HARD, ("1.1.0", "2.0.0"))
+    assert sections["toy.core.Engine.step"][1] == ()
     # Engine.step[k] = v (or += v) reads Engine.step first: it raises where that is gone
     item = ref("toy.core.Engine.step", Kind.PATCH)
     reads = result(

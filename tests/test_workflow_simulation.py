@@ -587,7 +587,8 @@ def test_the_action_with_a_baseline_fails_only_on_new_findings(world, action, in
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert "canary: wrote canary-baseline.json: 2 finding(s)" in done.stderr
+    # Engine gone, and Engine.run with it: one finding, Engine's (a miss inside its owner)
+    assert "canary: wrote canary-baseline.json: 1 finding(s)" in done.stderr
 
     def with_baseline(folder: Path) -> None:
         make_downstream(folder)
@@ -595,7 +596,7 @@ def test_the_action_with_a_baseline_fails_only_on_new_findings(world, action, in
 
     _, job = downstream_run(world, action, make=with_baseline)
     assert job.result == "success", job.log
-    assert "canary: all clear (2 accepted finding(s))" in job.summary
+    assert "canary: all clear (1 accepted finding(s))" in job.summary
 
     # A break the baseline never saw fails: the project now also patches Engine.stop,
     # which no release has.

@@ -238,10 +238,12 @@ def findings(
         ]
         if not inside:
             continue
+        owner = _owner_missing(reference, known) if reference.kind is not Kind.IMPORT else set()
         missing = {
             v: item.why.get(v, "")
             for v in inside
-            if not reference.sites or any(runs(reference, site, v) for site in reference.sites)
+            if v not in owner
+            and (not reference.sites or any(runs(reference, site, v) for site in reference.sites))
         }
         gated = tuple(v for v in inside if v not in missing)
         added = _added(item, missing, runs, own, known, declared=ranges[package])
@@ -592,6 +594,20 @@ def _added(
         elif version in gone:
             added[version] = f"{owner} is missing there too: the miss is that use's own"
     return added
+
+
+def _owner_missing(reference: Reference, known: Outcomes) -> set[str]:
+    """The releases where something a read or patch lies in (``x.y`` of ``x.y.f``), itself
+    used by the project, is missing: reaching ``x.y.f`` fails at ``x.y`` first (the name
+    its chain starts from was never bound there, or ``x.y`` raises), so the miss is that
+    use's, found and counted as its own (fschat's ``from transformers import deepspeed`` and
+    its ``deepspeed.is_deepspeed_zero3_enabled``). An import of ``x.y.f`` is its own
+    statement: it fails at its own site, and counts there."""
+    target = reference.target
+    while "." in (target := target.rpartition(".")[0]):
+        if target in known:
+            return {v for v, outcome in known[target].items() if outcome is Outcome.MISSING}
+    return set()
 
 
 def _reexports(reference: Reference, site: Site) -> bool:
