@@ -128,6 +128,13 @@ def test_a_release_that_cannot_be_installed_beside_the_target_is_not_held(tmp_pa
     assert "canary: 2.0 of toy cannot be installed beside new (hub: >=1.32 against" in (
         "\n".join(verdict(run))
     )
+    # what a release requires is kept; a kept reading that does not read is read again
+    kept = list((tmp_path / "cache" / "blobs" / "surface-requirements").rglob("*.entry"))
+    assert kept
+    for entry in kept:
+        entry.write_bytes(b"not json")
+    again = check_surfaces([pinned], ws, CASES.__getitem__, make_tree=FakeTree)
+    assert again.result.targets[0].uninstallable == {"toy": {"2.0": why}}
     # where both can hold, or the release says nothing, the miss counts as before
     for dependencies in ({"hub": ">=0.5"}, {"other": ">=1.32"}):
         kept = Surface(replace(NEW.target, dependencies=dependencies), NEW.references)
