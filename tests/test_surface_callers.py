@@ -81,6 +81,13 @@ def test_a_public_helper_also_runs_undecided_where_code_outside_may_call_it(tmp_
     assert "convert() is public" in found[0].undecided
 
 
+def test_a_public_helper_its_module_exports_still_takes_its_callers_conditions(tmp_path):
+    # unsloth's mistral_format_weight_conversions: in __all__, called only past a v5 import
+    public = (HELPER.replace("_convert", "convert"), V5.replace("_convert", "convert"))
+    found = sites(tmp_path, "__all__ = ['convert', 'install']\n", *public)
+    assert [(s.versions, bool(s.undecided)) for s in found] == [((), True), (WINDOW, False)]
+
+
 @pytest.mark.parametrize(
     ("modules", "extra"),
     [
@@ -90,6 +97,7 @@ def test_a_public_helper_also_runs_undecided_where_code_outside_may_call_it(tmp_
         ),  # a decorator may register it
         ((HELPER, V5, "def run():\n    _convert()\n"), None),  # one place under no condition
         ((HELPER, V5, "NAMES = ['_convert']\n"), None),  # named in a string
+        ((HELPER, V5, "def run():\n    __all__ = ['_convert']\n"), None),  # not the module's
         ((HELPER, V5, "def run():\n    if flag():\n        _convert()\n"), None),  # not walked
         ((HELPER, V5, "# _convert is the converter\n"), None),  # ... or a comment: not followed
         ((HELPER, V5), {"proj/o.py": "from proj.m import _convert as convert\n"}),  # renamed

@@ -25,7 +25,7 @@ in canary cannot see all of:
   comment, in a function extraction skipped (one that names nothing upstream itself), under
   another name (``import f as g``), as an attribute canary could not resolve; every
   occurrence of the name in the project's text must be its definition, an import that binds
-  it as it is, or a recorded place;
+  it as it is, its module's ``__all__`` (the public way in, kept above), or a recorded place;
 - some place that names it runs under no condition, or there are more than
   :data:`MAX_CONTEXTS` of them, or the places go round a cycle of such functions.
 
@@ -54,6 +54,7 @@ class Role(str, enum.Enum):
     NAMES = "names"  # reads it (a call, a callback, a value): a way in, with its conditions
     BINDS = "binds"  # ``from m import _f``: binds it under its own name elsewhere; no way in
     RENAMES = "renames"  # ``from m import _f as g``: canary cannot count the ways in
+    EXPORTS = "exports"  # listed in its module's ``__all__``: the public way in, no other
 
     def __str__(self) -> str:
         return self.value
@@ -152,7 +153,7 @@ class _Ways:
             return None
         found: set[Context] = set()
         for mention in mentions:
-            if mention.role is Role.BINDS:
+            if mention.role in (Role.BINDS, Role.EXPORTS):
                 continue
             outer = (self.module_of.get(mention.path, ""), mention.within)
             if not mention.within:

@@ -364,6 +364,18 @@ class Walker(Anchoring):
             self.expr(node.value)
         for target in node.targets:
             self.assign(target, node.value)
+            if isinstance(target, ast.Name) and target.id == "__all__":
+                self.exported(node.value)
+
+    def exported(self, value: ast.expr) -> None:
+        """Record the module's functions its ``__all__`` lists: an export, no way in (code
+        outside the project calling a public function is the public way in already)."""
+        if self.scope is not self.module_scope or not isinstance(value, (ast.List, ast.Tuple)):
+            return
+        for item in value.elts:
+            if isinstance(item, ast.Constant) and isinstance(item.value, str):
+                binding = self.module_scope.names.get(item.value)
+                self.mention(item, binding, item.value, callers.Role.EXPORTS)
 
     def s_annotated(self, node: ast.AnnAssign, nested: bool) -> None:
         if nested:
@@ -715,7 +727,7 @@ class Walker(Anchoring):
 
     def mention(
         self,
-        node: ast.Name | ast.Attribute | ast.alias,
+        node: ast.Name | ast.Attribute | ast.alias | ast.Constant,
         binding: object,
         name: str,
         role: callers.Role = callers.Role.NAMES,
@@ -730,6 +742,8 @@ class Walker(Anchoring):
             return
         if isinstance(node, ast.Attribute):  # the name ends the chain
             line, offset = node.end_lineno, (node.end_col_offset or 0) - len(name)
+        elif isinstance(node, ast.Constant):  # "name": the text starts past the quote
+            line, offset = node.lineno, node.col_offset + 1
         else:
             line, offset = node.lineno, node.col_offset
         bound = self._bound_at(node) if isinstance(node, ast.expr) else Bound(self.window)
