@@ -317,6 +317,19 @@ def test_a_name_no_release_has_is_the_projects_own_only_on_evidence_that_it_owns
     assert held(owner, resolved(LOSS, "mmmm", kept)) == {f"patch {LOSS}": ()}
 
 
+def test_a_literal_bound_to_a_name_no_release_has_is_only_possible():
+    # unsloth_zoo: Llama4TextExperts.has_bias = False, read back as self.has_bias by the
+    # forward it installs, or a flag upstream dropped before the oldest release checked
+    owner = resolved("transformers.models.llama4.modeling_llama4.Llama4Model", "oooo")
+    flag = replace(binding(), constant=True)
+    (finding,) = findings([owner, resolved(LOSS, "mmmm", flag)], PROJECT)
+    assert (finding.new, finding.fails) == (RELEASES[1:], False)
+    assert "no release checked ever had it" in finding.possible
+    # a flag upstream had and dropped inside the range silently stops applying: held
+    (finding,) = findings([owner, resolved(LOSS, "oomm", flag)], PROJECT)
+    assert (finding.new, finding.fails) == (("5.1.0", "5.2.0"), True)
+
+
 GPT_OSS_VERSION = "transformers.models.gpt_oss.modeling_gpt_oss.Version"
 
 

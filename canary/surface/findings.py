@@ -275,6 +275,7 @@ def findings(
             _undecided(finding, runs)
             or _unknown_spelling(finding, runs, spellings)
             or _tested_anchor(finding, runs)
+            or _never_had(item)
         )
         finding = replace(finding, possible=possible, proof=_proof(finding, runs))
         found.append(finding)
@@ -664,6 +665,27 @@ def _undecided(finding: Finding, runs: Runs) -> str:
     if running and all(site.undecided for site in running):
         return running[0].undecided
     return ""
+
+
+def _never_had(item: Resolved) -> str:
+    """Why a binding of a literal to a name no release checked ever had is only possible:
+    it cannot raise (what it binds on is there, or the miss is that owner's), and nothing
+    upstream defined there stops being replaced: it is a flag of the project's own, read
+    back through ``self`` by code it installs (unsloth_zoo's ``Llama4TextExperts.has_bias
+    = False``), or one upstream dropped before the oldest release checked (a renamed
+    ``_supports_flash_attn_2``); the releases checked prove neither. Code bound there is
+    held: nothing but upstream would run it under that name."""
+    reference = item.reference
+    if not _replaces(reference) or not all(site.constant for site in reference.sites):
+        return ""  # the project's own code bound there is held (liger's CrossEntropyLoss)
+    if not item.outcomes:
+        return ""
+    if any(outcome is not Outcome.MISSING for outcome in item.outcomes.values()):
+        return ""
+    return (
+        "no release checked ever had it: the literal is a flag of the project's own, or one "
+        "upstream dropped before the oldest release checked"
+    )
 
 
 def _tested_anchor(finding: Finding, runs: Runs) -> str:

@@ -10,7 +10,7 @@ a :class:`SurfaceResult` holds both and reads/writes the JSON other tools rely o
                      "read_from"?: {"owners", "follow_shims"}, "sites": [{"path", "line",
                      "guarded", "versions", "at_import", "undecided",
                      "fallback_of", "requires", "replaces", "aliases",
-                     "alternatives", "after", "handled", "exports", "raises"}],
+                     "alternatives", "after", "handled", "exports", "raises", "constant"}],
                      "outcomes": {version: "ok" | "missing" | "unknown"}}]}
 """
 
@@ -130,6 +130,8 @@ class Site:
     # an ANCHOR the project raises without (``if A not in src: raise``, ``assert``): a
     # check, so its miss breaks there instead of silently skipping a rewrite
     raises: bool = False
+    # a PATCH site that binds a literal (``X.flag = True``): data, no code of the project's
+    constant: bool = False
 
     def runs_on(self, package: str, label: str) -> bool:
         """Whether the site can run on release ``label`` of ``package``: every bound of its
@@ -171,6 +173,8 @@ class Site:
             data["exports"] = True
         if self.raises:
             data["raises"] = True
+        if self.constant:
+            data["constant"] = True
         return data
 
     @classmethod
@@ -192,6 +196,7 @@ class Site:
             str(data.get("handled") or ""),
             bool(data.get("exports", False)),
             bool(data.get("raises", False)),
+            bool(data.get("constant", False)),
         )
 
 

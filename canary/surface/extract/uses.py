@@ -115,6 +115,7 @@ def merge(uses: Iterable[Use]) -> tuple[Reference, ...]:
                     handled=use.handled,
                     exports=use.kind is Kind.PATCH and use.exports,
                     raises=use.kind is Kind.ANCHOR and use.raises,
+                    constant=use.kind is Kind.PATCH and use.replaces and use.constant,
                 ),
             ),
             use.anchor,
