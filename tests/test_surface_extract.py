@@ -296,6 +296,43 @@ def test_a_binding_of_the_projects_own_object_under_its_own_name_is_an_export(tm
     }  # fmt: skip
 
 
+def test_a_binding_the_projects_own_method_bound_beside_it_reads_through_self(tmp_path):
+    # axolotl: FalconH1Mixer.forward = patched_mixer_forward, which calls the
+    # self.cuda_kernels_forward it binds beside it
+    refs = surface(
+        tmp_path,
+        {
+            "m.py": """                from transformers.models.falcon_h1 import modeling_falcon_h1
+                mod = modeling_falcon_h1
+
+                def patch():
+                    def kernels(self, x):
+                        return x
+
+                    def forward(self, x):
+                        if getattr(self, "fast", False):
+                            return self.kernels(x)
+                        return self.slow(x)
+
+                    mod.FalconH1Mixer.kernels = kernels
+                    mod.FalconH1Mixer.forward = forward
+                    mod.FalconH1Mixer.fast = True
+                    mod.FalconH1Mixer.slow = kernels
+                    mod.OtherMixer.kernels = kernels
+                """
+        },
+    )
+    read_by = {r.target.split(".", 4)[-1]: r.sites[0].read_by for r in refs if r.kind is Kind.PATCH}
+    forward = ("transformers.models.falcon_h1.modeling_falcon_h1.FalconH1Mixer.forward",)
+    assert read_by == {
+        "FalconH1Mixer.kernels": forward,
+        "FalconH1Mixer.forward": (),
+        "FalconH1Mixer.fast": forward,
+        "FalconH1Mixer.slow": forward,
+        "OtherMixer.kernels": (),  # another owner: another object
+    }
+
+
 def test_one_object_bound_to_two_names_of_one_owner_in_one_function_are_alternatives(tmp_path):
     refs = surface(
         tmp_path,

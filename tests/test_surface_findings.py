@@ -330,6 +330,30 @@ def test_a_literal_bound_to_a_name_no_release_has_is_only_possible():
     assert (finding.new, finding.fails) == (("5.1.0", "5.2.0"), True)
 
 
+MIXER = "transformers.models.falcon_h1.modeling_falcon_h1.FalconH1Mixer"
+
+
+def test_a_binding_the_projects_own_replacement_reads_back_applies_where_that_is_called():
+    # axolotl: FalconH1Mixer.cuda_kernels_forward, gone in 5.20, called by the project's
+    # own FalconH1Mixer.forward
+    kernels = replace(binding(), read_by=(f"{MIXER}.forward",))
+    forward = resolved(f"{MIXER}.forward", "oooo", binding())
+    assert held(forward, resolved(f"{MIXER}.kernels", "oomm", kernels)) == {
+        f"patch {MIXER}.kernels": ()
+    }
+    # where upstream dropped forward too, neither is called: held
+    gone = resolved(f"{MIXER}.forward", "ooom", binding())
+    assert held(gone, resolved(f"{MIXER}.kernels", "oomm", kernels)) == {
+        f"patch {MIXER}.forward": ("5.2.0",),
+        f"patch {MIXER}.kernels": ("5.2.0",),
+    }
+    # ... and so where the forward binding does not run
+    gated = resolved(f"{MIXER}.forward", "oooo", binding(window="<5.2.0"))
+    assert held(gated, resolved(f"{MIXER}.kernels", "oomm", kernels)) == {
+        f"patch {MIXER}.kernels": ("5.2.0",),
+    }
+
+
 GPT_OSS_VERSION = "transformers.models.gpt_oss.modeling_gpt_oss.Version"
 
 

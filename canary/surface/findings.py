@@ -224,6 +224,7 @@ def findings(
     runs = _runs(resolved, spellings, absent, homes)
     own = _own_attributes(resolved)
     known = _outcomes(resolved)
+    patches = {r.reference.target: r.reference for r in resolved if r.reference.kind is Kind.PATCH}
     for item in resolved:
         reference = item.reference
         package = reference.package
@@ -247,6 +248,7 @@ def findings(
         }
         gated = tuple(v for v in inside if v not in missing)
         added = _added(item, missing, runs, own, known, declared=ranges[package])
+        added |= _read_back(reference, missing, known, runs, patches)
         missing = {v: why for v, why in missing.items() if v not in added}
         accepted = {}
         for version in missing:
@@ -595,6 +597,37 @@ def _added(
         elif version in gone:
             added[version] = f"{owner} is missing there too: the miss is that use's own"
     return added
+
+
+def _read_back(
+    reference: Reference,
+    missing: Iterable[str],
+    known: Outcomes,
+    runs: Runs,
+    patches: Mapping[str, Reference],
+) -> dict[str, str]:
+    """The misses of a binding of ``X.n`` that the project's own functions, bound beside it
+    as ``X.m``, read as ``self.n`` -> why: wherever upstream still has ``X.m`` (so calls the
+    project's replacement in its place) and that binding runs, the binding takes effect
+    through it, whatever upstream itself reads. Where ``X.m`` is gone too, or its binding
+    does not run, both stopped applying: held."""
+    if not _replaces(reference) or not all(site.read_by for site in reference.sites):
+        return {}
+    readers = sorted({t for site in reference.sites for t in site.read_by})
+    name = reference.target.rpartition(".")[2]
+    return {
+        version: (
+            f"read back as self.{name} by the project's own {', '.join(readers)}, which "
+            "upstream has there: it takes effect through it"
+        )
+        for version in missing
+        if any(
+            known.get(t, {}).get(version) is Outcome.OK
+            and any(runs(patches[t], site, version) for site in patches[t].sites)
+            for t in readers
+            if t in patches
+        )
+    }
 
 
 def _owner_missing(reference: Reference, known: Outcomes) -> set[str]:

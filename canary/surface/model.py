@@ -10,7 +10,8 @@ a :class:`SurfaceResult` holds both and reads/writes the JSON other tools rely o
                      "read_from"?: {"owners", "follow_shims"}, "sites": [{"path", "line",
                      "guarded", "versions", "at_import", "undecided",
                      "fallback_of", "requires", "replaces", "aliases",
-                     "alternatives", "after", "handled", "exports", "raises", "constant"}],
+                     "alternatives", "after", "handled", "exports", "raises", "constant",
+                     "read_by"}],
                      "outcomes": {version: "ok" | "missing" | "unknown"}}]}
 """
 
@@ -132,6 +133,9 @@ class Site:
     raises: bool = False
     # a PATCH site that binds a literal (``X.flag = True``): data, no code of the project's
     constant: bool = False
+    # a PATCH site binding ``X.n`` that the project's own functions bound as ``X.m`` (these)
+    # read as ``self.n``: where upstream still calls ``X.m``, the binding takes effect
+    read_by: tuple[str, ...] = ()
 
     def runs_on(self, package: str, label: str) -> bool:
         """Whether the site can run on release ``label`` of ``package``: every bound of its
@@ -175,6 +179,8 @@ class Site:
             data["raises"] = True
         if self.constant:
             data["constant"] = True
+        if self.read_by:
+            data["read_by"] = list(self.read_by)
         return data
 
     @classmethod
@@ -197,6 +203,7 @@ class Site:
             bool(data.get("exports", False)),
             bool(data.get("raises", False)),
             bool(data.get("constant", False)),
+            tuple(str(t) for t in data.get("read_by") or ()),
         )
 
 

@@ -56,6 +56,30 @@ def is_name(node: ast.expr, name: str) -> bool:
     return isinstance(node, ast.Name) and node.id == name
 
 
+def read_on_self(node: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]:
+    """The attributes a method reads on its first parameter (``self.n``, ``getattr(self,
+    "n", ...)``), its nested functions' reads included (they close over it)."""
+    params = positional(node)
+    if not params:
+        return frozenset()
+    me = params[0]
+    found = set()
+    for child in ast.walk(node):
+        if isinstance(child, ast.Attribute) and isinstance(child.ctx, ast.Load):
+            if is_name(child.value, me):
+                found.add(child.attr)
+        elif (
+            isinstance(child, ast.Call)
+            and is_name(child.func, "getattr")
+            and len(child.args) >= 2
+            and is_name(child.args[0], me)
+            and isinstance(child.args[1], ast.Constant)
+            and isinstance(child.args[1].value, str)
+        ):
+            found.add(child.args[1].value)
+    return frozenset(found)
+
+
 def argument_or_keyword(node: ast.Call, index: int, keyword: str) -> ast.expr | None:
     if index < len(node.args):
         return node.args[index]

@@ -31,6 +31,8 @@ class Use:
     bound_object: str = ""  # ... to a name or attribute: its text (X.a = f; X.b = f)
     stash: str | None = None  # X._orig_f = X.f: the original it keeps beside it (X.f)
     constant: bool = False  # set to a literal (True, a name): a marker
+    # ... to a function of the project's: the attributes it reads on its first parameter
+    reads_self: frozenset[str] = frozenset()
     versions: tuple[tuple[str, str], ...] = ()  # the window of the version tests around it
     undecided: str = ""  # a test around it canary cannot evaluate decides whether it runs
     fallback_of: tuple[str, ...] = ()  # runs only where one of these upstream imports fails
@@ -93,6 +95,7 @@ def is_own(use: Use, own: frozenset[str]) -> bool:
 def merge(uses: Iterable[Use]) -> tuple[Reference, ...]:
     uses = list(uses)
     alternatives = _alternatives(uses)
+    read_by = _read_by(uses)
     merged = merge_references(
         Reference(
             use.target.split(".", 1)[0],
@@ -116,6 +119,7 @@ def merge(uses: Iterable[Use]) -> tuple[Reference, ...]:
                     exports=use.kind is Kind.PATCH and use.exports,
                     raises=use.kind is Kind.ANCHOR and use.raises,
                     constant=use.kind is Kind.PATCH and use.replaces and use.constant,
+                    read_by=read_by.get(use, ()),
                 ),
             ),
             use.anchor,
@@ -149,6 +153,25 @@ def _alternatives(uses: list[Use]) -> dict[Use, tuple[str, ...]]:
             anchors.discard(use.anchor)
             if anchors:
                 found[use] = tuple(sorted(anchors))
+    return found
+
+
+def _read_by(uses: list[Use]) -> dict[Use, tuple[str, ...]]:
+    """Each binding of ``X.n`` -> the other names of ``X`` the project binds its own
+    functions to that read ``self.n`` (axolotl's ``FalconH1Mixer.forward`` replacement
+    calling the ``cuda_kernels_forward`` it binds beside it)."""
+    readers: dict[str, dict[str, set[str]]] = {}  # owner -> name read -> the bindings reading
+    for use in uses:
+        if use.kind is Kind.PATCH and use.replaces and use.reads_self:
+            owner, _, name = use.target.rpartition(".")
+            for read in use.reads_self - {name}:
+                readers.setdefault(owner, {}).setdefault(read, set()).add(use.target)
+    found = {}
+    for use in uses:
+        if use.kind is Kind.PATCH and use.replaces:
+            owner, _, name = use.target.rpartition(".")
+            if by := readers.get(owner, {}).get(name):
+                found[use] = tuple(sorted(by))
     return found
 
 

@@ -796,6 +796,11 @@ class Walker(Anchoring):
                     bound_object=ast.unparse(value) if binds and _named(value) else "",
                     stash=stash,
                     constant=constant,
+                    reads_self=(
+                        syntax.read_on_self(bound.node)
+                        if isinstance(bound, ProjectFunction)
+                        else frozenset()
+                    ),
                 )
                 if augmented is not None and complete:
                     self.use(Kind.ATTRIBUTE, binding.path, target)
