@@ -76,6 +76,22 @@ def test_a_name_left_as_it_was_handles_the_miss_where_nothing_reads_it_unbound(
     assert why in handled(tmp_path, source)
 
 
+def test_an_accumulator_the_body_augments_keeps_what_it_held_before(tmp_path):
+    # mlflow: types = (); try: from transformers import FlaxPreTrainedModel;
+    # types += (FlaxPreTrainedModel,) except Exception: pass; ... return types
+    grow = "\n    types += (LlamaFlashAttention2,)"
+    body = f"    types = ()\n    try:\n        {IMPORT}{grow.replace(chr(10), chr(10) + '    ')}\n"
+    source = f"def kinds():\n{body}    except Exception:\n        pass\n    return types\n"
+    assert "read only after the import, inside the try body" in handled(tmp_path, source)
+    # grown in an earlier try too: what it held before that one still stands
+    earlier = "    try:\n        types += (1,)\n    except Exception:\n        pass\n"
+    twice = source.replace("    try:\n", earlier + "    try:\n", 1)
+    assert "read only after the import, inside the try body" in handled(tmp_path, twice)
+    # a flag set in the body keeps its other meaning: not by this rule
+    flag = source.replace("types += (LlamaFlashAttention2,)", "types = (LlamaFlashAttention2,)")
+    assert handled(tmp_path, flag) == ""
+
+
 @pytest.mark.parametrize(
     "source",
     [

@@ -9,7 +9,8 @@ them is checked where it does it (as uses of the fallback); so for the names the
 the body binds, given another object (a constant there is a flag: it signals the failure to
 a later test, which may raise; a flag whose every test, in every module that names it,
 goes on without raising where it is false only picks the branch that does without the
-import). If it leaves by ``return``,
+import; a name the body only augments, bound before, keeps the collection it held). If it
+leaves by ``return``,
 ``continue`` or ``break``, nothing after it runs there. Either way the import itself
 breaks nothing. Not handled: a handler that raises (a break, loudly), that passes (the
 names stay unbound: a NameError one use away), or that binds a name to ``None`` (a use
@@ -217,8 +218,10 @@ def handled_imports(
     rest = {n for s in node.body if s not in imports for n in _stored(s)} - given
     kept = {name: why for name, why in flags.items() if name in rest}
     rest -= set(flags)
+    grown = _only_augmented(node.body, imports)
     for name in sorted(rest):
-        kept[name] = unbound_harmless(name, False)
+        # an accumulator (``types += (FlaxPreTrainedModel,)``) keeps what it held before
+        kept[name] = unbound_harmless(name, name in grown)
         if not kept[name]:
             return {}  # a name the body binds is left unbound where something may read it
     found = {}
@@ -284,13 +287,19 @@ def _kept_value(block: Block, name: str, origin: ast.Try) -> str:
     statement of ``block`` before it that binds the name does so at its top level."""
     statements = block.statements()
     word = name.encode()
-    before = [
-        node.lineno
+    nearer = [
+        statement
         for statement in statements
         if statement.lineno < origin.lineno
         and any(word in line for line in block.lines[statement.lineno - 1 : statement.end_lineno])
+    ]
+    # ``x += ...`` grows what x held, never unbinds it: the binding before it decides
+    grown = {id(n.target) for s in nearer for n in ast.walk(s) if isinstance(n, ast.AugAssign)}
+    before = [
+        node.lineno
+        for statement in nearer
         for node in ast.walk(statement)
-        if name in _stored_by(node)
+        if name in _stored_by(node) and id(node) not in grown
     ]
     if before:
         line = max(before)
@@ -362,6 +371,22 @@ def _shallow(body: Sequence[ast.stmt]) -> Iterator[ast.AST]:
         yield node
         if not isinstance(node, (*_DEFINITIONS, ast.Lambda)):
             pending.extend(ast.iter_child_nodes(node))
+
+
+def _only_augmented(body: Sequence[ast.stmt], imports: Sequence[ast.stmt]) -> set[str]:
+    """The names the body besides ``imports`` binds only by augmenting them (``x += ...``,
+    a statement of its own): where the body stops at a failed import, each keeps the value
+    it had before, an accumulator without the item, never a flag's other meaning."""
+    augmented = {
+        s.target.id for s in body if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name)
+    }
+    bound = {
+        name
+        for s in body
+        if s not in imports and not isinstance(s, ast.AugAssign)
+        for name in _stored(s)
+    }
+    return augmented - bound
 
 
 def _stored(statement: ast.stmt) -> Iterator[str]:
