@@ -11,6 +11,7 @@ import pytest
 from canary.surface.baseline import load_baseline, write_baseline
 from canary.surface.findings import ModelPackages, findings, model_package
 from canary.surface.model import Kind, Outcome, Reference, Resolved, Site, Target
+from canary.symbols.lookup import member_miss
 
 GEMMA4 = "transformers.models.gemma4.modeling_gemma4.Gemma4ForCausalLM.forward"
 LLAMA = "transformers.models.llama.modeling_llama.LlamaRMSNorm"
@@ -328,6 +329,18 @@ def test_a_literal_bound_to_a_name_no_release_has_is_only_possible():
     # a flag upstream had and dropped inside the range silently stops applying: held
     (finding,) = findings([owner, resolved(LOSS, "oomm", flag)], PROJECT)
     assert (finding.new, finding.fails) == (("5.1.0", "5.2.0"), True)
+
+
+def test_code_bound_on_a_class_under_a_name_no_release_has_is_only_possible():
+    # lightning-thunder: LlamaRMSNorm.reset_parameters = RMSNorm_reset_parameters, called by
+    # its meta-device materialization through any module that has one
+    norm = f"{LLAMA}.reset_parameters"
+    owner = resolved(LLAMA, "oooo", kind=Kind.IMPORT)
+    member = resolved(norm, "mmmm", binding())
+    member = replace(member, why=dict.fromkeys(RELEASES, member_miss("reset_parameters", "A")))
+    (finding,) = findings([owner, member], PROJECT)
+    assert (finding.fails, "on the class" in finding.possible) == (False, True)
+    # a module's name (liger's modeling_llama4.CrossEntropyLoss) stays held: above
 
 
 MIXER = "transformers.models.falcon_h1.modeling_falcon_h1.FalconH1Mixer"

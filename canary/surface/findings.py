@@ -112,6 +112,7 @@ from canary.surface.model import (
     Target,
     model_alternatives,
 )
+from canary.symbols.lookup import is_member_miss
 
 # Operators that exclude every newer release, so ``main`` too.
 _UPPER_BOUNDS = ("<", "<=", "==", "===", "~=")
@@ -701,24 +702,33 @@ def _undecided(finding: Finding, runs: Runs) -> str:
 
 
 def _never_had(item: Resolved) -> str:
-    """Why a binding of a literal to a name no release checked ever had is only possible:
-    it cannot raise (what it binds on is there, or the miss is that owner's), and nothing
-    upstream defined there stops being replaced: it is a flag of the project's own, read
-    back through ``self`` by code it installs (unsloth_zoo's ``Llama4TextExperts.has_bias
-    = False``), or one upstream dropped before the oldest release checked (a renamed
-    ``_supports_flash_attn_2``); the releases checked prove neither. Code bound there is
-    held: nothing but upstream would run it under that name."""
+    """Why a binding of a name no release checked ever had is only possible: it cannot
+    raise (what it binds on is there, or the miss is that owner's), and nothing upstream
+    defined there stops being replaced. A literal is a flag of the project's own, read back
+    through ``self`` by code it installs (unsloth_zoo's ``Llama4TextExperts.has_bias =
+    False``), or one upstream dropped before the oldest release checked (a renamed
+    ``_supports_flash_attn_2``). Code bound on a class is a member anyone holding an
+    instance may call (lightning-thunder's ``LlamaRMSNorm.reset_parameters``, called by its
+    meta-device materialization), or a method upstream dropped before then. The releases
+    checked prove neither. Code bound on a module is held: only that module's code reads its
+    names, so nothing but upstream would run it there (liger's ``CrossEntropyLoss``)."""
     reference = item.reference
-    if not _replaces(reference) or not all(site.constant for site in reference.sites):
-        return ""  # the project's own code bound there is held (liger's CrossEntropyLoss)
-    if not item.outcomes:
+    if not _replaces(reference) or not item.outcomes:
         return ""
     if any(outcome is not Outcome.MISSING for outcome in item.outcomes.values()):
         return ""
-    return (
-        "no release checked ever had it: the literal is a flag of the project's own, or one "
-        "upstream dropped before the oldest release checked"
-    )
+    if all(site.constant for site in reference.sites):
+        return (
+            "no release checked ever had it: the literal is a flag of the project's own, or "
+            "one upstream dropped before the oldest release checked"
+        )
+    if all(is_member_miss(item.why.get(version, "")) for version in item.outcomes):
+        return (
+            "no release checked ever had it on the class: a member the project adds, called "
+            "through instances by whoever holds one (its own code, torch), or one upstream "
+            "dropped before the oldest release checked"
+        )
+    return ""  # a module's name: only that module's code reads it (liger's CrossEntropyLoss)
 
 
 def _tested_anchor(finding: Finding, runs: Runs) -> str:

@@ -36,6 +36,7 @@ from canary.symbols.lookup import (
     PROPERTY,
     Lookup,
     closest,
+    member_miss,
     missing,
     unknown,
 )
@@ -258,7 +259,7 @@ def _not_declared(path: str, cls: Class, name: str, mro: tuple[_Entry, ...]) -> 
         none = ""
         if outside:  # each of them known: what they provide is listed in full
             none = f", and {', '.join(outside)} provide none (nn.Module: torch {TORCH_VERSION})"
-        why = f"no {name!r} along {chain}{none}{closest(name, names)}"
+        why = member_miss(name, chain, f"{none}{closest(name, names)}")
         return missing(MEMBER, path, qualname, why)
     return unknown(MEMBER, path, qualname, why)
 

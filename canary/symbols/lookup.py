@@ -63,6 +63,17 @@ class Lookup:
         return self.found is None
 
 
+def member_miss(name: str, chain: str, rest: str = "") -> str:
+    """Why a class member is missing: no class along its MRO (``chain``) declares it;
+    ``rest`` adds what the bases outside provide and the closest names."""
+    return f"no {name!r} along {chain}{rest}"
+
+
+def is_member_miss(why: str) -> bool:
+    """Whether ``why`` is :func:`member_miss`'s: the owner was a class."""
+    return why.startswith("no '") and "' along " in why
+
+
 def missing(kind: str, path: str | None, qualname: str | None, why: str) -> Lookup:
     return Lookup(False, kind, path, qualname, why)
 
