@@ -33,6 +33,9 @@ def fallback(handler: str, after: str = "") -> str:
     "handler",
     [
         "LlamaFlashAttention2 = LlamaAttention",  # unsloth's: another class
+        # easydel's download_url: a definition of its own, built from what it imports
+        "import os\n    from os import path as p\n    def LlamaFlashAttention2():\n"
+        "        return os, p",
         "from transformers.models.llama.modeling_llama import LlamaAttention as "
         "LlamaFlashAttention2",  # the new place
         "class LlamaFlashAttention2:\n        def forward(self):\n            self.x = 1",

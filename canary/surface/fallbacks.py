@@ -334,7 +334,8 @@ def _stored_by(node: ast.AST) -> tuple[str, ...]:
 
 def _signals(body: Sequence[ast.stmt], own: set[str], body_names: set[str]) -> bool:
     """A handler's block binds or sets something besides the import's own names (what a
-    class or function it defines does inside is no binding of the block's). Giving a name
+    class or function it defines does inside is no binding of the block's; an import binds
+    what the fallback is built from, a module or an object, never a flag). Giving a name
     the rest of the ``try`` body binds another object (``KwargsForCausalLM =
     TransformersKwargs``) takes that body's place, as for the import's names; a constant
     there (``HAS_X = False``) is the flag a later test reads, so it still signals."""
@@ -346,9 +347,7 @@ def _signals(body: Sequence[ast.stmt], own: set[str], body_names: set[str]) -> b
             return True
         if isinstance(node, _DEFINITIONS) and node.name not in own:
             return True
-        if isinstance(node, (ast.Import, ast.ImportFrom)) and not set(bound_names(node)) <= own:
-            return True
-    return False
+    return False  # its imports bind what it is built from (easydel's hashlib): no flag
 
 
 def _replaces_body_name(statement: ast.stmt, body_names: set[str]) -> bool:
