@@ -81,6 +81,19 @@ def test_a_public_helper_also_runs_undecided_where_code_outside_may_call_it(tmp_
     assert "convert() is public" in found[0].undecided
 
 
+@pytest.mark.parametrize(
+    "prose",
+    [
+        "# _convert is the converter\n",
+        "x = 1  # see _convert\n",
+        'def other():\n    """Matches what _convert() builds."""\n',  # olive-ai's docstring
+        '"""The module.\n\nIt calls _convert.\n"""\n',
+    ],
+)
+def test_a_comment_or_docstring_naming_it_is_no_way_in(tmp_path, prose):
+    assert [s.versions for s in sites(tmp_path, prose + HELPER, V5)] == [WINDOW]
+
+
 def test_a_public_helper_its_module_exports_still_takes_its_callers_conditions(tmp_path):
     # unsloth's mistral_format_weight_conversions: in __all__, called only past a v5 import
     public = (HELPER.replace("_convert", "convert"), V5.replace("_convert", "convert"))
@@ -99,7 +112,6 @@ def test_a_public_helper_its_module_exports_still_takes_its_callers_conditions(t
         ((HELPER, V5, "NAMES = ['_convert']\n"), None),  # named in a string
         ((HELPER, V5, "def run():\n    __all__ = ['_convert']\n"), None),  # not the module's
         ((HELPER, V5, "def run():\n    if flag():\n        _convert()\n"), None),  # not walked
-        ((HELPER, V5, "# _convert is the converter\n"), None),  # ... or a comment: not followed
         ((HELPER, V5), {"proj/o.py": "from proj.m import _convert as convert\n"}),  # renamed
         ((HELPER, V5), {"proj/o.py": "import proj.m\ndef run():\n    proj.m._convert()\n"}),
         ((HELPER, "def _a():\n    _b()\n", "def _b():\n    _a()\n    _convert()\n"), None),  # cycle

@@ -35,8 +35,11 @@ already did.
 
 from __future__ import annotations
 
+import ast
 import enum
+import io
 import re
+import tokenize
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
@@ -131,6 +134,7 @@ class _Ways:
         self._contexts: dict[Function, tuple[Context, ...] | None] = {}
         self._accounted: dict[str, bool] = {}
         self._words: dict[str, frozenset[bytes]] | None = None  # path -> its ``_`` words
+        self._prose: dict[str, dict[int, int]] = {}  # path -> where prose starts, per line
 
     def contexts(
         self, function: Function, seen: frozenset[Function] = frozenset()
@@ -198,6 +202,8 @@ class _Ways:
                 if (path, line, column) in spots:
                     continue
                 lines = lines if lines is not None else source.splitlines()
+                if self._in_prose(path, source, line, column):
+                    continue
                 if not _undecorated_definition(lines, line - 1, word):
                     accounted = False
                     break
@@ -205,6 +211,40 @@ class _Ways:
                 break
         self._accounted[name] = accounted
         return accounted
+
+    def _in_prose(self, path: str, source: bytes, line: int, column: int) -> bool:
+        """Whether the occurrence lies in a comment or a docstring: prose, no way in (a
+        string used as data, ``getattr(m, "_f")``, may be one)."""
+        if path not in self._prose:
+            self._prose[path] = _prose(source)
+        return column >= self._prose[path].get(line, len(source))
+
+
+def _prose(source: bytes) -> dict[int, int]:
+    """Where a file's prose starts on each line that has some (a docstring's, a comment's),
+    in bytes as the scan counts them; a file that does not parse has none."""
+    try:
+        tree = ast.parse(source)
+        tokens = list(tokenize.tokenize(io.BytesIO(source).readline))
+    except (SyntaxError, tokenize.TokenError, ValueError):
+        return {}
+    found: dict[int, int] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = node.body[0] if node.body else None
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
+                found[first.lineno] = first.col_offset
+                found.update(dict.fromkeys(range(first.lineno + 1, (first.end_lineno or 0) + 1), 0))
+    for token in tokens:
+        if token.type == tokenize.COMMENT:
+            row, column = token.start
+            column = len(token.line[:column].encode())
+            found[row] = min(found.get(row, column), column)
+    return found
 
 
 def private(name: str) -> bool:
