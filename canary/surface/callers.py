@@ -25,7 +25,8 @@ in canary cannot see all of:
   comment, in a function extraction skipped (one that names nothing upstream itself), under
   another name (``import f as g``), as an attribute canary could not resolve; every
   occurrence of the name in the project's text must be its definition, an import that binds
-  it as it is, its module's ``__all__`` (the public way in, kept above), or a recorded place;
+  it as it is, its module's ``__all__`` (the public way in, kept above), prose (a comment or
+  a docstring), or a recorded place;
 - some place that names it runs under no condition, or there are more than
   :data:`MAX_CONTEXTS` of them, or the places go round a cycle of such functions.
 
