@@ -159,18 +159,28 @@ def test_a_none_that_may_be_read_unguarded_does_not(tmp_path, after, others):
     assert handled(tmp_path, fallback("LlamaFlashAttention2 = None", after), *others) == ""
 
 
-def test_a_try_that_also_renames_what_it_imported_still_has_a_fallback(tmp_path):
-    # unsloth's loader.py: the except branch runs only where AutoModelForImageTextToText fails
-    source = """\
-        try:
-            from transformers import AutoModelForImageTextToText
-            AutoModelForVision2Seq = AutoModelForImageTextToText
-        except:
-            from transformers import AutoModelForVision2Seq
-    """
+@pytest.mark.parametrize(
+    ("beside", "fallback"),
+    [
+        # unsloth's loader.py: the except branch runs only where AutoModelForImageTextToText fails
+        ("AutoModelForVision2Seq = AutoModelForImageTextToText", True),
+        # xinference's sensenova compat: a wrapper defined beside the import runs nothing
+        ("def AutoModelForVision2Seq(x: Any = None) -> Dict[str, Any]:\n        return x", True),
+        ("@cache\n    def AutoModelForVision2Seq(): ...", False),  # a decorator runs
+        ("def AutoModelForVision2Seq(x=load()): ...", False),  # a default runs
+    ],
+)
+def test_a_try_that_also_renames_what_it_imported_still_has_a_fallback(tmp_path, beside, fallback):
+    source = f"""\
+try:
+    from transformers import AutoModelForImageTextToText
+    {beside}
+except:
+    from transformers import AutoModelForVision2Seq
+"""
     refs = project_surface(tmp_path, {"proj/__init__.py": "", "proj/m.py": source})
     (site,) = next(r for r in refs if r.target == "transformers.AutoModelForVision2Seq").sites
-    assert site.fallback_of == ("transformers.AutoModelForImageTextToText",)
+    assert bool(site.fallback_of) is fallback
 
 
 RELEASES = ("4.47.0", "4.48.0", "5.0.0")

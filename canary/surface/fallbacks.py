@@ -158,17 +158,39 @@ def _taken_where_false(
 
 
 def harmless(node: ast.stmt) -> bool:
-    """A statement that cannot raise: ``pass``, or names bound to names or literals
-    (``AutoModelForVision2Seq = AutoModelForImageTextToText`` after importing the latter).
-    Beside imports in a ``try`` body, it leaves their failure the only way into a
-    handler."""
+    """A statement that cannot raise ImportError: ``pass``, names bound to names or
+    literals (``AutoModelForVision2Seq = AutoModelForImageTextToText`` after importing the
+    latter), or a function defined undecorated, its defaults literals and its annotations
+    plain names (xinference's ``def model_input_compat`` beside the imports it wraps: a
+    definition runs nothing of its body). Beside imports in a ``try`` body, it leaves their
+    failure the only way into a handler."""
     if isinstance(node, ast.Pass):
         return True
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        args = node.args
+        given = [*args.defaults, *(d for d in args.kw_defaults if d is not None)]
+        parameters = (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg)
+        hints = [p.annotation for p in parameters if p is not None and p.annotation]
+        hints += [node.returns] if node.returns is not None else []
+        return (
+            not node.decorator_list
+            and all(isinstance(d, ast.Constant) for d in given)
+            and all(
+                isinstance(part, _PLAIN_HINT)
+                for hint in hints
+                for part in ast.walk(hint)
+                if isinstance(part, ast.expr)
+            )
+        )
     if not isinstance(node, ast.Assign):
         return False
     return all(isinstance(t, ast.Name) for t in node.targets) and isinstance(
         node.value, (ast.Name, ast.Constant)
     )
+
+
+# what an annotation evaluates without running an import: names, literals, subscripts
+_PLAIN_HINT = (ast.Name, ast.Constant, ast.Subscript, ast.Tuple, ast.List, ast.BinOp)
 
 
 def bound_names(node: ast.Import | ast.ImportFrom) -> tuple[str, ...]:
