@@ -45,6 +45,24 @@ def test_a_handler_that_gives_the_name_another_value_handles_the_miss(tmp_path, 
     assert "another value" in handled(tmp_path, fallback(handler))
 
 
+@pytest.mark.parametrize(
+    ("inner", "handles"),
+    [
+        ("return {}", True),  # unsloth's VLMS: the second spelling, or leave
+        ("LlamaFlashAttention2 = object", True),
+        ("pass", False),  # the name may stay unbound
+    ],
+)
+def test_a_handler_that_tries_a_second_spelling_handles_the_miss(tmp_path, inner, handles):
+    second = "from transformers.models.llama.modeling_llama import LlamaAttention as L"
+    handler = f"try:\n            {second}lamaFlashAttention2\n        except Exception:\n"
+    source = (
+        f"def mapping():\n    try:\n        {IMPORT}\n    except Exception:\n        {handler}"
+        f"            {inner}\n    return LlamaFlashAttention2\n"
+    )
+    assert bool(handled(tmp_path, source)) is handles
+
+
 def test_a_handler_that_leaves_silently_handles_the_miss(tmp_path):
     source = f"def patch():\n    try:\n        {IMPORT}\n    except ImportError:\n        return\n"
     assert "leaves the block silently" in handled(tmp_path, source)

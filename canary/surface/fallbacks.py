@@ -424,11 +424,15 @@ def _stored(statement: ast.stmt) -> Iterator[str]:
 
 def _given(body: Sequence[ast.stmt]) -> Iterator[tuple[str, bool]]:
     """The names a handler's block binds on every path through it (its own top-level
-    statements; a nested block may not run), each with whether to ``None``."""
+    statements; a nested block may not run, but a nested ``try`` whose body and every
+    handler that goes on bind a name binds it: unsloth's second spelling of ``VLMS``, or
+    ``return``), each with whether to ``None``."""
     if body and isinstance(body[-1], ast.Raise):
         return  # it raises: nothing it binds outlives it
     for statement in body:
-        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        if isinstance(statement, ast.Try) and not statement.orelse and not statement.finalbody:
+            yield from _given_by_try(statement)
+        elif isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             yield statement.name, False
         elif isinstance(statement, (ast.Import, ast.ImportFrom)):
             yield from ((name, False) for name in bound_names(statement))
@@ -437,6 +441,19 @@ def _given(body: Sequence[ast.stmt]) -> Iterator[tuple[str, bool]]:
                 yield from _given_by(target, statement.value)
         elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
             yield from _given_by(statement.target, statement.value)
+
+
+def _given_by_try(statement: ast.Try) -> Iterator[tuple[str, bool]]:
+    """The names a nested ``try`` binds wherever what follows it runs: its body binds them
+    (its last statement reached means every one ran), and each handler either binds them
+    too or leaves (``return``/``continue``/``break``: nothing after it runs)."""
+    found = dict(_given(statement.body))
+    for handler in statement.handlers:
+        if guards.exits(handler.body, silently=True):
+            continue
+        given = dict(_given(handler.body))
+        found = {n: none or given[n] for n, none in found.items() if n in given}
+    yield from found.items()
 
 
 def _given_by(target: ast.expr, value: ast.expr) -> Iterator[tuple[str, bool]]:
