@@ -141,6 +141,33 @@ def test_a_site_in_a_function_of_the_module_takes_its_importers_conditions_too(t
     assert (site.at_import, site.after) == (False, (GEMMA4,))
 
 
+OPTIONAL = (
+    "def load():\n    try:\n        from proj.gemma4_patch import Gemma4Model\n"
+    "        return Gemma4Model\n    except Exception:\n        return None\n"
+)
+
+
+def test_a_module_imported_only_where_a_handler_takes_its_place_breaks_nothing(tmp_path):
+    # chattts: `try: from .cuda import TELlamaModel ... except Exception: warn` (the cuda
+    # module's own transformers imports fail into that handler)
+    (site,) = sites(tmp_path, loader=OPTIONAL)
+    assert "proj.gemma4_patch is imported at proj/loader.py:3, where" in site.handled
+    # also imported unguarded: that copy breaks
+    found = sites(tmp_path, loader=OPTIONAL, plain="from proj import gemma4_patch\n")
+    assert sorted(bool(s.handled) for s in found) == [False]  # the plain import: no way out
+
+
+def test_a_read_or_a_functions_import_in_such_a_module_still_raises_there(tmp_path):
+    patch = f"import {GEMMA4}.modeling_gemma4 as m\nm.Gemma4Model\ndef f():\n    {PATCH.strip()}\n"
+    refs = surface(
+        tmp_path,
+        {"proj/__init__.py": "", "proj/gemma4_patch.py": patch, "proj/loader.py": OPTIONAL},
+    )
+    read = one(refs, Kind.ATTRIBUTE, f"{GEMMA4}.modeling_gemma4.Gemma4Model")
+    called = one(refs, Kind.IMPORT, f"{GEMMA4}.modeling_gemma4.Gemma4Model")
+    assert [s.handled for s in (*read.sites, *called.sites)] == ["", ""]
+
+
 def test_a_module_loaded_only_by_its_name_in_a_string_runs_where_canary_cannot_say(tmp_path):
     lazy = 'REGISTRY = {"gemma4": LazyImport("proj.gemma4_patch")}\n'
     (site,) = sites(tmp_path, registry=lazy)

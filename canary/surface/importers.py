@@ -42,6 +42,8 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol, TypeVar
 
+from canary.surface.model import Kind
+
 _IMPORT_STATEMENT = re.compile(
     r"(?m)^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]*(\([^)]*\)|[^\n#;]*)"
     r"|import[ \t]+([^\n#;]+))"
@@ -65,10 +67,22 @@ class Load:
     requires: tuple[str, ...] = ()
     fallback_of: tuple[str, ...] = ()
     undecided: str = ""  # a test around it canary cannot evaluate decides whether it runs
+    # its ImportError is taken by its try's handler (the module's own failing imports break
+    # nothing there): why ("": it propagates)
+    handled: str = ""
 
     @property
     def context(self) -> Context:
-        return Context(self.versions, self.after, self.requires, self.undecided, self.fallback_of)
+        return Context(
+            self.versions,
+            self.after,
+            self.requires,
+            self.undecided,
+            self.fallback_of,
+            f"{self.module} is imported at {self.path}:{self.line}, where {self.handled}"
+            if self.handled
+            else "",
+        )
 
 
 @dataclass(frozen=True)
@@ -80,6 +94,8 @@ class Context:
     requires: tuple[str, ...] = ()
     undecided: str = ""
     fallback_of: tuple[str, ...] = ()
+    # where the module's import raises ImportError, a handler takes its place: why
+    handled: str = ""
 
     @property
     def none(self) -> bool:
@@ -94,12 +110,15 @@ class Context:
             # two fallbacks are an and of ors, which a site cannot say: keep one, so
             # the site runs on more releases, never fewer
             self.fallback_of or other.fallback_of,
+            # an import at a module's level raises through every import of that module
+            self.handled or other.handled,
         )
 
 
 class Sited(Protocol):
     """A site of a use, as extraction records it."""
 
+    kind: Kind
     path: str
     scope: int
     versions: tuple[tuple[str, str], ...]
@@ -107,6 +126,7 @@ class Sited(Protocol):
     requires: tuple[str, ...]
     undecided: str
     fallback_of: tuple[str, ...]
+    handled: str
 
 
 U = TypeVar("U", bound=Sited)
@@ -135,10 +155,14 @@ def reach(
 
 def copies(use: U, found: Sequence[Context] | None) -> list[U]:
     """``use`` once per context in ``found``, that context's conditions added to its own
-    (a finding holds where any copy runs); as it is where ``found`` is empty."""
+    (a finding holds where any copy runs); as it is where ``found`` is empty. An import at
+    its module's level that fails raises through the module's import: where a handler takes
+    that import's place, it is handled too (a read raises AttributeError, a function's
+    import raises when called: neither reaches that handler)."""
     if not found:
         return [use]
     own = Context(use.versions, use.after, use.requires, use.undecided, use.fallback_of)
+    raises_through = use.scope == 0 and use.kind is Kind.IMPORT
     result = []
     for context in found:
         both = own & context
@@ -150,6 +174,7 @@ def copies(use: U, found: Sequence[Context] | None) -> list[U]:
                 requires=both.requires,
                 undecided=both.undecided,
                 fallback_of=both.fallback_of,
+                handled=use.handled or (context.handled if raises_through else ""),
             )
         )
     return result

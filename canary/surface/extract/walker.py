@@ -476,7 +476,12 @@ class Walker(Anchoring):
         imports = self._imports_only(node.body)
         handled: dict[tuple[int, int], str] = {}
         # only a walk that records uses reads it, and only of a try that imports upstream
-        if nested and self.emit and self._upstream_imported(node.body):
+        # or a module of the project (whose own imports fail into this handler)
+        if (
+            nested
+            and self.emit
+            and (self._upstream_imported(node.body) or self._project_imported(node.body))
+        ):
             key = (self.path, node.lineno, node.col_offset)
             if key not in self.project.handled:  # a function may be walked more than once
                 found = fallbacks.handled_imports(
@@ -583,6 +588,19 @@ class Walker(Anchoring):
             if isinstance(node, (ast.Import, ast.ImportFrom))
             for target in self._imports_only([node])
         )
+
+    def _project_imported(self, body: list[ast.stmt]) -> bool:
+        """Whether a block's own import statements load a module of the project."""
+        for node in body:
+            if isinstance(node, ast.Import):
+                bases = [(alias.name, ()) for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and (base := self._absolute(node)) is not None:
+                bases = [(base, [alias.name for alias in node.names])]
+            else:
+                continue
+            if any(importers.loaded_by(b, n, self.project.modules) for b, n in bases):
+                return True
+        return False
 
     def _imports_only(self, body: list[ast.stmt]) -> tuple[str, ...]:
         """The upstream targets a ``try`` body imports, when it does nothing else (only
@@ -722,6 +740,7 @@ class Walker(Anchoring):
                     requires=requires,
                     fallback_of=bound.fallback_of,
                     undecided=self.undecided,
+                    handled=self._handled_import(node),
                 )
             )
 
