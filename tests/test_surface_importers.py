@@ -157,6 +157,22 @@ def test_a_module_imported_only_where_a_handler_takes_its_place_breaks_nothing(t
     assert sorted(bool(s.handled) for s in found) == [False]  # the plain import: no way out
 
 
+def test_a_package_imported_by_its_own_submodules_is_reached_only_through_its_importers(
+    tmp_path,
+):
+    # chattts: cuda/__init__ imports .te_llama, which imports .patch (loading cuda again)
+    files = {
+        "proj/__init__.py": "",
+        "proj/cuda/__init__.py": "from .te_llama import Gemma4Model\n",
+        "proj/cuda/te_llama.py": PATCH.strip() + "\nfrom .patch import norm\n",
+        "proj/cuda/patch.py": "norm = 1\n",
+        "proj/loader.py": OPTIONAL.replace("proj.gemma4_patch", "proj.cuda"),
+    }
+    refs = surface(tmp_path, files)
+    (site,) = one(refs, Kind.IMPORT, f"{GEMMA4}.modeling_gemma4.Gemma4Model").sites
+    assert "proj.cuda is imported at proj/loader.py:3" in site.handled
+
+
 def test_a_read_or_a_functions_import_in_such_a_module_still_raises_there(tmp_path):
     patch = f"import {GEMMA4}.modeling_gemma4 as m\nm.Gemma4Model\ndef f():\n    {PATCH.strip()}\n"
     refs = surface(

@@ -19,7 +19,9 @@ What leaves a module as it is (its sites run wherever imported, as before):
   extraction did not read), or one whose conditions are none;
 - an import cycle through it, or more than ``_MAX_CONTEXTS`` ways in.
 
-An import inside ``if TYPE_CHECKING:`` never runs: it is no way in.
+An import inside ``if TYPE_CHECKING:`` never runs: it is no way in; nor is an import of a
+package (``from . import x``, ``from .patch import f`` loads it) inside its own submodules:
+Python imported the package before any of them ran.
 
 A module no import statement of the project loads, which the project names in a string (a
 lazy registry: auto-round's ``{"llama4": LazyImport("auto_round.modeling.fused_moe.llama4")}``),
@@ -261,6 +263,7 @@ class _Ways:
                 module
                 for (module, path, _), loads in self.loads.items()
                 if module in found
+                and not _within(self.module_of[path], module)  # no way in: see _read
                 and any(
                     load.context.none and (not load.at_import or self.module_of[path] not in found)
                     for load in loads
@@ -276,6 +279,8 @@ class _Ways:
             return None  # its users import it
         found: set[Context] = set()
         for path, line in statements:
+            if _within(self.module_of.get(path, ""), module):
+                continue  # the package itself, or a submodule of it: it ran first
             loads = self.loads.get((module, path, line))
             if not loads and (path, line) in self.top:
                 # in a file not walked, but in no block: its module imports it, as is
@@ -446,6 +451,12 @@ def _statements(source: str) -> Iterable[re.Match[str]]:
         if match:
             last = start
             yield match
+
+
+def _within(importer: str, module: str) -> bool:
+    """Whether code of ``importer`` runs only once ``module`` was imported: it is that
+    module, or a submodule of it (Python imports a package before its submodules)."""
+    return importer == module or importer.startswith(f"{module}.")
 
 
 def loaded_by(base: str, names: Iterable[str] | None, known: Collection[str]) -> set[str]:
