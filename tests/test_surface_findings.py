@@ -416,12 +416,21 @@ def test_a_spelling_is_not_missed_where_its_alternative_is_there():
 
 
 def test_where_every_spelling_vanished_the_rewrite_silently_stops_applying():
-    first = spelling("a=1", "ommm", "a = 1")
+    first = spelling("a=1", "oomm", "a = 1")
     both = held_anchors(first, spelling("a = 1", "oomm", "a=1"))
     assert both == {"a=1": ("5.1.0", "5.2.0"), "a = 1": ("5.1.0", "5.2.0")}
     # the spelling the project tests for first is only possible: it goes on without it
-    tested = spelling("a=1", "ommm", "a = 1", guarded=True)
+    tested = spelling("a=1", "oomm", "a = 1", guarded=True)
     assert held_anchors(tested, spelling("a = 1", "oomm", "a=1")) == {"a = 1": ("5.1.0", "5.2.0")}
+
+
+def test_an_anchor_only_releases_below_the_floor_have_is_only_possible():
+    # unsloth's 4.46 gradient-accumulation rewrite of training_step, floor 4.52.4
+    (finding,) = findings([spelling("loss *= ga", "ommm")], PROJECT)
+    assert (finding.new, finding.fails) == (RELEASES[1:], False)
+    assert "only on releases below the declared range (4.57.0 the last)" in finding.possible
+    # there on a release of the range, then gone: the rewrite silently stops applying
+    assert held_anchors(spelling("loss *= ga", "oomm")) == {"loss *= ga": ("5.1.0", "5.2.0")}
 
 
 def test_a_tested_spelling_that_never_existed_alone_came_later_with_the_first_that_did():

@@ -279,6 +279,7 @@ def findings(
             or _unknown_spelling(finding, runs, spellings)
             or _tested_anchor(finding, runs)
             or _never_had(item)
+            or _below_floor(item, ranges[package])
         )
         finding = replace(finding, possible=possible, proof=_proof(finding, runs))
         found.append(finding)
@@ -699,6 +700,24 @@ def _undecided(finding: Finding, runs: Runs) -> str:
     if running and all(site.undecided for site in running):
         return running[0].undecided
     return ""
+
+
+def _below_floor(item: Resolved, declared: SpecifierSet | None) -> str:
+    """Why an anchor's miss is only possible: its text is on no release of the declared
+    range, only on older ones. The rewrite targets code of releases the project no longer
+    supports (a fix for a bug upstream fixed since: unsloth's gradient-accumulation rewrite
+    of 4.46's ``training_step``), or stopped applying before the floor moved; the releases
+    checked prove neither."""
+    if item.reference.kind is not Kind.ANCHOR or declared is None:
+        return ""
+    there = [v for v, outcome in item.outcomes.items() if outcome is Outcome.OK]
+    if not there or any(in_range(v, declared) for v in there):
+        return ""
+    return (
+        f"the text is only on releases below the declared range ({there[-1]} the last): a "
+        "rewrite for releases the project no longer supports, or one that stopped applying "
+        "before its floor"
+    )
 
 
 def _never_had(item: Resolved) -> str:
