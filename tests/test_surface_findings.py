@@ -51,6 +51,18 @@ EVERY_RELEASE_LACKS_GEMMA4 = ModelPackages(
 )
 
 
+def test_a_site_in_the_branch_a_presence_test_found_absent_does_not_run_where_it_is_there():
+    # `if hasattr(m, "LlamaAttention"): ... else: m.LlamaSdpaAttention.forward = f`
+    new = resolved(f"{LLAMA}.new", "mmoo", kind=Kind.ATTRIBUTE)
+    old = resolved(f"{LLAMA}.old", "oomm", replace(site(), lacks=(f"{LLAMA}.new",)))
+    (finding,) = [f for f in findings([new, old], PROJECT) if f.reference.target.endswith("old")]
+    assert (finding.gated, finding.new) == (("5.1.0", "5.2.0"), ())
+    # an unknown there may be there or not: it may run
+    unsure = resolved(f"{LLAMA}.new", "mmuu", kind=Kind.ATTRIBUTE)
+    (finding,) = [f for f in findings([unsure, old], PROJECT) if f.reference.target.endswith("old")]
+    assert finding.new == ("5.1.0", "5.2.0")
+
+
 def test_a_miss_where_no_site_runs_is_gated_away_never_held():
     # liger: `if IS_V5: ...MixtralExperts else: ...MixtralBlockSparseTop2MLP`
     (finding,) = findings([resolved(LLAMA, "ommm", site(window="<5.0.0"))], PROJECT)

@@ -36,6 +36,26 @@ def test_an_early_return_on_an_absent_attribute_requires_it(tmp_path, test):
     assert requires(tmp_path, body) == {(TARGET,)}
 
 
+def lacks(tmp_path, body: str, target: str) -> set[tuple]:
+    head = "from transformers.modeling_utils import PreTrainedModel\n"
+    refs = project_surface(tmp_path, {"proj/__init__.py": "", "proj/m.py": head + body})
+    return {site.lacks for r in refs if r.target == target for site in r.sites}
+
+
+@pytest.mark.parametrize(
+    "test",
+    [
+        "hasattr(PreTrainedModel, '_remap')",  # verl's npu_patch: the renamed class otherwise
+        "getattr(PreTrainedModel, '_remap', None) is not None",
+    ],
+)
+def test_the_other_branch_of_a_presence_test_runs_only_where_it_is_absent(tmp_path, test):
+    other = "    else:\n        PreTrainedModel._old = 1\n"
+    body = f"def patch():\n    if {test}:\n        {PATCH}{other}"
+    assert lacks(tmp_path, body, f"{MODEL}._old") == {(TARGET,)}
+    assert lacks(tmp_path, body, TARGET) == {()}
+
+
 def test_an_original_kept_from_the_own_namespace_is_a_presence_test(tmp_path):
     body = (
         "def patch():\n"

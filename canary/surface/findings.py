@@ -460,10 +460,13 @@ def _runs(
         if item.reference.kind is Kind.IMPORT
     }
     missing: dict[str, set[str]] = {}  # what an object's absence is read from
+    there: dict[str, set[str]] = {}  # ... and its presence
     for item in resolved:
         if item.reference.kind in (Kind.IMPORT, Kind.ATTRIBUTE, Kind.PATCH):
             gone = {v for v, o in item.outcomes.items() if o is Outcome.MISSING}
             missing.setdefault(item.reference.target, set()).update(gone)
+            found = {v for v, o in item.outcomes.items() if o is Outcome.OK}
+            there.setdefault(item.reference.target, set()).update(found)
 
     known = absent or ModelPackages()  # the packages the project does not import itself
 
@@ -487,8 +490,10 @@ def _runs(
         if spellings is not None and spellings(reference, site, version) is Outcome.OK:
             return False  # the project applies another spelling there
         same = reference.package
-        if any(r.split(".", 1)[0] == same and gone(r, version) for r in site.requires):
-            return False  # a test before it found that absent: it does not run there
+        if any(r.split(".", 1)[0] == same and gone(r, version) for r in site.requires) or any(
+            r.split(".", 1)[0] == same and version in there.get(r, ()) for r in site.lacks
+        ):
+            return False  # a test before it found that absent (there): it does not run there
         fallback = site.fallback_of
         inside = all(t.split(".", 1)[0] == same for t in fallback)
         if fallback and inside and all(version in ok.get(t, ()) for t in fallback):

@@ -11,7 +11,7 @@ a :class:`SurfaceResult` holds both and reads/writes the JSON other tools rely o
                      "guarded", "versions", "at_import", "undecided",
                      "fallback_of", "requires", "replaces", "aliases",
                      "alternatives", "after", "handled", "exports", "raises", "constant",
-                     "read_by"}],
+                     "read_by", "lacks"}],
                      "outcomes": {version: "ok" | "missing" | "unknown"}}]}
 """
 
@@ -136,6 +136,9 @@ class Site:
     # a PATCH site binding ``X.n`` that the project's own functions bound as ``X.m`` (these)
     # read as ``self.n``: where upstream still calls ``X.m``, the binding takes effect
     read_by: tuple[str, ...] = ()
+    # upstream things a test before it found absent (the ``else`` of ``hasattr``, ``x is
+    # None`` of a ``getattr(..., None)``): where one is there, it does not run
+    lacks: tuple[str, ...] = ()
 
     def runs_on(self, package: str, label: str) -> bool:
         """Whether the site can run on release ``label`` of ``package``: every bound of its
@@ -157,30 +160,10 @@ class Site:
             "at_import": self.at_import,
         }
         # only where they say something: most sites are decided and in no fallback
-        if self.undecided:
-            data["undecided"] = self.undecided
-        if self.fallback_of:
-            data["fallback_of"] = list(self.fallback_of)
-        if self.requires:
-            data["requires"] = list(self.requires)
-        if self.replaces:
-            data["replaces"] = True
-        if self.aliases:
-            data["aliases"] = self.aliases
-        if self.alternatives:
-            data["alternatives"] = list(self.alternatives)
-        if self.after:
-            data["after"] = list(self.after)
-        if self.handled:
-            data["handled"] = self.handled
-        if self.exports:
-            data["exports"] = True
-        if self.raises:
-            data["raises"] = True
-        if self.constant:
-            data["constant"] = True
-        if self.read_by:
-            data["read_by"] = list(self.read_by)
+        for name in _SAID_WHERE_SET:
+            value = getattr(self, name)
+            if value:
+                data[name] = list(value) if isinstance(value, tuple) else value
         return data
 
     @classmethod
@@ -204,7 +187,26 @@ class Site:
             bool(data.get("raises", False)),
             bool(data.get("constant", False)),
             tuple(str(t) for t in data.get("read_by") or ()),
+            tuple(str(t) for t in data.get("lacks") or ()),
         )
+
+
+# The fields of a site its JSON carries only where they are set, in the contract's order.
+_SAID_WHERE_SET = (
+    "undecided",
+    "fallback_of",
+    "requires",
+    "replaces",
+    "aliases",
+    "alternatives",
+    "after",
+    "handled",
+    "exports",
+    "raises",
+    "constant",
+    "read_by",
+    "lacks",
+)
 
 
 def _holds(bound: str, label: str) -> bool:

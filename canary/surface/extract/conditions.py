@@ -516,6 +516,7 @@ class Conditions(Values):
                 undecided=self.undecided,
                 fallback_of=bound.fallback_of,
                 requires=self._required(target, presence=presence),
+                lacks=tuple(sorted(p[1:] for p in self.present if p.startswith("-"))),
                 spot=spot,
                 partners=partners,
                 read_from=read_from,

@@ -37,6 +37,7 @@ class Use:
     undecided: str = ""  # a test around it canary cannot evaluate decides whether it runs
     fallback_of: tuple[str, ...] = ()  # runs only where one of these upstream imports fails
     requires: tuple[str, ...] = ()  # runs only where these upstream things exist
+    lacks: tuple[str, ...] = ()  # ... and only where these do not
     spot: anchortests.Spot = (0, 0)  # ANCHOR: where it is applied (line, column)
     partners: tuple[anchortests.Spot, ...] = ()  # ANCHOR: the spots of its alternatives
     after: tuple[str, ...] = ()  # reached only after its function imported these
@@ -111,6 +112,7 @@ def merge(uses: Iterable[Use]) -> tuple[Reference, ...]:
                     undecided=use.undecided,
                     fallback_of=use.fallback_of,
                     requires=use.requires,
+                    lacks=use.lacks,
                     replaces=use.kind is Kind.PATCH and use.replaces,
                     aliases=use.aliases if use.kind is Kind.PATCH else "",
                     alternatives=alternatives.get(use, ()),
