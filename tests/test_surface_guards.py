@@ -134,6 +134,26 @@ def test_nested_tests_conjoin_and_elif_negates_what_came_before(tmp_path):
     assert windows(refs, Kind.PATCH, f"{trainer}.G") == [{}]
 
 
+def test_the_major_number_of_the_installed_text_is_read_as_a_window(tmp_path):
+    # granite-tsfm: major = int(transformers.__version__.split(".")[0]); if major >= 5: ...
+    source = """\
+        import transformers
+        import transformers.trainer as t
+
+        major = int(transformers.__version__.split(".")[0])
+        if major >= 5:
+            t.A = 1
+        else:
+            t.B = 1
+        if int(transformers.__version__.split(".")[1]) >= 5:
+            t.C = 1  # the minor number alone: no window
+    """
+    refs = surface(tmp_path, {"proj/__init__.py": "", "proj/a.py": source})
+    assert windows(refs, Kind.PATCH, "transformers.trainer.A") == [{"transformers": ">=5.dev0"}]
+    assert windows(refs, Kind.PATCH, "transformers.trainer.B") == [{"transformers": "<5.dev0"}]
+    assert windows(refs, Kind.PATCH, "transformers.trainer.C") == [{}]
+
+
 @pytest.mark.parametrize(
     "test",
     [

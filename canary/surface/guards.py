@@ -341,6 +341,15 @@ class InstalledVersion:
 
 
 @dataclass(frozen=True)
+class InstalledMajor:
+    """An expression whose value is the major number of ``package``'s installed release:
+    ``Version(v).major``, or ``int(v.split(".")[0])`` of its text (granite-tsfm's
+    ``major = int(transformers.__version__.split(".")[0])``)."""
+
+    package: str
+
+
+@dataclass(frozen=True)
 class VersionGate:
     """A value that is a version test (``IS_V5 = Version(transformers.__version__) >=
     Version("5.0.0")``): where it is true and where it is false (None: not one window)."""
@@ -352,18 +361,24 @@ class VersionGate:
 class Names(Protocol):
     """What the walker knows of the names in a test (its bindings and constants)."""
 
-    def version_of(self, node: ast.expr) -> InstalledVersion | VersionGate | str | None:
-        """A name, attribute chain or call as an installed version, a version test, or a
-        literal string; None: none of these."""
+    def version_of(
+        self, node: ast.expr
+    ) -> InstalledVersion | InstalledMajor | VersionGate | str | None:
+        """A name, attribute chain or call as an installed version (or its major number),
+        a version test, or a literal string; None: none of these."""
 
     def version_parser(self, func: ast.expr) -> str | None:
         """The dotted name of the version parser a callee is: one of :data:`PARSERS` or one
         the project declares; None: no parser."""
 
 
-def version_fact(node: ast.expr, names: Names) -> InstalledVersion | VersionGate | None:
+def version_fact(
+    node: ast.expr, names: Names
+) -> InstalledVersion | InstalledMajor | VersionGate | None:
     """What a value assigned to a name is, as far as version tests go: an installed version
-    (parsed or not) or a version test; None: neither (or not read exactly)."""
+    (parsed or not), its major number, or a version test; None: none (or not read exactly)."""
+    if (package := _major(node, names)) is not None:
+        return InstalledMajor(package)
     value = _version_operand(node, names)
     if isinstance(value, InstalledVersion):
         return value
@@ -475,11 +490,37 @@ def _literal_version(text: str, parser: str) -> Version | None:
 
 
 def _major(node: ast.expr, names: Names) -> str | None:
-    """The package whose installed version's ``.major`` this is."""
-    if not isinstance(node, ast.Attribute) or node.attr != "major":
+    """The package whose installed version's major number this is: ``.major`` of a parsed
+    one, ``int(text.split(".")[0])`` of its text, or a name bound to either."""
+    if isinstance(node, ast.Attribute) and node.attr == "major":
+        value = _version_operand(node.value, names)
+        return value.package if isinstance(value, InstalledVersion) else None
+    if isinstance(node, ast.Name):
+        fact = names.version_of(node)
+        return fact.package if isinstance(fact, InstalledMajor) else None
+    if not (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "int"
+        and len(node.args) == 1
+        and not node.keywords
+    ):
         return None
-    value = _version_operand(node.value, names)
-    return value.package if isinstance(value, InstalledVersion) else None
+    part = node.args[0]  # text.split(".")[0]
+    if not (
+        isinstance(part, ast.Subscript)
+        and isinstance(part.slice, ast.Constant)
+        and part.slice.value == 0
+        and isinstance(split := part.value, ast.Call)
+        and isinstance(split.func, ast.Attribute)
+        and split.func.attr == "split"
+        and len(split.args) == 1
+        and isinstance(split.args[0], ast.Constant)
+        and split.args[0].value == "."
+    ):
+        return None
+    text = names.version_of(split.func.value)
+    return text.package if isinstance(text, InstalledVersion) and not text.parsed else None
 
 
 def _major_window(package: str, operator: str, major: object) -> Window | None:

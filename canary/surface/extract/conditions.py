@@ -342,7 +342,9 @@ class Conditions(Values):
         window = guards.version_window(test, self, positive=positive)
         return guards.EVERY_RELEASE if window is None else window
 
-    def _version_fact(self, value: ast.expr) -> guards.InstalledVersion | guards.VersionGate | None:
+    def _version_fact(
+        self, value: ast.expr
+    ) -> guards.InstalledVersion | guards.InstalledMajor | guards.VersionGate | None:
         return guards.version_fact(value, self)
 
     def version_parser(self, func: ast.expr) -> str | None:
@@ -359,13 +361,15 @@ class Conditions(Values):
 
     def version_of(
         self, node: ast.expr
-    ) -> guards.InstalledVersion | guards.VersionGate | str | None:
+    ) -> guards.InstalledVersion | guards.InstalledMajor | guards.VersionGate | str | None:
         """What :mod:`canary.surface.guards` asks of a name or call (:class:`guards.Names`):
         a version fact bound to it, an upstream package's installed version, or a literal
         string."""
         if isinstance(node, ast.Name):
             value = self.scope.value(node.id)
-            if isinstance(value, (guards.InstalledVersion, guards.VersionGate)):
+            if isinstance(
+                value, (guards.InstalledVersion, guards.InstalledMajor, guards.VersionGate)
+            ):
                 return value
         if isinstance(node, ast.Call):
             if self._callee(node) == Stdlib("importlib.metadata.version") and len(node.args) == 1:
@@ -544,6 +548,10 @@ class Conditions(Values):
     def _handled_import(self, node: ast.AST) -> str:
         position = (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
         return self.handled.get(position, "")
+
+
+# what a name may be bound to that version tests read
+_VERSION_FACTS = (guards.InstalledVersion, guards.InstalledMajor, guards.VersionGate)
 
 
 def _tested_for_none(test: ast.expr, *, positive: bool) -> ast.expr | None:
