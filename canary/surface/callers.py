@@ -36,11 +36,8 @@ already did.
 
 from __future__ import annotations
 
-import ast
 import enum
-import io
 import re
-import tokenize
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
@@ -50,6 +47,7 @@ from canary.surface.importers import Context, Sited, copies
 MAX_CONTEXTS = 16  # more ways in than this: left as it is
 
 Function = tuple[str, str]  # (dotted module, name) of a module-level function
+Prose = Callable[[str, int, int], bool]  # (path, line, byte column) in a comment or docstring
 
 
 class Role(str, enum.Enum):
@@ -100,11 +98,13 @@ def carry(
     mentions: Iterable[Mention],
     module_of: Mapping[str, str],
     text: Callable[[str], bytes],
+    prose: Prose = lambda path, line, column: False,
 ) -> list[U]:
     """``uses`` with each one inside a private function the project reaches only under
     conditions copied once per place that names it (``module_of``: each project file's
-    dotted module; ``text``: a project file's bytes)."""
-    ways = _Ways(mentions, module_of, text)
+    dotted module; ``text``: a project file's bytes; ``prose``: whether a place in a file
+    is in a comment or a docstring)."""
+    ways = _Ways(mentions, module_of, text, prose)
     carried: list[U] = []
     for use in uses:
         module = module_of.get(use.path)
@@ -121,7 +121,9 @@ class _Ways:
         mentions: Iterable[Mention],
         module_of: Mapping[str, str],
         text: Callable[[str], bytes],
+        prose: Prose,
     ) -> None:
+        self.prose = prose
         self.by_function: dict[Function, list[Mention]] = {}
         self.spots: dict[str, set[tuple[str, int, int]]] = {}  # name -> every recorded place
         for mention in mentions:
@@ -135,7 +137,6 @@ class _Ways:
         self._contexts: dict[Function, tuple[Context, ...] | None] = {}
         self._accounted: dict[str, bool] = {}
         self._words: dict[str, frozenset[bytes]] | None = None  # path -> its ``_`` words
-        self._prose: dict[str, dict[int, int]] = {}  # path -> where prose starts, per line
 
     def contexts(
         self, function: Function, seen: frozenset[Function] = frozenset()
@@ -203,7 +204,7 @@ class _Ways:
                 if (path, line, column) in spots:
                     continue
                 lines = lines if lines is not None else source.splitlines()
-                if self._in_prose(path, source, line, column):
+                if self.prose(path, line, column):
                     continue
                 if not _undecorated_definition(lines, line - 1, word):
                     accounted = False
@@ -212,40 +213,6 @@ class _Ways:
                 break
         self._accounted[name] = accounted
         return accounted
-
-    def _in_prose(self, path: str, source: bytes, line: int, column: int) -> bool:
-        """Whether the occurrence lies in a comment or a docstring: prose, no way in (a
-        string used as data, ``getattr(m, "_f")``, may be one)."""
-        if path not in self._prose:
-            self._prose[path] = _prose(source)
-        return column >= self._prose[path].get(line, len(source))
-
-
-def _prose(source: bytes) -> dict[int, int]:
-    """Where a file's prose starts on each line that has some (a docstring's, a comment's),
-    in bytes as the scan counts them; a file that does not parse has none."""
-    try:
-        tree = ast.parse(source)
-        tokens = list(tokenize.tokenize(io.BytesIO(source).readline))
-    except (SyntaxError, tokenize.TokenError, ValueError):
-        return {}
-    found: dict[int, int] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-            first = node.body[0] if node.body else None
-            if (
-                isinstance(first, ast.Expr)
-                and isinstance(first.value, ast.Constant)
-                and isinstance(first.value.value, str)
-            ):
-                found[first.lineno] = first.col_offset
-                found.update(dict.fromkeys(range(first.lineno + 1, (first.end_lineno or 0) + 1), 0))
-    for token in tokens:
-        if token.type == tokenize.COMMENT:
-            row, column = token.start
-            column = len(token.line[:column].encode())
-            found[row] = min(found.get(row, column), column)
-    return found
 
 
 def private(name: str) -> bool:

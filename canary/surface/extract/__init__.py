@@ -164,7 +164,7 @@ def survey(
         uses.extend(project.registered_anchors(registry))
     uses.extend(project.drain_applied())
     skipped |= project.skipped
-    uses = callers.carry(uses, walked.mentions, project.module_of, project.text)
+    uses = callers.carry(uses, walked.mentions, project.module_of, project.text, project.in_prose)
     uses = importers.reach(
         uses,
         walked.loads,

@@ -117,6 +117,7 @@ class Project:
             if "." in name:
                 self.children.setdefault(name.rpartition(".")[0], []).append(name)
         self._trees: dict[str, ast.Module] = {}
+        self._module_docstring: dict[str, tuple[int, int]] = {}  # path -> its lines
         self._exports: dict[str, Exports] = {}
         self._summaries: dict[int, tuple[Value | None, tuple[str, ...]]] = {}
         self._helper_calls: dict[tuple, versiontests.Outcome | None] = {}
@@ -256,6 +257,50 @@ class Project:
                 statements = split_module(text, path, self._definition_node)
             self._bodies[path] = statements if statements is not None else self.tree(path).body
         return self._bodies[path]
+
+    def in_prose(self, path: str, line: int, column: int) -> bool:
+        """Whether a place in a file (``column`` in bytes) is prose: a comment (outside every
+        expression of the statement it is in, or between statements) or a docstring. Only
+        the one top-level statement around it is parsed, when the walk has not already; a
+        definition's own line is never prose (its name is there)."""
+        statement = self._statement_at(path, line)
+        if statement is None:
+            return True  # between top-level statements: a comment or a blank line
+        node = statement.node if isinstance(statement, Definition) else statement
+        docstrings = set()
+        for child in ast.walk(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                if child.lineno == line:
+                    return False
+                first = child.body[0] if child.body else None
+                if isinstance(first, ast.Expr) and _is_text(first.value):
+                    docstrings.add(id(first.value))
+        if path not in self._module_docstring:
+            self._module_docstring[path] = _docstring_span(self.body(path))
+        low, high = self._module_docstring[path]
+        if low <= line <= high:
+            return True
+        for child in ast.walk(node):
+            if isinstance(child, (ast.expr, ast.alias)) and _covers(child, line, column):
+                return id(child) in docstrings
+        return True
+
+    def _statement_at(self, path: str, line: int) -> Statement | None:
+        for statement in self.body(path):
+            if isinstance(statement, Definition):
+                first = statement.first_line
+                last = first + len(statement.text.splitlines()) - 1
+            else:
+                first = min(
+                    [
+                        statement.lineno,
+                        *(d.lineno for d in getattr(statement, "decorator_list", ())),
+                    ]
+                )
+                last = statement.end_lineno or statement.lineno
+            if first <= line <= last:
+                return statement
+        return None
 
     def _definition_node(self, path: str, definition: Definition) -> ast.stmt:
         """A cut that does not parse on its own: the file's own parse decides (and names
@@ -712,3 +757,22 @@ _SOURCE_ROOTS = frozenset({"src", "lib"})
 
 # Top-level folders that are no project's name.
 _GENERIC_FOLDERS = frozenset({"src", "lib", "tests", "test", "docs", "examples", "scripts"})
+
+
+def _is_text(node: ast.expr) -> bool:
+    return isinstance(node, ast.Constant) and isinstance(node.value, str)
+
+
+def _covers(node: ast.expr | ast.alias, line: int, column: int) -> bool:
+    """Whether ``node``'s span holds the place (``column`` in bytes, as ``ast`` counts)."""
+    start = (node.lineno, node.col_offset)
+    end = (node.end_lineno or node.lineno, node.end_col_offset or 0)
+    return start <= (line, column) < end
+
+
+def _docstring_span(body: list[Statement]) -> tuple[int, int]:
+    """The lines of a module's docstring ((0, -1): none)."""
+    first = body[0] if body else None
+    if isinstance(first, ast.Expr) and _is_text(first.value):
+        return first.lineno, first.end_lineno or first.lineno
+    return 0, -1
