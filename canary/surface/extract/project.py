@@ -291,12 +291,8 @@ class Project:
                 first = statement.first_line
                 last = first + len(statement.text.splitlines()) - 1
             else:
-                first = min(
-                    [
-                        statement.lineno,
-                        *(d.lineno for d in getattr(statement, "decorator_list", ())),
-                    ]
-                )
+                decorators = getattr(statement, "decorator_list", ())
+                first = min([statement.lineno, *(d.lineno for d in decorators)])
                 last = statement.end_lineno or statement.lineno
             if first <= line <= last:
                 return statement
