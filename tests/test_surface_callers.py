@@ -111,6 +111,8 @@ def test_a_public_helper_its_module_exports_still_takes_its_callers_conditions(t
         ((HELPER, V5, "def run():\n    _convert()\n"), None),  # one place under no condition
         ((HELPER, V5, "NAMES = ['_convert']\n"), None),  # named in a string
         ((HELPER, V5, "def run():\n    __all__ = ['_convert']\n"), None),  # not the module's
+        # a comment inside an expression is not told from it: as if code
+        ((HELPER, V5, "x = max(1,  # _convert\n    2)\n"), None),
         ((HELPER, V5, "def run():\n    if flag():\n        _convert()\n"), None),  # not walked
         ((HELPER, V5), {"proj/o.py": "from proj.m import _convert as convert\n"}),  # renamed
         ((HELPER, V5), {"proj/o.py": "import proj.m\ndef run():\n    proj.m._convert()\n"}),
