@@ -43,6 +43,12 @@ def test_a_helper_called_only_past_a_presence_test_requires_what_it_tested(tmp_p
     assert "transformers.conversion_mapping.register" in site.requires
 
 
+def test_a_helper_called_only_where_a_presence_test_failed_lacks_what_it_tested(tmp_path):
+    absent = PRESENT.replace("if not hasattr", "if hasattr")
+    (site,) = sites(tmp_path, HELPER, absent)
+    assert site.lacks == ("transformers.conversion_mapping.register",)
+
+
 def test_a_helper_of_a_helper_takes_the_outer_callers_window(tmp_path):
     # the middle helper names upstream itself, so the walk reads it (and where it names
     # _convert); one that names nothing upstream is skipped, and leaves _convert as it was

@@ -78,10 +78,18 @@ class Mention:
     requires: tuple[str, ...] = ()
     undecided: str = ""
     fallback_of: tuple[str, ...] = ()
+    lacks: tuple[str, ...] = ()
 
     @property
     def context(self) -> Context:
-        return Context(self.versions, self.after, self.requires, self.undecided, self.fallback_of)
+        return Context(
+            self.versions,
+            self.after,
+            self.requires,
+            self.undecided,
+            self.fallback_of,
+            lacks=self.lacks,
+        )
 
 
 class Within(Sited, Protocol):

@@ -72,6 +72,7 @@ class Load:
     # its ImportError is taken by its try's handler (the module's own failing imports break
     # nothing there): why ("": it propagates)
     handled: str = ""
+    lacks: tuple[str, ...] = ()  # upstream things a test before it found absent
 
     @property
     def context(self) -> Context:
@@ -84,6 +85,7 @@ class Load:
             f"{self.module} is imported at {self.path}:{self.line}, where {self.handled}"
             if self.handled
             else "",
+            self.lacks,
         )
 
 
@@ -98,6 +100,7 @@ class Context:
     fallback_of: tuple[str, ...] = ()
     # where the module's import raises ImportError, a handler takes its place: why
     handled: str = ""
+    lacks: tuple[str, ...] = ()  # where one of these is there, it does not run
 
     @property
     def none(self) -> bool:
@@ -114,6 +117,7 @@ class Context:
             self.fallback_of or other.fallback_of,
             # an import at a module's level raises through every import of that module
             self.handled or other.handled,
+            tuple(sorted({*self.lacks, *other.lacks})),
         )
 
 
@@ -129,6 +133,7 @@ class Sited(Protocol):
     undecided: str
     fallback_of: tuple[str, ...]
     handled: str
+    lacks: tuple[str, ...]
 
 
 U = TypeVar("U", bound=Sited)
@@ -163,7 +168,9 @@ def copies(use: U, found: Sequence[Context] | None) -> list[U]:
     import raises when called: neither reaches that handler)."""
     if not found:
         return [use]
-    own = Context(use.versions, use.after, use.requires, use.undecided, use.fallback_of)
+    own = Context(
+        use.versions, use.after, use.requires, use.undecided, use.fallback_of, lacks=use.lacks
+    )
     raises_through = use.scope == 0 and use.kind is Kind.IMPORT
     result = []
     for context in found:
@@ -177,6 +184,7 @@ def copies(use: U, found: Sequence[Context] | None) -> list[U]:
                 undecided=both.undecided,
                 fallback_of=both.fallback_of,
                 handled=use.handled or (context.handled if raises_through else ""),
+                lacks=both.lacks,
             )
         )
     return result

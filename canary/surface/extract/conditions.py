@@ -520,7 +520,7 @@ class Conditions(Values):
                 undecided=self.undecided,
                 fallback_of=bound.fallback_of,
                 requires=self._required(target, presence=presence),
-                lacks=tuple(sorted(p[1:] for p in self.present if p.startswith("-"))),
+                lacks=self._lacked(),
                 spot=spot,
                 partners=partners,
                 read_from=read_from,
@@ -530,6 +530,10 @@ class Conditions(Values):
                 handled=self._handled_import(node) if kind is Kind.IMPORT else "",
             )
         )
+
+    def _lacked(self) -> tuple[str, ...]:
+        """The upstream things a test before here found absent."""
+        return tuple(sorted(p[1:] for p in self.present if p.startswith("-")))
 
     def _required(self, target: str, *, presence: bool) -> tuple[str, ...]:
         """The upstream things found present before this use that it lies in (``x.y``

@@ -741,6 +741,7 @@ class Walker(Anchoring):
                     fallback_of=bound.fallback_of,
                     undecided=self.undecided,
                     handled=self._handled_import(node),
+                    lacks=self._lacked(),
                 )
             )
 
@@ -779,6 +780,7 @@ class Walker(Anchoring):
                 requires=tuple(sorted(p[1:] for p in self.present if p.startswith("+"))),
                 undecided=self.undecided,
                 fallback_of=bound.fallback_of,
+                lacks=self._lacked(),
             )
         )
 
