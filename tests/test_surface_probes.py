@@ -50,6 +50,33 @@ def test_a_probe_gating_an_if_block_requires_its_import(tmp_path):
     assert requires(tmp_path, PROBE, gated) == (CONFIG,)
 
 
+GETTER = (
+    "def available():\n"
+    "    try:\n"
+    "        from transformers import Mistral4Config\n"
+    "        return Mistral4Config\n"
+    "    except ImportError:\n"
+    "        return\n"
+)
+
+
+def test_a_getter_returning_what_it_imported_is_a_probe(tmp_path):
+    # mlflow's _try_import_conversational_pipeline: the class, or None
+    assert requires(tmp_path, GETTER) == (CONFIG,)
+
+
+@pytest.mark.parametrize("test", ["cls := available()", "available()", "available() and flag"])
+def test_a_function_returning_only_behind_a_probe_is_a_probe_too(tmp_path, test):
+    # mlflow's `if cp := _try_import_pipeline(): return isinstance(p, cp)`, then False
+    behind = f"def behind(flag=True):\n    if {test}:\n        return 1\n    return False\n"
+    gated = behind + "def run():\n    if behind():\n        Mistral4Config.x = 1\n"
+    assert requires(tmp_path, GETTER, USE + gated, f"{CONFIG}.x") == (CONFIG,)
+    # another way to succeed after it: no probe
+    loose = behind.replace("    return False\n", "    return True\n")
+    gated = loose + "def run():\n    if behind():\n        Mistral4Config.x = 1\n"
+    assert requires(tmp_path, GETTER, USE + gated, f"{CONFIG}.x") == ()
+
+
 def test_a_hasattr_return_requires_the_import_and_the_attribute(tmp_path):
     gated = GATED.replace(USE, "from transformers.core import Loader\n    Loader.convert(1)\n")
     assert requires(tmp_path, HASATTR, gated, "transformers.core.Loader.convert") == (
@@ -132,8 +159,9 @@ def test_a_probe_checks_each_name_of_a_literal_loop_and_may_bind_its_own_names(t
         "    return True\n"
     )
     gated = GATED.replace(USE, "from transformers.core import Saver\n")
-    # a site requires what it lies in: Saver, checked by the loop past the binding
+    # a site requires all the probe found: Saver, checked by the loop past the binding
     assert requires(tmp_path, probe, gated, "transformers.core.Saver") == (
         "transformers.core",
+        "transformers.core.Loader",
         "transformers.core.Saver",
     )

@@ -9,7 +9,8 @@ Its body is read strictly, statement by statement at its top level: a docstring;
 blocks of upstream imports whose every handler fails; ``if not hasattr(x, "n"): <fail>``
 (requires ``x.n``); any other ``if`` with no ``else`` whose body fails, or a ``for`` of such
 ``if`` blocks (they only add ways to fail); and a final success (``return True``/``return
-hasattr(x, "n")``; ``return None`` or the end of the body). A block fails by one failure
+hasattr(x, "n")``, or a name the ``try`` imported: mlflow's ``_try_import_conversational_pipeline``
+returns the class; ``return None`` or the end of the body). A block fails by one failure
 ``return`` or a ``raise``. Anything else, a success past nothing included, makes it no probe
 (None).
 """
@@ -20,10 +21,12 @@ import ast
 import enum
 from collections.abc import Callable
 
-# The upstream targets a try body imports when it does nothing else, () otherwise; and the
-# upstream path a module-level name stands for, None if it stands for none.
+# The upstream targets a try body imports when it does nothing else, () otherwise; the
+# upstream path a module-level name stands for, None if it stands for none; and what a test
+# being true says is there (a call of another probe).
 ImportsOnly = Callable[[list[ast.stmt]], tuple[str, ...]]
 UpstreamOf = Callable[[ast.expr], str | None]
+Tested = Callable[[ast.expr], frozenset[str]]
 
 
 class Success(str, enum.Enum):
@@ -41,9 +44,10 @@ def requirements(
     imports_only: ImportsOnly,
     upstream_of: UpstreamOf,
     success: Success = Success.TRUTHY,
+    tested: Tested = lambda test: frozenset(),
 ) -> frozenset[str] | None:
     """The upstream targets ``node`` requires for returning ``success``; None: no probe."""
-    return _Reader(imports_only, upstream_of, success).read(node)
+    return _Reader(imports_only, upstream_of, success, tested).read(node)
 
 
 def worth_reading(node: ast.FunctionDef | ast.AsyncFunctionDef, success: Success) -> bool:
@@ -59,8 +63,11 @@ def worth_reading(node: ast.FunctionDef | ast.AsyncFunctionDef, success: Success
         if isinstance(last, ast.Try) and last.body:
             last = last.body[-1]
         value = last.value if isinstance(last, ast.Return) else None
-        return (isinstance(value, ast.Constant) and value.value is True) or (
-            isinstance(value, ast.Call) and getattr(value.func, "id", None) == "hasattr"
+        return (
+            (isinstance(value, ast.Constant) and value.value is True)
+            or (isinstance(value, ast.Call) and getattr(value.func, "id", None) == "hasattr")
+            or isinstance(value, ast.Name)  # a getter: what its try imported
+            or (_fails([body[-1]], success) and any(_returns_under_if(s) for s in body))
         )
     last = body[-1]
     if isinstance(last, ast.Return) and not (
@@ -71,6 +78,17 @@ def worth_reading(node: ast.FunctionDef | ast.AsyncFunctionDef, success: Success
     return any(_a_reason(v) for v in returns) and all(
         v is None or _a_reason(v) or (isinstance(v, ast.Constant) and v.value is None)
         for v in returns
+    )
+
+
+def _returns_under_if(statement: ast.stmt) -> bool:
+    """``if <test>: return <value>``, no ``else``: a success behind a test."""
+    return (
+        isinstance(statement, ast.If)
+        and not statement.orelse
+        and len(statement.body) == 1
+        and isinstance(statement.body[0], ast.Return)
+        and statement.body[0].value is not None
     )
 
 
@@ -89,10 +107,13 @@ def _own_nodes(node: ast.AST) -> list[ast.AST]:
 class _Reader:
     """Reads one function's body as a probe, statement by statement."""
 
-    def __init__(self, imports_only: ImportsOnly, upstream_of: UpstreamOf, success: Success):
+    def __init__(
+        self, imports_only: ImportsOnly, upstream_of: UpstreamOf, success: Success, tested: Tested
+    ):
         self.imports_only = imports_only
         self.upstream_of = upstream_of
         self.success = success
+        self.tested = tested
         self.required: set[str] = set()
         self.local: dict[str, str] = {}  # a name a try body imported: the target it stands for
 
@@ -104,11 +125,26 @@ class _Reader:
             last = index == len(body) - 1
             if last and isinstance(statement, ast.Return):
                 return frozenset(self.required) if self.succeeds(statement) else None
+            if (gated := self.gated_success(statement)) is not None:
+                # mlflow's `if cp := _try_import_pipeline(): return isinstance(p, cp)`, then
+                # `return False`: a truthy value comes only from behind the test
+                rest = body[index + 1 :]
+                failing = bool(rest) and all(_fails([s], self.success) for s in rest)
+                return frozenset(self.required | gated) if failing else None
             done = self.statement(statement, last=last)
             if done is not None:
                 return frozenset(self.required) if done else None
         # the end of the body returns None: success for a reason probe
         return frozenset(self.required) if self.success is Success.NONE else None
+
+    def gated_success(self, statement: ast.stmt) -> frozenset[str] | None:
+        """What ``if <test>: return <value>`` (no ``else``) requires where it returns, for a
+        truthy probe: what its test being true says is there (another probe called);
+        None: not that form, or a test that says nothing."""
+        if self.success is not Success.TRUTHY or not _returns_under_if(statement):
+            return None
+        required = self.tested(statement.test)  # type: ignore[attr-defined]
+        return required or None
 
     def statement(self, statement: ast.stmt, *, last: bool) -> bool | None:
         """Read one statement: None to go on, or whether the function is a probe."""
@@ -178,6 +214,8 @@ class _Reader:
             return value is None or (isinstance(value, ast.Constant) and value.value is None)
         if isinstance(value, ast.Constant) and value.value is True:
             return True
+        if isinstance(value, ast.Name) and value.id in self.local:
+            return True  # what the try imported: an object, truthy where the import worked
         target = None if value is None else self.hasattr_target(value)
         if target is not None:
             self.required.add(target)

@@ -27,7 +27,6 @@ from canary.surface.model import (
     Kind,
     Match,
     ReadFrom,
-    model_alternatives,
 )
 from canary.surface.texts import Literals, elements
 
@@ -409,6 +408,8 @@ class Conditions(Values):
         return found
 
     def _present_in(self, test: ast.expr, *, positive: bool) -> frozenset[str]:
+        if isinstance(test, ast.NamedExpr):  # `if cp := probe():` tests what it binds
+            return self._present_in(test.value, positive=positive)
         if isinstance(test, ast.Name):
             bound = self.scope.value(test.id)
             if isinstance(bound, Presence):  # if added: ... (added = not hasattr(...))
@@ -536,15 +537,11 @@ class Conditions(Values):
         return tuple(sorted(p[1:] for p in self.present if p.startswith("-")))
 
     def _required(self, target: str, *, presence: bool) -> tuple[str, ...]:
-        """The upstream things found present before this use that it lies in (``x.y``
-        for ``x.y.f``), and the model packages a model-type test asked for (one of them);
-        a presence test requires what it tests."""
-        found = {
-            p[1:]
-            for p in self.present
-            if p.startswith("+")
-            and (target == p[1:] or target.startswith(f"{p[1:]}.") or model_alternatives(p[1:]))
-        }
+        """The upstream things found present before this use (``x.y`` for ``x.y.f``, or
+        anything else a test found: mlflow's ``elif _is_conversational_pipeline(p):`` before
+        ``transformers.Conversation()``), and the model packages a model-type test asked for
+        (one of them); a presence test requires what it tests."""
+        found = {p[1:] for p in self.present if p.startswith("+")}
         if presence:
             found.add(target)
         return tuple(sorted(found))

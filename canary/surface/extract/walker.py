@@ -260,7 +260,15 @@ class Walker(Anchoring):
         self.module_scope = self.scope = Scope(
             exports.names, exports.values, conditions=exports.conditions
         )
-        return probes.requirements(function.node, self._imports_only, self.upstream_path, success)
+        return probes.requirements(
+            function.node,
+            self._imports_only,
+            self.upstream_path,
+            success,
+            lambda test: frozenset(
+                p[1:] for p in self._present(test, positive=True) if p.startswith("+")
+            ),
+        )
 
     def summarise(self, function: ProjectFunction) -> tuple[Value | None, tuple[str, ...]]:
         exports = self.project.exports(self.module)
