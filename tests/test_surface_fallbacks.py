@@ -160,6 +160,33 @@ def test_a_none_read_only_where_tested_or_caught_handles_the_miss(tmp_path, afte
 
 
 @pytest.mark.parametrize(
+    ("after", "handles"),
+    [
+        # nemo: `if not FLASH or f is None: return ...`, then f(...)
+        (
+            "def use():\n    if LlamaFlashAttention2 is None:\n        return 0\n"
+            "    return LlamaFlashAttention2()\n",
+            True,
+        ),
+        (
+            "def use():\n    x = LlamaFlashAttention2() if LlamaFlashAttention2 is not None"
+            " else 0\n",
+            True,
+        ),
+        ("def use():\n    assert LlamaFlashAttention2 is not None\n", False),
+        ("def use():\n    if LlamaFlashAttention2 is None:\n        raise ValueError\n", False),
+        (
+            "def use():\n    if LlamaFlashAttention2 is None:\n        x = 1\n"
+            "    return LlamaFlashAttention2()\n",
+            False,
+        ),  # the block goes on
+    ],
+)
+def test_a_none_after_an_early_exit_or_in_a_conditional_is_tested(tmp_path, after, handles):
+    assert bool(handled(tmp_path, fallback("LlamaFlashAttention2 = None", after))) is handles
+
+
+@pytest.mark.parametrize(
     ("after", "others"),
     [
         ("def make():\n    return LlamaFlashAttention2()\n", ()),  # None(): TypeError
@@ -261,8 +288,13 @@ def test_a_handler_that_gives_a_name_of_the_body_another_object_takes_its_place(
     source = f"LlamaFlashAttention2 = object\ntry:\n    {IMPORT}\n    {body}\n"
     replaced = source + "except ImportError:\n    Kwargs = dict\n" + READ
     assert "keeps the value line 1 gave it" in handled(tmp_path, replaced)
-    flagged = source + "except ImportError:\n    Kwargs = None\n" + READ
+    flagged = source + "except ImportError:\n    Kwargs = False\n" + READ
     assert handled(tmp_path, flagged) == ""  # a constant is a flag a later test reads
+    # None: judged by its reads, as the import's own None is (nemo's _flash_attention_forward)
+    nothing = source + "except ImportError:\n    Kwargs = None\n" + READ
+    assert "keeps the value line 1 gave it" in handled(tmp_path, nothing)
+    raising = nothing + "def check():\n    if Kwargs is None:\n        raise ImportError('x')\n"
+    assert handled(tmp_path, raising) == ""
 
 
 FLAGGED = f"HAS = False\ntry:\n    {IMPORT}\n    HAS = True\nexcept Exception:\n    pass\n"

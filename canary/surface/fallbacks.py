@@ -73,14 +73,20 @@ def _set_to(statement: ast.stmt, value: bool) -> str | None:
 
 
 def _flags(node: ast.Try, kept_from_before: Callable[[str], bool]) -> list[str]:
-    """The names the body sets to ``True`` after its imports that every handler catching
-    ImportError sets to ``False``, or leaves with the value it had before the ``try``."""
+    """The names the body sets to ``True`` after its imports (in a block of it too: nemo's
+    ``if is_flash_attn_2_available(): ...; FLASH_ATTN_AVAILABLE = True``) that every handler
+    catching ImportError sets to ``False``, or leaves with the value it had before the
+    ``try``."""
     after_imports, candidates = False, set()
     for statement in node.body:
         if isinstance(statement, (ast.Import, ast.ImportFrom)):
             after_imports = True
-        elif after_imports and (name := _set_to(statement, True)) is not None:
-            candidates.add(name)
+        elif after_imports:
+            candidates.update(
+                name
+                for inner in _shallow([statement])
+                if isinstance(inner, ast.stmt) and (name := _set_to(inner, True)) is not None
+            )
     handlers = [h for h in node.handlers if catches_import_error(h)]
     return [
         name
@@ -373,10 +379,12 @@ def _signals(body: Sequence[ast.stmt], own: set[str], body_names: set[str]) -> b
 
 
 def _replaces_body_name(statement: ast.stmt, body_names: set[str]) -> bool:
-    """``name = value`` for names the ``try`` body binds, ``value`` no constant."""
+    """``name = value`` for names the ``try`` body binds, ``value`` no constant but
+    ``None`` (a missing object, judged as the import's own ``None`` fallbacks are: nemo's
+    ``_flash_attention_forward = None``, read under ``is None``)."""
     return (
         isinstance(statement, ast.Assign)
-        and not isinstance(statement.value, ast.Constant)
+        and (not isinstance(statement.value, ast.Constant) or statement.value.value is None)
         and all(isinstance(t, ast.Name) and t.id in body_names for t in statement.targets)
     )
 
@@ -521,15 +529,14 @@ def _reads_harmless(  # noqa: PLR0911 - one return per form of block
 ) -> bool:
     if isinstance(node, ast.Name):
         return node.id != name or not isinstance(node.ctx, ast.Load) or gated
-    if isinstance(node, ast.If):
-        tested = any(n.id == name for n in guards.names_not_none(node.test))
-        if tested and module_level and _binds(node.body):
-            return False
-        return (
-            _reads_harmless(node.test, name, gated=gated or tested, module_level=module_level)
-            and _all_harmless(node.body, name, gated=gated or tested, module_level=module_level)
-            and _all_harmless(node.orelse, name, gated=gated, module_level=module_level)
-        )
+    if isinstance(node, ast.Assert) and any(
+        isinstance(n, ast.Name) and n.id == name for n in ast.walk(node.test)
+    ):
+        return False  # `assert name is not None`: the None raises
+    if _tests_none(node, name):
+        return True  # `name is None`, `not name`: asking is no use of a None
+    if isinstance(node, (ast.If, ast.IfExp)):
+        return _branches_harmless(node, name, gated=gated, module_level=module_level)
     if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
         for value in node.values:
             if not _reads_harmless(value, name, gated=gated, module_level=module_level):
@@ -556,6 +563,50 @@ def _reads_harmless(  # noqa: PLR0911 - one return per form of block
     return _all_harmless(ast.iter_child_nodes(node), name, gated=gated, module_level=inner)
 
 
+def _branches_harmless(
+    node: ast.If | ast.IfExp, name: str, *, gated: bool, module_level: bool
+) -> bool:
+    """A test of the name gates the branch where it says the name is not None; the other
+    branch, where it may be None, must not raise (``if name is None: raise ...``)."""
+    tested = any(n.id == name for n in guards.names_not_none(node.test))
+    if isinstance(node, ast.IfExp):
+        return (
+            _reads_harmless(node.test, name, gated=gated or tested, module_level=module_level)
+            and _reads_harmless(node.body, name, gated=gated or tested, module_level=module_level)
+            and _reads_harmless(node.orelse, name, gated=gated, module_level=module_level)
+        )
+    if tested and module_level and _binds(node.body):
+        return False
+    untested = any(n.id == name for n in guards.names_not_none(node.test, positive=False))
+    if (untested and _raises(node.body)) or (tested and _raises(node.orelse)):
+        return False
+    return (
+        _reads_harmless(node.test, name, gated=gated or tested, module_level=module_level)
+        and _all_harmless(node.body, name, gated=gated or tested, module_level=module_level)
+        and _all_harmless(node.orelse, name, gated=gated, module_level=module_level)
+    )
+
+
+def _raises(body: Sequence[ast.stmt]) -> bool:
+    """The block holds a ``raise`` of its own (not one of a function it defines)."""
+    return any(isinstance(node, ast.Raise) for node in _shallow(list(body)))
+
+
+def _tests_none(node: ast.AST, name: str) -> bool:
+    """``name is None`` / ``name is not None`` / ``not name``: a question a None answers."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return isinstance(node.operand, ast.Name) and node.operand.id == name
+    return (
+        isinstance(node, ast.Compare)
+        and len(node.ops) == 1
+        and isinstance(node.ops[0], (ast.Is, ast.IsNot))
+        and isinstance(node.left, ast.Name)
+        and node.left.id == name
+        and isinstance(node.comparators[0], ast.Constant)
+        and node.comparators[0].value is None
+    )
+
+
 def _annotation_harmless(annotation: ast.expr, name: str) -> bool:
     """A None read as a type hint is one (``def f(m: X)``, ``List[Tuple[str, X]]``), except
     joined with ``|`` (``None | int`` raises)."""
@@ -567,7 +618,20 @@ def _annotation_harmless(annotation: ast.expr, name: str) -> bool:
 
 
 def _all_harmless(nodes: Iterable[ast.AST], name: str, *, gated: bool, module_level: bool) -> bool:
-    return all(_reads_harmless(n, name, gated=gated, module_level=module_level) for n in nodes)
+    """Each node's reads harmless, in order: past ``if name is None: return`` (a block that
+    always leaves, where the test failing says the name is not None) the rest is gated
+    (nemo's ``if not FLASH or _flash_attention_forward is None: return ...``)."""
+    for node in nodes:
+        if not _reads_harmless(node, name, gated=gated, module_level=module_level):
+            return False
+        if (
+            isinstance(node, ast.If)
+            and not node.orelse
+            and guards.exits(node.body)
+            and any(n.id == name for n in guards.names_not_none(node.test, positive=False))
+        ):
+            gated = True
+    return True
 
 
 def _catches_none(handler: ast.ExceptHandler) -> bool:
