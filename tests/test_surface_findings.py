@@ -258,8 +258,12 @@ def test_a_reexport_bound_only_where_upstream_lacks_the_name_adds_it():
     assert held(MODELING_UTILS, resolved(NO_INIT, "oomm", alias)) == {PATCHED: RELEASES[2:]}
     # an unknown where it runs may have had it: it may have applied
     assert held(MODELING_UTILS, resolved(NO_INIT, "mumm", alias)) == {PATCHED: ("5.1.0", "5.2.0")}
-    # upstream's object under another name redirects it: a patch, dead where the name is gone
+    # upstream's object under another name: where a test keeps it off the releases that have
+    # the name, it redirects no read of upstream's (the name is gone wherever it binds)
     redirect = binding(window=">=5.0.0", aliases="transformers.initialization.skip_init")
+    assert held(MODELING_UTILS, resolved(NO_INIT, "ommm", redirect)) == {PATCHED: ()}
+    # unguarded, it redirected the name where upstream had it, and stopped applying
+    redirect = binding(aliases="transformers.initialization.skip_init")
     assert held(MODELING_UTILS, resolved(NO_INIT, "ommm", redirect)) == {PATCHED: RELEASES[1:]}
     # liger: `modeling_qwen2_vl.CrossEntropyLoss = LigerCrossEntropyLoss` past a floor test
     # the name's last release fails: its own code where upstream dropped the name, a dead

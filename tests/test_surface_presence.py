@@ -56,6 +56,23 @@ def test_the_other_branch_of_a_presence_test_runs_only_where_it_is_absent(tmp_pa
     assert lacks(tmp_path, body, TARGET) == {()}
 
 
+def test_a_test_of_a_name_the_project_puts_back_is_resolved_for_what_it_gates(tmp_path):
+    # helical: `if not hasattr(g, "Greedy"): g.Greedy = g.Generate; g.Sample = g.Generate`
+    body = (
+        "def patch():\n    if not hasattr(PreTrainedModel, 'Greedy'):\n"
+        "        PreTrainedModel.Greedy = PreTrainedModel.Generate\n"
+        "        PreTrainedModel.Sample = PreTrainedModel.Generate\n"
+    )
+    head = "from transformers.modeling_utils import PreTrainedModel\n"
+    refs = project_surface(tmp_path, {"proj/__init__.py": "", "proj/m.py": head + body})
+    kinds = {(r.target.rpartition(".")[2], r.kind) for r in refs}
+    # the put-back name is the project's own as a binding, but its test is resolved
+    assert ("Greedy", Kind.ATTRIBUTE) in kinds
+    assert ("Greedy", Kind.PATCH) not in kinds
+    (sample,) = [r for r in refs if r.target.endswith(".Sample")]
+    assert sample.sites[0].lacks == (f"{MODEL}.Greedy",)
+
+
 def test_an_original_kept_from_the_own_namespace_is_a_presence_test(tmp_path):
     body = (
         "def patch():\n"

@@ -61,8 +61,11 @@ Three narrowings, each exactly as wide as its reason:
   the others, or ``Z.n`` is missing there: reading it raises first), it is a compat
   re-export: it adds the name and puts no code of the project's in upstream's way, and on
   no release the project supports did it redirect a name upstream had, so nothing stops
-  applying. A binding of a dunder (``trl.__all__ = [...]``) is read by the interpreter
-  itself, whatever upstream defines: it takes effect on every release. A binding of the
+  applying. So is upstream's object under another name (``X.a = X.b``) where no binding
+  runs on a release that has ``X.a`` (a test keeps it off them): upstream reads no ``X.a``
+  where it binds, so it redirects nothing. A binding of a dunder (``trl.__all__ =
+  [...]``) is read by the interpreter itself, whatever upstream defines: it takes effect on
+  every release. A binding of the
   project's own code under another name there, never read back, is still held: a patch
   of a name upstream dropped (before the project's floor, or before the oldest release
   checked) silently does nothing on every release it runs on.
@@ -573,7 +576,10 @@ def _added(
         why = f"{mine} is the project's own: it binds it there, and no release checked has it"
     elif (
         _replaces(reference)
-        and all(_reexports(reference, site) for site in reference.sites)
+        and (
+            all(_reexports(reference, site) for site in reference.sites)
+            or _alias_where_absent(item, runs)
+        )
         and all(
             outcome is Outcome.MISSING
             for version, outcome in item.outcomes.items()
@@ -583,8 +589,9 @@ def _added(
     ):
         mine = reference.target
         why = (
-            "a compat re-export: it puts upstream's own object back under its old name, which "
-            "upstream lacks on every release of the range where it binds: it replaces nothing"
+            "a compat re-export: it puts upstream's own object under a name upstream lacks on "
+            "every release of the range where it binds (and has where it does not): it "
+            "replaces nothing"
         )
     elif _replaces(reference) and _dunder(reference.target.rpartition(".")[2]):
         mine = reference.target
@@ -635,6 +642,22 @@ def _read_back(
             if t in patches
         )
     }
+
+
+def _alias_where_absent(item: Resolved, runs: Runs) -> bool:
+    """Every site binds upstream's own object under another name (``X.a = X.b``), and on no
+    release that has ``X.a`` does one run: a test keeps the binding off wherever upstream
+    has the name (helical's ``if not hasattr(generation, "GreedySearch..."):
+    generation.SampleDecoderOnlyOutput = GenerateDecoderOnlyOutput``, for a third party
+    still importing the old name). Where it binds, upstream has no ``X.a`` to read, so it
+    redirects nothing: it serves the readers that are not upstream, as a re-export does."""
+    reference = item.reference
+    there = [v for v, outcome in item.outcomes.items() if outcome is Outcome.OK]
+    return (
+        bool(there)
+        and all(site.aliases for site in reference.sites)
+        and not any(runs(reference, site, v) for v in there for site in reference.sites)
+    )
 
 
 def _owner_missing(reference: Reference, known: Outcomes) -> set[str]:

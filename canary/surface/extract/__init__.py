@@ -99,7 +99,7 @@ from canary.gcpause import no_collections
 from canary.surface import callers, importers
 from canary.surface.config import SourceRegistry
 from canary.surface.extract.project import Project
-from canary.surface.extract.uses import Use, is_own, merge, own_targets
+from canary.surface.extract.uses import Use, backfilled, is_own, merge, own_targets
 from canary.surface.extract.walker import Walker
 from canary.surface.model import Reference
 
@@ -174,7 +174,13 @@ def survey(
         walked=paths,
     )
     own = own_targets(uses, project.own_tokens, tuple(own_attributes))
-    references = merge(use for use in uses if not is_own(use, own))
+    # a presence test of a name the project puts back where it is absent still decides where
+    # the code another test gates runs: resolved, where another site's conditions name it
+    asked = {t for use in uses for t in (*use.requires, *use.lacks) if t != use.target}
+    tested = backfilled(uses, own) & asked
+    references = merge(
+        use for use in uses if not is_own(use, own) or (use.presence and use.target in tested)
+    )
     counts = Counter(why for why, _, _ in skipped)
     return Survey(references, dict(sorted(counts.items())))
 

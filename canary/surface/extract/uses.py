@@ -69,6 +69,23 @@ def own_targets(
     return frozenset(own)
 
 
+def backfilled(uses: list[Use], own: frozenset[str]) -> frozenset[str]:
+    """The project's own targets that are public names it binds only where a test found them
+    absent (helical's ``if not hasattr(g, "GreedySearchDecoderOnlyOutput"): g.Greedy... =
+    ...``): a name of upstream's API put back, which upstream has on other releases. A test
+    of such a name still says something of the release, for the code it gates."""
+    sets: dict[str, list[Use]] = {}
+    for use in uses:
+        if use.kind is Kind.PATCH and use.replaces and use.target in own:
+            sets.setdefault(use.target, []).append(use)
+    return frozenset(
+        target
+        for target, assigned in sets.items()
+        if not target.rpartition(".")[2].startswith("_")
+        and all(s.unset and not s.stash and not s.constant for s in assigned)
+    )
+
+
 def _named_own(name: str, tokens: frozenset[str], patterns: tuple[str, ...]) -> bool:
     """A private name that carries the project's name (``_unsloth_patched``), or one the
     configuration lists. Public names are left alone: upstream has ``use_liger_kernel``."""
