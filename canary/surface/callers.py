@@ -82,14 +82,7 @@ class Mention:
 
     @property
     def context(self) -> Context:
-        return Context(
-            self.versions,
-            self.after,
-            self.requires,
-            self.undecided,
-            self.fallback_of,
-            lacks=self.lacks,
-        )
+        return Context.of(self)
 
 
 class Within(Sited, Protocol):

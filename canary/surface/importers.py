@@ -76,17 +76,10 @@ class Load:
 
     @property
     def context(self) -> Context:
-        return Context(
-            self.versions,
-            self.after,
-            self.requires,
-            self.undecided,
-            self.fallback_of,
-            f"{self.module} is imported at {self.path}:{self.line}, where {self.handled}"
-            if self.handled
-            else "",
-            self.lacks,
-        )
+        if not self.handled:
+            return Context.of(self)
+        where = f"{self.module} is imported at {self.path}:{self.line}, where {self.handled}"
+        return replace(Context.of(self), handled=where)
 
 
 @dataclass(frozen=True)
@@ -101,6 +94,19 @@ class Context:
     # where the module's import raises ImportError, a handler takes its place: why
     handled: str = ""
     lacks: tuple[str, ...] = ()  # where one of these is there, it does not run
+
+    @classmethod
+    def of(cls, place: Conditioned) -> Context:
+        """The conditions ``place`` (a site, an import, a place naming a function) runs
+        under, as recorded there."""
+        return cls(
+            place.versions,
+            place.after,
+            place.requires,
+            place.undecided,
+            place.fallback_of,
+            lacks=place.lacks,
+        )
 
     @property
     def none(self) -> bool:
@@ -121,19 +127,24 @@ class Context:
         )
 
 
-class Sited(Protocol):
-    """A site of a use, as extraction records it."""
+class Conditioned(Protocol):
+    """A place in the project's code with the conditions it runs under."""
 
-    kind: Kind
-    path: str
-    scope: int
     versions: tuple[tuple[str, str], ...]
     after: tuple[str, ...]
     requires: tuple[str, ...]
     undecided: str
     fallback_of: tuple[str, ...]
-    handled: str
     lacks: tuple[str, ...]
+
+
+class Sited(Conditioned, Protocol):
+    """A site of a use, as extraction records it."""
+
+    kind: Kind
+    path: str
+    scope: int
+    handled: str
 
 
 U = TypeVar("U", bound=Sited)
@@ -168,9 +179,7 @@ def copies(use: U, found: Sequence[Context] | None) -> list[U]:
     import raises when called: neither reaches that handler)."""
     if not found:
         return [use]
-    own = Context(
-        use.versions, use.after, use.requires, use.undecided, use.fallback_of, lacks=use.lacks
-    )
+    own = Context.of(use)
     raises_through = use.scope == 0 and use.kind is Kind.IMPORT
     result = []
     for context in found:

@@ -532,6 +532,10 @@ class Conditions(Values):
             )
         )
 
+    def _found(self) -> tuple[str, ...]:
+        """The upstream things a test before here found there."""
+        return tuple(sorted(p[1:] for p in self.present if p.startswith("+")))
+
     def _lacked(self) -> tuple[str, ...]:
         """The upstream things a test before here found absent."""
         return tuple(sorted(p[1:] for p in self.present if p.startswith("-")))
@@ -541,10 +545,7 @@ class Conditions(Values):
         anything else a test found: mlflow's ``elif _is_conversational_pipeline(p):`` before
         ``transformers.Conversation()``), and the model packages a model-type test asked for
         (one of them); a presence test requires what it tests."""
-        found = {p[1:] for p in self.present if p.startswith("+")}
-        if presence:
-            found.add(target)
-        return tuple(sorted(found))
+        return tuple(sorted({*self._found(), target})) if presence else self._found()
 
     def _handled_import(self, node: ast.AST) -> str:
         position = (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))

@@ -735,7 +735,7 @@ class Walker(Anchoring):
         if not modules:
             return
         bound = self._bound_at(node)
-        requires = tuple(sorted(p[1:] for p in self.present if p.startswith("+")))
+        requires = self._found()
         for module in sorted(modules):
             self.loads.append(
                 importers.Load(
@@ -785,7 +785,7 @@ class Walker(Anchoring):
                 within=self.within,
                 versions=bound.window.specifiers(),
                 after=tuple(sorted(self.imported)),
-                requires=tuple(sorted(p[1:] for p in self.present if p.startswith("+"))),
+                requires=self._found(),
                 undecided=self.undecided,
                 fallback_of=bound.fallback_of,
                 lacks=self._lacked(),
