@@ -117,7 +117,6 @@ class Project:
             if "." in name:
                 self.children.setdefault(name.rpartition(".")[0], []).append(name)
         self._trees: dict[str, ast.Module] = {}
-        self._module_docstring: dict[str, tuple[int, int]] = {}  # path -> its lines
         self._exports: dict[str, Exports] = {}
         self._summaries: dict[int, tuple[Value | None, tuple[str, ...]]] = {}
         self._helper_calls: dict[tuple, versiontests.Outcome | None] = {}
@@ -267,21 +266,16 @@ class Project:
         if statement is None:
             return True  # between top-level statements: a comment or a blank line
         node = statement.node if isinstance(statement, Definition) else statement
-        docstrings = set()
+        # the module's docstring is its first statement; a definition's, the first of its
+        # body, met before it (``ast.walk`` goes down a level at a time)
+        docstrings = {id(node.value)} if statement is self.body(path)[0] and _said(node) else set()
         for child in ast.walk(node):
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 if child.lineno == line:
                     return False
-                first = child.body[0] if child.body else None
-                if isinstance(first, ast.Expr) and _is_text(first.value):
-                    docstrings.add(id(first.value))
-        if path not in self._module_docstring:
-            self._module_docstring[path] = _docstring_span(self.body(path))
-        low, high = self._module_docstring[path]
-        if low <= line <= high:
-            return True
-        for child in ast.walk(node):
-            if isinstance(child, (ast.expr, ast.alias)) and _covers(child, line, column):
+                if child.body and _said(child.body[0]):
+                    docstrings.add(id(child.body[0].value))  # type: ignore[attr-defined]
+            elif isinstance(child, (ast.expr, ast.alias)) and _covers(child, line, column):
                 return id(child) in docstrings
         return True
 
@@ -755,8 +749,13 @@ _SOURCE_ROOTS = frozenset({"src", "lib"})
 _GENERIC_FOLDERS = frozenset({"src", "lib", "tests", "test", "docs", "examples", "scripts"})
 
 
-def _is_text(node: ast.expr) -> bool:
-    return isinstance(node, ast.Constant) and isinstance(node.value, str)
+def _said(statement: ast.AST) -> bool:
+    """A statement that is a string alone: a docstring where it comes first."""
+    return (
+        isinstance(statement, ast.Expr)
+        and isinstance(statement.value, ast.Constant)
+        and isinstance(statement.value.value, str)
+    )
 
 
 def _covers(node: ast.expr | ast.alias, line: int, column: int) -> bool:
@@ -764,11 +763,3 @@ def _covers(node: ast.expr | ast.alias, line: int, column: int) -> bool:
     start = (node.lineno, node.col_offset)
     end = (node.end_lineno or node.lineno, node.end_col_offset or 0)
     return start <= (line, column) < end
-
-
-def _docstring_span(body: list[Statement]) -> tuple[int, int]:
-    """The lines of a module's docstring ((0, -1): none)."""
-    first = body[0] if body else None
-    if isinstance(first, ast.Expr) and _is_text(first.value):
-        return first.lineno, first.end_lineno or first.lineno
-    return 0, -1
