@@ -186,6 +186,18 @@ def test_a_finding_whose_site_a_test_canary_cannot_evaluate_decides_is_possible(
     assert finding.confidence == "proven"
 
 
+def test_a_handled_import_beside_an_undecided_site_leaves_the_finding_possible(tmp_path):
+    # auto-round's disable_moe_conversion_mapping beside its try/except ImportError imports
+    undecided = Site("maybe/patch.py", 4, undecided="convert() is public")
+    handled = Site("maybe/other.py", 9, guarded=True, handled="its ImportError is handled")
+    maybe = Surface(
+        Target("maybe", "1", {"toy": ">=1"}),
+        (Reference("toy", LOSS, Kind.IMPORT, (undecided, handled)),),
+    )
+    (finding,) = check(tmp_path, [maybe]).findings
+    assert (finding.confidence, finding.possible) == ("possible", "convert() is public")
+
+
 def test_update_baseline_needs_the_file_to_write(capsys):
     assert cli.main(["surface", "proj", "--update-baseline"]) == 2
     assert "--update-baseline needs --baseline FILE" in capsys.readouterr().err

@@ -719,11 +719,14 @@ def _prefixes(target: str) -> Iterator[str]:
 
 
 def _undecided(finding: Finding, runs: Runs) -> str:
-    """Why a miss is only possible: every site that runs on its releases sits where a
-    test canary cannot evaluate decides whether it runs ("": some site certainly runs)."""
+    """Why a miss is only possible: every site that runs on its releases and may break
+    there (its import's failure is not handled) sits where a test canary cannot evaluate
+    decides whether it runs ("": some such site certainly runs)."""
     reference = finding.reference
     running = [
-        site for site in reference.sites if any(runs(reference, site, v) for v in finding.new)
+        site
+        for site in reference.sites
+        if not site.handled and any(runs(reference, site, v) for v in finding.new)
     ]
     if running and all(site.undecided for site in running):
         return running[0].undecided
