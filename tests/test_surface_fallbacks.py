@@ -51,6 +51,10 @@ def test_a_handler_that_gives_the_name_another_value_handles_the_miss(tmp_path, 
         ("return {}", True),  # unsloth's VLMS: the second spelling, or leave
         ("LlamaFlashAttention2 = object", True),
         ("pass", False),  # the name may stay unbound
+        # backpropagate's ORPOConfig: raises only where the second spelling fails too,
+        # a miss of that import's own, found at its site
+        ("raise RuntimeError('upgrade trl') from None", True),
+        ("LlamaFlashAttention2 = object\n            raise", True),
     ],
 )
 def test_a_handler_that_tries_a_second_spelling_handles_the_miss(tmp_path, inner, handles):
@@ -61,6 +65,12 @@ def test_a_handler_that_tries_a_second_spelling_handles_the_miss(tmp_path, inner
         f"            {inner}\n    return LlamaFlashAttention2\n"
     )
     assert bool(handled(tmp_path, source)) is handles
+
+
+def test_a_second_try_that_raises_after_more_than_imports_does_not_handle_it(tmp_path):
+    # its handler may run where the second import is there: the call failed
+    handler = "try:\n        LlamaFlashAttention2 = load()\n    except Exception:\n        raise"
+    assert handled(tmp_path, fallback(handler, READ)) == ""
 
 
 def test_a_handler_that_leaves_silently_handles_the_miss(tmp_path):

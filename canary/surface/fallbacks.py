@@ -454,10 +454,16 @@ def _given(body: Sequence[ast.stmt]) -> Iterator[tuple[str, bool]]:
 def _given_by_try(statement: ast.Try) -> Iterator[tuple[str, bool]]:
     """The names a nested ``try`` binds wherever what follows it runs: its body binds them
     (its last statement reached means every one ran), and each handler either binds them
-    too or leaves (``return``/``continue``/``break``: nothing after it runs)."""
+    too or leaves (``return``/``continue``/``break``: nothing after it runs). A handler of
+    a body of imports alone that raises runs only where one of those imports failed: a
+    miss of that second spelling's own, found at its site (backpropagate's ``from
+    trl.experimental.orpo import ORPOConfig``, raising where neither spelling is there)."""
     found = dict(_given(statement.body))
+    imports_only = all(isinstance(s, (ast.Import, ast.ImportFrom)) for s in statement.body)
     for handler in statement.handlers:
         if guards.exits(handler.body, silently=True):
+            continue
+        if imports_only and handler.body and isinstance(handler.body[-1], ast.Raise):
             continue
         given = dict(_given(handler.body))
         found = {n: none or given[n] for n, none in found.items() if n in given}
