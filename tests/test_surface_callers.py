@@ -51,7 +51,7 @@ def test_a_helper_called_only_where_a_presence_test_failed_lacks_what_it_tested(
 
 def test_a_helper_of_a_helper_takes_the_outer_callers_window(tmp_path):
     # the middle helper names upstream itself, so the walk reads it (and where it names
-    # _convert); one that names nothing upstream is skipped, and leaves _convert as it was
+    # _convert); one that names only _convert is walked too (below)
     middle = "import transformers\ndef _middle():\n    transformers.logging\n    _convert()\n"
     assert [
         s.versions for s in sites(tmp_path, HELPER, middle, V5.replace("_convert", "_middle"))
@@ -72,6 +72,21 @@ def test_a_helper_registered_as_a_callback_under_a_test_takes_it(tmp_path):
 def test_a_helper_imported_by_another_module_takes_that_modules_conditions(tmp_path):
     other = "from proj.m import _convert\n" + V5
     assert [s.versions for s in sites(tmp_path, HELPER, extra={"proj/o.py": other})] == [WINDOW]
+
+
+def test_a_caller_naming_nothing_upstream_itself_is_walked_for_its_conditions(tmp_path):
+    # grimoire-rl: _register() is called only past a model-type test, in a function whose
+    # own text names nothing upstream
+    caller = (
+        "TYPES = ('deepseek_v4',)\n"
+        "def enable(model):\n"
+        "    config = getattr(model, 'config', None)\n"
+        "    if getattr(config, 'model_type', None) not in TYPES:\n"
+        "        return False\n"
+        "    _convert()\n"
+    )
+    (site,) = sites(tmp_path, HELPER, caller)
+    assert site.requires == ("transformers.models.deepseek_v4",)
 
 
 def test_recursion_is_no_way_in(tmp_path):
@@ -119,7 +134,8 @@ def test_a_public_helper_its_module_exports_still_takes_its_callers_conditions(t
         ((HELPER, V5, "def run():\n    __all__ = ['_convert']\n"), None),  # not the module's
         # a comment inside an expression is not told from it: as if code
         ((HELPER, V5, "x = max(1,  # _convert\n    2)\n"), None),
-        ((HELPER, V5, "def run():\n    if flag():\n        _convert()\n"), None),  # not walked
+        # a test canary cannot read, in a caller naming nothing upstream but _convert
+        ((HELPER, V5, "def run():\n    if flag():\n        _convert()\n"), None),
         ((HELPER, V5), {"proj/o.py": "from proj.m import _convert as convert\n"}),  # renamed
         ((HELPER, V5), {"proj/o.py": "import proj.m\ndef run():\n    proj.m._convert()\n"}),
         ((HELPER, "def _a():\n    _b()\n", "def _b():\n    _a()\n    _convert()\n"), None),  # cycle

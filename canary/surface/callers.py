@@ -22,7 +22,8 @@ in canary cannot see all of:
 
 - its name is a dunder (Python calls it), or it is decorated (a decorator may register it);
 - a place names it that the walk did not record with its conditions: in a string or a
-  comment, in a function extraction skipped (one that names nothing upstream itself), under
+  comment, in a function extraction skipped (one that names nothing upstream, nor a
+  function of its module that does), under
   another name (``import f as g``), as an attribute canary could not resolve; every
   occurrence of the name in the project's text must be its definition, an import that binds
   it as it is, its module's ``__all__`` (the public way in, kept above), prose (a comment or

@@ -87,12 +87,24 @@ class Walker(Anchoring):
 
     def _interesting(self) -> frozenset[str] | None:
         """The names a module-level function or class must mention to reference upstream
-        (None: any name may, under a ``from <upstream> import *``)."""
+        (None: any name may, under a ``from <upstream> import *``), and the module's own
+        functions that do: a function calling one is a way into it (:mod:`canary.surface.
+        callers`), recorded only where it is walked (grimoire-rl's ``_register()``, called
+        past a model-type test in a function naming nothing upstream itself). One step only:
+        the callers of such a caller are walked where they name upstream (each step costs a
+        walk of most of a large project's functions again)."""
         if self.upstream_stars:
             return None
-        return frozenset(
+        found = frozenset(
             {"__import__", "getsource", "import_module", *self._bound_upstream(self.module_scope)}
         )
+        functions = [
+            s
+            for s in self.project.body(self.path)
+            if isinstance(s, Definition) and s.kind == "def" and s.name in self.functions
+        ]
+        self.interesting = found
+        return found | {f.name for f in functions if not self._skippable(f)}
 
     def _bound_upstream(self, scope: Scope) -> Iterator[str]:
         """The names ``scope`` binds to something that may reach upstream: an upstream
