@@ -678,10 +678,25 @@ def test_a_backfill_under_a_name_bound_to_an_absence_test_is_the_projects_own(tm
                     new = getattr(cache_utils, "Cache", None)
                     if old is None and new is not None:
                         cache_utils.HybridCache = new
+                    # oxrl: a stub bound where the import of that one name failed
+                    try:
+                        from transformers.cache_utils import StaticCache
+                    except ImportError:
+                        class StaticCache:
+                            pass
+                        cache_utils.StaticCache = StaticCache
+                    # a handler of two imports runs where either fails: it may replace one
+                    try:
+                        from transformers.cache_utils import QuantizedCache, SinkCache
+                    except ImportError:
+                        cache_utils.QuantizedCache = type("Q", (), {})
                 """
         },
     )
-    assert targets(refs, Kind.PATCH) == {"transformers.cache_utils.OffloadedCache"}
+    assert targets(refs, Kind.PATCH) == {
+        "transformers.cache_utils.OffloadedCache",
+        "transformers.cache_utils.QuantizedCache",
+    }
 
 
 def test_only_the_targets_top_level_packages_name_its_own_attributes(tmp_path):

@@ -46,6 +46,15 @@ class Use:
     raises: bool = False  # an anchor the project raises without (a check): its miss breaks
     within: str = ""  # the module-level function it lies in ("": none; a method's is none)
 
+    @property
+    def backfills(self) -> bool:
+        """It runs only where its target is not there: under a test that it is not, or in
+        the ``except ImportError`` of an import of that one name (oxrl's ``try: from
+        transformers.utils import LossKwargs except ImportError: ...; _tu.LossKwargs =
+        LossKwargs``). A handler of several imports runs where any one fails: it may
+        replace the others."""
+        return self.unset or self.fallback_of == (self.target,)
+
 
 def own_targets(
     uses: list[Use], tokens: frozenset[str], patterns: tuple[str, ...]
@@ -64,7 +73,7 @@ def own_targets(
         owner = target.rpartition(".")[0]
         marker = owner in replaced and all(s.constant for s in assigned)
         stash = any(s.stash for s in assigned)
-        if marker or stash or all(s.unset for s in assigned):
+        if marker or stash or all(s.backfills for s in assigned):
             own.add(target)
     return frozenset(own)
 
@@ -82,7 +91,7 @@ def backfilled(uses: list[Use], own: frozenset[str]) -> frozenset[str]:
         target
         for target, assigned in sets.items()
         if not target.rpartition(".")[2].startswith("_")
-        and all(s.unset and not s.stash and not s.constant for s in assigned)
+        and all(s.backfills and not s.stash and not s.constant for s in assigned)
     )
 
 
