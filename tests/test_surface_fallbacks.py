@@ -238,6 +238,33 @@ except:
     assert bool(site.fallback_of) is fallback
 
 
+@pytest.mark.parametrize(
+    ("returned", "handler", "fallback"),
+    [
+        # soup-cli: the new home first; what follows the try is the old one
+        ("AutoModelForImageTextToText, True", "pass", True),
+        ("AutoModelForImageTextToText", "log.warning('old transformers')", True),
+        ("build(AutoModelForImageTextToText)", "pass", False),  # the call may raise too
+        ("AutoModelForImageTextToText", "return None", False),  # nothing follows there
+    ],
+)
+def test_what_follows_a_try_that_returns_what_it_imported_is_its_fallback(
+    tmp_path, returned, handler, fallback
+):
+    source = f"""def auto_class():
+    try:
+        from transformers import AutoModelForImageTextToText
+        return {returned}
+    except ImportError:
+        {handler}
+    from transformers import AutoModelForVision2Seq
+    return AutoModelForVision2Seq
+"""
+    refs = project_surface(tmp_path, {"proj/__init__.py": "", "proj/m.py": source})
+    (site,) = next(r for r in refs if r.target == "transformers.AutoModelForVision2Seq").sites
+    assert site.fallback_of == (("transformers.AutoModelForImageTextToText",) if fallback else ())
+
+
 RELEASES = ("4.47.0", "4.48.0", "5.0.0")
 PROJECT = Target("proj", "1.0", {"transformers": ">=4.47"})
 

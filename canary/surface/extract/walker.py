@@ -306,7 +306,14 @@ class Walker(Anchoring):
     def block(self, statements: list[ast.stmt]) -> None:
         # each statement narrows where the ones after it in this block run
         with self.restored(
-            "guarded", "present", "selected", "window", "undecided", "tested", "imported"
+            "guarded",
+            "present",
+            "selected",
+            "window",
+            "undecided",
+            "tested",
+            "imported",
+            "fallback_of",
         ):
             for node in statements:
                 self.statement(node)
@@ -337,6 +344,10 @@ class Walker(Anchoring):
                     ):
                         # except ImportError: return: what follows runs where they imported
                         self.present |= {f"+{target}" for target in imports}
+                    if not self.fallback_of and (tried := self._returned_from(node)):
+                        # try: import new; return new / except ImportError: pass: what
+                        # follows is the fallback, run only where one of them failed
+                        self.fallback_of = tried
                 if isinstance(node, ast.If) and guards.exits(node.body):
                     self.tested += self.anchor_branches(node).rest
                     self.undecided = self.undecided or self._undecided(node.test)
@@ -621,6 +632,24 @@ class Walker(Anchoring):
             if any(importers.loaded_by(b, n, self.project.modules) for b, n in bases):
                 return True
         return False
+
+    def _returned_from(self, node: ast.Try) -> tuple[str, ...]:
+        """The upstream imports of a ``try`` body that returns once they succeed, when every
+        handler catches their ImportError and goes on (soup-cli's ``try: from
+        trl.experimental.ppo import PPOTrainer; return PPOTrainer except ImportError:
+        pass``): what follows runs only where one of them failed. () otherwise."""
+        *imports, last = node.body
+        if (
+            not isinstance(last, ast.Return)
+            or node.orelse
+            or node.finalbody
+            or not node.handlers
+            or not all(fallbacks.catches_import_error(h) for h in node.handlers)
+            or any(guards.exits(h.body) for h in node.handlers)
+            or not all(isinstance(n, (ast.Name, ast.Constant)) for n in _returned(last))
+        ):
+            return ()
+        return self._imports_only(imports)
 
     def _imports_only(self, body: list[ast.stmt]) -> tuple[str, ...]:
         """The upstream targets a ``try`` body imports, when it does nothing else (only
@@ -1219,6 +1248,13 @@ def _named(value: ast.expr | None) -> bool:
     while isinstance(value, ast.Attribute):
         value = value.value
     return isinstance(value, ast.Name)
+
+
+def _returned(node: ast.Return) -> list[ast.expr]:
+    """What a ``return`` gives: its value, or a tuple's items (nothing for a bare one)."""
+    if node.value is None:
+        return []
+    return list(node.value.elts) if isinstance(node.value, ast.Tuple) else [node.value]
 
 
 def _defaults_to_none(lookup: ast.Call) -> bool:
