@@ -7,6 +7,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 import requests
@@ -467,16 +468,23 @@ def test_files_in_flight_stop_retrying_once_their_batch_failed(make, server: Loo
 
 def test_a_host_answering_5xx_on_every_file_is_called_down_after_one_round(make, server):
     hosts = HostHealth()
-    for path in ("pkg/__init__.py", "pkg/trainer.py", "pkg/other.py"):
+    paths = ("pkg/__init__.py", "pkg/trainer.py", "pkg/other.py", "pkg/more.py")
+    for path in paths:
         server.script(f"{ROOT}/{path}", [Status(503)] * 100)
     # The two files are fetched side by side: one may exhaust its retries first, or both
-    # may have failed once before either does, and the host is called down mid-round.
-    with pytest.raises(FetchError, match=r"gave up after 3 attempts|is not answering \(HTTP 503"):
-        make(retries=2, hosts=hosts).fetch(["pkg/__init__.py", "pkg/trainer.py"])
+    # may have failed once before either does, and the host is called down mid-round. On a
+    # loaded machine one may give up before the other was asked at all, and the batch
+    # stops there: a round on two other files then has a second file failing, whichever.
+    host = urlsplit(server.url).netloc
+    for batch in (paths[:2], paths[2:]):
+        with pytest.raises(FetchError, match=r"gave up after 3 attempts|is not answering"):
+            make(retries=2, hosts=hosts).fetch(list(batch))
+        if hosts.down_reason(host) is not None:
+            break
     first_round = server.hits()
     # Seven more cases, as in a run: each fails at once, saying why.
     for _ in range(7):
-        with pytest.raises(FetchError, match=r"is not answering \(HTTP 503 on 2 files"):
+        with pytest.raises(FetchError, match=r"is not answering \(HTTP 503 on [2-4] files"):
             make(retries=2, hosts=hosts).fetch(["pkg/trainer.py", "pkg/other.py"])
     assert server.hits() == first_round
 
