@@ -168,6 +168,55 @@ def test_the_false_side_of_such_a_flag_runs_where_its_import_failed(tmp_path, br
     assert [site.fallback_of for site in found.sites] == [(dtensor,)]
 
 
+REGISTRY = """\
+classes = {}
+try:
+    from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5DecoderLayer
+    HAS_QWEN3_5 = True
+    classes["qwen3_5"] = Qwen3_5DecoderLayer
+except ImportError:
+    HAS_QWEN3_5 = False
+"""
+LAYER = "transformers.models.qwen3_5.modeling_qwen3_5.Qwen3_5DecoderLayer"
+NORM = "from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5RMSNorm"
+
+
+@pytest.mark.parametrize(
+    ("registry", "user", "required"),
+    [
+        # speculators: `if "qwen3_5_text" in base_components.model_classes:`, another module
+        (REGISTRY, f"from proj import r\nif 'qwen3_5' in r.classes:\n    {NORM}\n", (LAYER,)),
+        (REGISTRY, f"from proj.r import classes\nif 'qwen3_5' in classes:\n    {NORM}\n", (LAYER,)),
+        (
+            REGISTRY,
+            f"from proj import r\ndef f():\n    if 'qwen3_5' not in r.classes:\n"
+            f"        return\n    {NORM}\n",
+            (LAYER,),
+        ),
+        (REGISTRY, f"from proj import r\nif r.HAS_QWEN3_5:\n    {NORM}\n", (LAYER,)),  # a flag
+        # a key something else sets too, or another key: no test of the import
+        (
+            REGISTRY + "classes['qwen3_5'] = None\n",
+            f"from proj import r\nif 'qwen3_5' in r.classes:\n    {NORM}\n",
+            (),
+        ),
+        (
+            REGISTRY + "classes.update(x=1)\n",
+            f"from proj import r\nif 'qwen3_5' in r.classes:\n    {NORM}\n",
+            (),
+        ),
+        (REGISTRY, f"from proj import r\nif 'llama' in r.classes:\n    {NORM}\n", ()),
+    ],
+)
+def test_a_key_a_try_sets_after_its_imports_is_a_presence_test_of_them(
+    tmp_path, registry, user, required
+):
+    files = {"proj/__init__.py": "", "proj/r.py": registry, "proj/u.py": user}
+    refs = project_surface(tmp_path, files)
+    found = next(r for r in refs if r.target.endswith("Qwen3_5RMSNorm"))
+    assert [site.requires for site in found.sites] == [required]
+
+
 MAPPING = "transformers.conversion_mapping.get_checkpoint_conversion_mapping"
 
 

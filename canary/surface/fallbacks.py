@@ -59,6 +59,38 @@ def presence_flag(node: ast.Try) -> str | None:
     return found[0] if len(found) == 1 else None
 
 
+def presence_keys(node: ast.Try) -> list[tuple[str, str]]:
+    """The ``(dict, key)`` pairs a ``try`` body sets after its imports (``REG["k"] = v``)
+    that no handler sets, every handler catching ImportError: each key is in the dict
+    where every import of the body succeeded (and nothing else sets it)."""
+    if not node.handlers or not all(catches_import_error(h) for h in node.handlers):
+        return []
+    after_imports = False
+    found = []
+    for statement in node.body:
+        if isinstance(statement, (ast.Import, ast.ImportFrom)):
+            after_imports = True
+        elif after_imports and (pair := set_key(statement)) is not None:
+            found.append(pair)
+    handled = {pair for h in node.handlers for s in ast.walk(h) if (pair := set_key(s)) is not None}
+    return [pair for pair in found if pair not in handled]
+
+
+def set_key(node: ast.AST) -> tuple[str, str] | None:
+    """``(R, k)`` of ``R["k"] = ...`` (a single target), else None."""
+    if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+        return None
+    target = node.targets[0]
+    if (
+        isinstance(target, ast.Subscript)
+        and isinstance(target.value, ast.Name)
+        and isinstance(target.slice, ast.Constant)
+        and isinstance(target.slice.value, str)
+    ):
+        return target.value.id, target.slice.value
+    return None
+
+
 def _set_to(statement: ast.stmt, value: bool) -> str | None:
     """The name ``statement`` binds to the constant ``value`` (``HAS_Y = True``), if any."""
     if (

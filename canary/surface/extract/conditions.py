@@ -12,8 +12,10 @@ from canary.surface.extract import syntax
 from canary.surface.extract.scopes import (
     VERSION_HELPER,
     Bound,
+    Keys,
     Presence,
     ProjectFunction,
+    ProjectModule,
     Scope,
     Stdlib,
     Upstream,
@@ -390,10 +392,41 @@ class Conditions(Values):
         is_transformers_dtensor_tp:``); (): it says no such thing."""
         while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             test, positive = test.operand, not positive
-        if positive or not isinstance(test, ast.Name):
+        flag, positive = self._flag(test, positive=positive)
+        if positive or flag is None:
             return ()
-        bound = self.scope.value(test.id)
-        return bound.failed if isinstance(bound, Presence) else ()
+        return flag.failed
+
+    def _flag(self, test: ast.expr, *, positive: bool) -> tuple[Presence | None, bool]:
+        """The presence test ``test`` reads, and whether it holds where ``test`` is
+        ``positive``: a name bound to one (``if HAS_Y:``, ``if mod.HAS_Y:``), or a key a
+        ``try`` sets after its imports tested for in its dict (``if "k" in REG:``, ``"k" not
+        in mod.REG``)."""
+        if isinstance(test, (ast.Name, ast.Attribute)):
+            bound = self._value_of(test)
+            return (bound if isinstance(bound, Presence) else None), positive
+        if (
+            isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], (ast.In, ast.NotIn))
+            and isinstance(test.left, ast.Constant)
+            and isinstance(test.left.value, str)
+        ):
+            keys = self._value_of(test.comparators[0])
+            flag = keys.presence(test.left.value) if isinstance(keys, Keys) else None
+            return flag, positive if isinstance(test.ops[0], ast.In) else not positive
+        return None, positive
+
+    def _value_of(self, node: ast.expr) -> object:
+        """The value known of a name here (``REG``), or of a module-level name of a project
+        module (``mod.REG``); None: none."""
+        if isinstance(node, ast.Name):
+            return self.scope.value(node.id)
+        if isinstance(node, ast.Attribute):
+            module = self.binding(node.value)
+            if isinstance(module, ProjectModule):
+                return self.project.exports(module.name).values.get(node.attr)
+        return None
 
     def _present(self, test: ast.expr, *, positive: bool) -> frozenset[str]:
         """What holds about upstream attributes where ``test`` is ``positive``: "+x.y" (it is
@@ -410,10 +443,9 @@ class Conditions(Values):
     def _present_in(self, test: ast.expr, *, positive: bool) -> frozenset[str]:
         if isinstance(test, ast.NamedExpr):  # `if cp := probe():` tests what it binds
             return self._present_in(test.value, positive=positive)
-        if isinstance(test, ast.Name):
-            bound = self.scope.value(test.id)
-            if isinstance(bound, Presence):  # if added: ... (added = not hasattr(...))
-                return bound.true if positive else bound.false
+        flag, holds = self._flag(test, positive=positive)
+        if flag is not None:  # if added: ... (added = not hasattr(...)); if "k" in REG:
+            return flag.true if holds else flag.false
         if (tested := _tested_for_none(test, positive=positive)) is not None:
             # reason is None / probe() is None: where a reason probe returned success
             if isinstance(tested, ast.Name):

@@ -96,6 +96,19 @@ class Presence:
     failed: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class Keys:
+    """A module-level dict some of whose string keys a ``try`` sets right after its upstream
+    imports, and nothing else sets (speculators' ``model_classes["qwen3_5_text"] = ...``):
+    each such key is in it exactly where those imports succeeded, as a flag set there is
+    true (``"qwen3_5_text" in model_classes`` is a presence test of them)."""
+
+    flags: tuple[tuple[str, Presence], ...]
+
+    def presence(self, key: str) -> Presence | None:
+        return next((flag for name, flag in self.flags if name == key), None)
+
+
 @dataclass
 class Scope:
     names: dict[str, Binding | None] = field(default_factory=dict)

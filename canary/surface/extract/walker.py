@@ -19,6 +19,7 @@ from canary.surface.extract.scopes import (
     STDLIB,
     UNBOUND,
     Bound,
+    Keys,
     Presence,
     ProjectFunction,
     ProjectModule,
@@ -553,6 +554,58 @@ class Walker(Anchoring):
             found = frozenset(f"+{target}" for target in imported)
             failed = tuple(sorted(imported))
             self.scope.values[flag] = Presence(found, frozenset(), failed)  # type: ignore[assignment]
+        if self.scope is self.module_scope and not self.function:
+            self._key_flags(node)
+
+    def _key_flags(self, node: ast.Try) -> None:
+        """Record the dict keys a module-level ``try`` sets after its upstream imports as
+        presence tests of them (:class:`Keys`), when nothing else in the module sets them."""
+        imported = self._upstream_imported(node.body)
+        if not imported:
+            return
+        found = frozenset(f"+{target}" for target in imported)
+        for registry, key in fallbacks.presence_keys(node):
+            if not self._only_set_in(node, registry, key):
+                continue
+            known = self.scope.values.get(registry)
+            flags = dict(known.flags) if isinstance(known, Keys) else {}
+            displayed = isinstance(known, Literals) and all(
+                isinstance(v, dict) for v in known.values
+            )  # REG = {}: a display the try body adds keys to, stale from then on
+            if known is not None and not isinstance(known, Keys) and not displayed:
+                continue  # a value of another kind: not a registry canary reads
+            flags[key] = Presence(found, frozenset(), tuple(sorted(imported)))
+            self.scope.values[registry] = Keys(tuple(sorted(flags.items())))  # type: ignore[assignment]
+
+    def _only_set_in(self, node: ast.Try, registry: str, key: str) -> bool:
+        """Nothing in the module but ``node`` puts ``key`` in ``registry``: no other
+        ``registry[key] = ...``, no ``update``/``setdefault``/``|=`` of it, and no display
+        naming the key bound to it."""
+        end = node.end_lineno or node.lineno
+        for statement in self.project.naming(self.path, registry):
+            for child in ast.walk(statement):
+                inside = node.lineno <= getattr(child, "lineno", 0) <= end
+                if fallbacks.set_key(child) == (registry, key) and not inside:
+                    return False
+                if isinstance(child, ast.AugAssign) and _names(child.target, registry):
+                    return False
+                if (
+                    isinstance(child, ast.Attribute)
+                    and _names(child.value, registry)
+                    and child.attr in ("update", "setdefault", "__setitem__")
+                ):
+                    return False
+                if (
+                    isinstance(child, ast.Assign)
+                    and any(_names(t, registry) for t in child.targets)
+                    and isinstance(child.value, ast.Dict)
+                    and any(
+                        (isinstance(k, ast.Constant) and k.value == key) or k is None
+                        for k in child.value.keys
+                    )
+                ):
+                    return False
+        return True
 
     def _never_taken(self, handler: ast.ExceptHandler, body: list[ast.stmt]) -> bool:
         """``except PackageNotFoundError`` around reads of upstream packages' installed
@@ -1248,6 +1301,10 @@ def _named(value: ast.expr | None) -> bool:
     while isinstance(value, ast.Attribute):
         value = value.value
     return isinstance(value, ast.Name)
+
+
+def _names(node: ast.expr, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
 
 
 def _returned(node: ast.Return) -> list[ast.expr]:
