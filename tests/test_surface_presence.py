@@ -206,12 +206,20 @@ NORM = "from transformers.models.qwen3_5.modeling_qwen3_5 import Qwen3_5RMSNorm"
             (),
         ),
         (REGISTRY, f"from proj import r\nif 'llama' in r.classes:\n    {NORM}\n", ()),
+        (  # another module sets the key through the module
+            REGISTRY,
+            f"from proj import r\nr.classes['qwen3_5'] = 2\n"
+            f"if 'qwen3_5' in r.classes:\n    {NORM}\n",
+            (),
+        ),
     ],
 )
 def test_a_key_a_try_sets_after_its_imports_is_a_presence_test_of_them(
     tmp_path, registry, user, required
 ):
     files = {"proj/__init__.py": "", "proj/r.py": registry, "proj/u.py": user}
+    # speculators: another registry of a longer name, set under the same key elsewhere
+    files["proj/mtp.py"] = "from proj import r\nmtp_classes = {}\nmtp_classes['qwen3_5'] = 1\n"
     refs = project_surface(tmp_path, files)
     found = next(r for r in refs if r.target.endswith("Qwen3_5RMSNorm"))
     assert [site.requires for site in found.sites] == [required]

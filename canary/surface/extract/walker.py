@@ -580,7 +580,14 @@ class Walker(Anchoring):
     def _only_set_in(self, node: ast.Try, registry: str, key: str) -> bool:
         """Nothing in the module but ``node`` puts ``key`` in ``registry``: no other
         ``registry[key] = ...``, no ``update``/``setdefault``/``|=`` of it, and no display
-        naming the key bound to it."""
+        naming the key bound to it; nor does another file (``mod.registry[key] = ...``)."""
+        name, spelled = re.escape(registry.encode()), re.escape(key.encode())
+        store = re.compile(
+            rb"(?<![\w])" + name + rb"\s*\[\s*[\"']" + spelled + rb"[\"']\s*\]\s*=(?!=)"
+        )
+        for other in self.project.files:
+            if other != self.path and store.search(self.project.text(other)):
+                return False
         end = node.end_lineno or node.lineno
         for statement in self.project.naming(self.path, registry):
             for child in ast.walk(statement):
