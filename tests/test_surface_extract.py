@@ -333,6 +333,33 @@ def test_a_binding_the_projects_own_method_bound_beside_it_reads_through_self(tm
     }
 
 
+def test_one_object_bound_under_one_name_on_two_owners_in_one_function_is_elsewhere(tmp_path):
+    refs = surface(
+        tmp_path,
+        {
+            "m.py": """\
+                import transformers
+                from transformers import conversion_mapping
+
+                def install(ar):
+                    conversion_mapping.get_mapping = ar
+                    transformers.modeling_utils.get_mapping = ar
+                    transformers.modeling_utils.other = ar  # another name
+
+                def elsewhere(ar):
+                    transformers.integrations.get_mapping = ar  # another function
+                """
+        },
+    )
+    found = {r.target: r.sites[0].elsewhere for r in refs if r.kind is Kind.PATCH}
+    assert found == {
+        "transformers.conversion_mapping.get_mapping": ("transformers.modeling_utils.get_mapping",),
+        "transformers.modeling_utils.get_mapping": ("transformers.conversion_mapping.get_mapping",),
+        "transformers.modeling_utils.other": (),
+        "transformers.integrations.get_mapping": (),
+    }
+
+
 def test_one_object_bound_to_two_names_of_one_owner_in_one_function_are_alternatives(tmp_path):
     refs = surface(
         tmp_path,

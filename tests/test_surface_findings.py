@@ -410,6 +410,19 @@ def test_a_dunder_binding_takes_effect_whatever_upstream_defines():
     assert held(MODELING_UTILS, read) == {"attribute transformers.__all__": RELEASES[1:]}
 
 
+def test_a_patch_whose_object_is_bound_under_its_name_on_an_owner_that_has_it_is_possible():
+    # auto-round: conversion_mapping.get_checkpoint_conversion_mapping = ar beside
+    # modeling_utils.get_checkpoint_conversion_mapping = ar, which 5.x no longer imports
+    home, importer = "transformers.conversion_mapping.f", "transformers.modeling_utils.f"
+    beside = replace(binding(), elsewhere=(home,))
+    (finding,) = findings([resolved(home, "mooo"), resolved(importer, "mmmm", beside)], PROJECT)
+    assert finding.possible.startswith(f"the project binds the same object as {home}")
+    assert not finding.fails
+    # where the other owner lacks the name too, the miss is the patch's alone
+    findings_ = findings([resolved(home, "moom"), resolved(importer, "mmmm", beside)], PROJECT)
+    assert [f.fails for f in findings_ if f.reference.target == importer] == [True]
+
+
 # --- alternatives of an anchor (Site.alternatives, canary.surface.anchortests) -----------
 
 FORWARD = "transformers.Trainer.compute_loss"

@@ -283,6 +283,7 @@ def findings(
             or _tested_anchor(finding, runs)
             or _never_had(item)
             or _below_floor(item, ranges[package])
+            or _bound_elsewhere(finding, runs, known)
         )
         finding = replace(finding, possible=possible, proof=_proof(finding, runs))
         found.append(finding)
@@ -731,6 +732,33 @@ def _undecided(finding: Finding, runs: Runs) -> str:
     if running and all(site.undecided for site in running):
         return running[0].undecided
     return ""
+
+
+def _bound_elsewhere(finding: Finding, runs: Runs, known: Outcomes) -> str:
+    """Why a patch's miss is only possible: on each of its releases, every site that runs
+    there binds the same object under the same name on another owner that has the name
+    there (auto-round's ``conversion_mapping.get_checkpoint_conversion_mapping`` beside
+    ``modeling_utils.``'s, which 5.x no longer imports). An owner that stopped binding a
+    name no longer reads it under that name; whether upstream now reads the other binding
+    (patched) or one the project never patched is not in the source of either ("": some
+    site misses alone)."""
+    reference = finding.reference
+    if reference.kind is not Kind.PATCH:
+        return ""
+    there = ""
+    for version in finding.new:
+        running = [s for s in reference.sites if runs(reference, s, version)]
+        bound = [
+            next((t for t in s.elsewhere if known.get(t, {}).get(version) is Outcome.OK), "")
+            for s in running
+        ]
+        if not running or not all(bound):
+            return ""
+        there = there or bound[0]
+    return (
+        f"the project binds the same object as {there}, which upstream has there: "
+        "upstream may read the name there"
+    )
 
 
 def _below_floor(item: Resolved, declared: SpecifierSet | None) -> str:

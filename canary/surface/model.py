@@ -11,7 +11,7 @@ a :class:`SurfaceResult` holds both and reads/writes the JSON other tools rely o
                      "guarded", "versions", "at_import", "undecided",
                      "fallback_of", "requires", "replaces", "aliases",
                      "alternatives", "after", "handled", "exports", "raises", "constant",
-                     "read_by", "lacks"}],
+                     "read_by", "lacks", "elsewhere"}],
                      "outcomes": {version: "ok" | "missing" | "unknown"}}]}
 """
 
@@ -139,6 +139,10 @@ class Site:
     # upstream things a test before it found absent (the ``else`` of ``hasattr``, ``x is
     # None`` of a ``getattr(..., None)``): where one is there, it does not run
     lacks: tuple[str, ...] = ()
+    # a PATCH site whose function binds the same object under the same name on other
+    # owners (``conversion_mapping.f = g; modeling_utils.f = g``): those targets. Where one
+    # of them is there, upstream may read the name there: this miss alone proves nothing
+    elsewhere: tuple[str, ...] = ()
 
     def runs_on(self, package: str, label: str) -> bool:
         """Whether the site can run on release ``label`` of ``package``: every bound of its
@@ -188,6 +192,7 @@ class Site:
             bool(data.get("constant", False)),
             tuple(str(t) for t in data.get("read_by") or ()),
             tuple(str(t) for t in data.get("lacks") or ()),
+            tuple(str(t) for t in data.get("elsewhere") or ()),
         )
 
 
@@ -206,6 +211,7 @@ _SAID_WHERE_SET = (
     "constant",
     "read_by",
     "lacks",
+    "elsewhere",
 )
 
 

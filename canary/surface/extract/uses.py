@@ -122,6 +122,7 @@ def is_own(use: Use, own: frozenset[str]) -> bool:
 def merge(uses: Iterable[Use]) -> tuple[Reference, ...]:
     uses = list(uses)
     alternatives = _alternatives(uses)
+    elsewhere = _elsewhere(uses)
     read_by = _read_by(uses)
     merged = merge_references(
         Reference(
@@ -148,6 +149,7 @@ def merge(uses: Iterable[Use]) -> tuple[Reference, ...]:
                     raises=use.kind is Kind.ANCHOR and use.raises,
                     constant=use.kind is Kind.PATCH and use.replaces and use.constant,
                     read_by=read_by.get(use, ()),
+                    elsewhere=elsewhere.get(use, ()),
                 ),
             ),
             use.anchor,
@@ -182,6 +184,30 @@ def _alternatives(uses: list[Use]) -> dict[Use, tuple[str, ...]]:
             if anchors:
                 found[use] = tuple(sorted(anchors))
     return found
+
+
+def _elsewhere(uses: list[Use]) -> dict[Use, tuple[str, ...]]:
+    """Each binding of ``X.n`` -> the other owners' ``Y.n`` its function binds the same
+    object to (auto-round's ``conversion_mapping.get_checkpoint_conversion_mapping =
+    ..._ar`` beside ``modeling_utils.get_checkpoint_conversion_mapping = ..._ar``)."""
+    owners: dict[tuple[str, int, str, str], set[str]] = {}
+    for use in uses:
+        if use.kind is Kind.PATCH and use.replaces and use.bound_object:
+            owners.setdefault(_one_name(use), set()).add(use.target)
+    return {
+        use: tuple(sorted(others))
+        for use in uses
+        if use.kind is Kind.PATCH
+        and use.replaces
+        and use.bound_object
+        and (others := owners[_one_name(use)] - {use.target})
+    }
+
+
+def _one_name(use: Use) -> tuple[str, int, str, str]:
+    """What makes bindings one name put on several owners: the file, the function, the
+    name bound, the object bound."""
+    return (use.path, use.scope, use.target.rpartition(".")[2], use.bound_object)
 
 
 def _read_by(uses: list[Use]) -> dict[Use, tuple[str, ...]]:
