@@ -69,18 +69,26 @@ def own_dict_lookup(node: ast.AST) -> tuple[ast.expr, ast.expr] | None:
     return None if owner is None else (owner, node.args[0])
 
 
+def builtin_call(node: ast.expr, name: str, arity: int) -> list[ast.expr] | None:
+    """The arguments of ``node`` when it calls the builtin ``name`` with ``arity``
+    positional arguments and no keyword (``hasattr(x, "y")``); None: it does not."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == name
+        and len(node.args) == arity
+        and not node.keywords
+    ):
+        return node.args
+    return None
+
+
 def _namespace_of(node: ast.expr) -> ast.expr | None:
     """``x`` of ``x.__dict__`` or ``vars(x)`` (None: neither)."""
     if isinstance(node, ast.Attribute) and node.attr == "__dict__":
         return node.value
-    if (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id == "vars"
-        and len(node.args) == 1
-        and not node.keywords
-    ):
-        return node.args[0]
+    if (args := builtin_call(node, "vars", 1)) is not None:
+        return args[0]
     return None
 
 
@@ -498,15 +506,10 @@ def _major(node: ast.expr, names: Names) -> str | None:
     if isinstance(node, ast.Name):
         fact = names.version_of(node)
         return fact.package if isinstance(fact, InstalledMajor) else None
-    if not (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id == "int"
-        and len(node.args) == 1
-        and not node.keywords
-    ):
+    args = builtin_call(node, "int", 1)
+    if args is None:
         return None
-    part = node.args[0]  # text.split(".")[0]
+    part = args[0]  # text.split(".")[0]
     if not (
         isinstance(part, ast.Subscript)
         and isinstance(part.slice, ast.Constant)

@@ -21,6 +21,8 @@ import ast
 import enum
 from collections.abc import Callable
 
+from canary.surface import guards
+
 # The upstream targets a try body imports when it does nothing else, () otherwise; the
 # upstream path a module-level name stands for, None if it stands for none; and what a test
 # being true says is there (a call of another probe).
@@ -222,18 +224,14 @@ class _Reader:
         return target is not None
 
     def hasattr_target(self, test: ast.expr) -> str | None:
-        if not (
-            isinstance(test, ast.Call)
-            and isinstance(test.func, ast.Name)
-            and test.func.id == "hasattr"
-            and len(test.args) == 2
-            and not test.keywords
-            and isinstance(test.args[1], ast.Constant)
-            and isinstance(test.args[1].value, str)
-        ):
+        args = guards.builtin_call(test, "hasattr", 2)
+        if args is None:
             return None
-        base = self.dotted(test.args[0])
-        return None if base is None else f"{base}.{test.args[1].value}"
+        obj, name = args
+        if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
+            return None
+        base = self.dotted(obj)
+        return None if base is None else f"{base}.{name.value}"
 
     def dotted(self, obj: ast.expr) -> str | None:
         """The upstream path ``obj`` names: through a name a try body imported, or one of
