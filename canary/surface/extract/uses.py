@@ -4,7 +4,7 @@ references: the project's own attributes left out, the rest merged per reference
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from canary.surface import anchortests
@@ -166,17 +166,10 @@ def _alternatives(uses: list[Use]) -> dict[Use, tuple[str, ...]]:
     applied at its partners' spots to the same source, as the walk found them; and each
     patch's: the other names of the same owner its function binds the same object to."""
     at: dict[tuple[str, str, anchortests.Spot], set[str]] = {}
-    names: dict[tuple[str, int, str, str], set[str]] = {}
     for use in uses:
         if use.kind is Kind.ANCHOR and use.anchor is not None:
             at.setdefault((use.path, use.target, use.spot), set()).add(use.anchor)
-        elif use.kind is Kind.PATCH and use.bound_object:
-            names.setdefault(_one_patch(use), set()).add(use.target)
-    found = {}
-    for use in uses:
-        patch = use.kind is Kind.PATCH and use.bound_object
-        if patch and (others := names[_one_patch(use)] - {use.target}):
-            found[use] = tuple(sorted(others))
+    found = _bound_beside(uses, _one_patch)
     for use in uses:
         if use.partners:
             anchors = set().union(*(at.get((use.path, use.target, p), ()) for p in use.partners))
@@ -190,17 +183,24 @@ def _elsewhere(uses: list[Use]) -> dict[Use, tuple[str, ...]]:
     """Each binding of ``X.n`` -> the other owners' ``Y.n`` its function binds the same
     object to (auto-round's ``conversion_mapping.get_checkpoint_conversion_mapping =
     ..._ar`` beside ``modeling_utils.get_checkpoint_conversion_mapping = ..._ar``)."""
-    owners: dict[tuple[str, int, str, str], set[str]] = {}
+    return _bound_beside(uses, _one_name)
+
+
+def _bound_beside(
+    uses: list[Use], group: Callable[[Use], tuple[str, int, str, str]]
+) -> dict[Use, tuple[str, ...]]:
+    """Each patch binding a named object -> the other targets of its ``group`` (a patch
+    binds a named object only where it binds the name: ``bound_object`` says so)."""
+    targets: dict[tuple[str, int, str, str], set[str]] = {}
     for use in uses:
-        if use.kind is Kind.PATCH and use.replaces and use.bound_object:
-            owners.setdefault(_one_name(use), set()).add(use.target)
+        if use.kind is Kind.PATCH and use.bound_object:
+            targets.setdefault(group(use), set()).add(use.target)
     return {
         use: tuple(sorted(others))
         for use in uses
         if use.kind is Kind.PATCH
-        and use.replaces
         and use.bound_object
-        and (others := owners[_one_name(use)] - {use.target})
+        and (others := targets[group(use)] - {use.target})
     }
 
 

@@ -84,28 +84,34 @@ class Walker(Anchoring):
             if isinstance(binding, ProjectFunction) and callers.carried(name)
         )
         self.interesting = self._interesting()
+        if self.interesting is not None:
+            self.interesting |= self._callers_way_in()
         self.block(self.project.body(self.path))
 
     def _interesting(self) -> frozenset[str] | None:
         """The names a module-level function or class must mention to reference upstream
-        (None: any name may, under a ``from <upstream> import *``), and the module's own
-        functions that do: a function calling one is a way into it (:mod:`canary.surface.
-        callers`), recorded only where it is walked (grimoire-rl's ``_register()``, called
-        past a model-type test in a function naming nothing upstream itself). One step only:
-        the callers of such a caller are walked where they name upstream (each step costs a
-        walk of most of a large project's functions again)."""
+        (None: any name may, under a ``from <upstream> import *``)."""
         if self.upstream_stars:
             return None
-        found = frozenset(
+        return frozenset(
             {"__import__", "getsource", "import_module", *self._bound_upstream(self.module_scope)}
         )
-        functions = [
-            s
+
+    def _callers_way_in(self) -> frozenset[str]:
+        """The module's own functions that reference upstream (not skippable by the names
+        :meth:`_interesting` found): a function calling one is a way into it
+        (:mod:`canary.surface.callers`), recorded only where it is walked (grimoire-rl's
+        ``_register()``, called past a model-type test in a function naming nothing upstream
+        itself). One step only: the callers of such a caller are walked where they name
+        upstream (each step costs a walk of most of a large project's functions again)."""
+        return frozenset(
+            s.name
             for s in self.project.body(self.path)
-            if isinstance(s, Definition) and s.kind == "def" and s.name in self.functions
-        ]
-        self.interesting = found
-        return found | {f.name for f in functions if not self._skippable(f)}
+            if isinstance(s, Definition)
+            and s.kind == "def"
+            and s.name in self.functions
+            and not self._skippable(s)
+        )
 
     def _bound_upstream(self, scope: Scope) -> Iterator[str]:
         """The names ``scope`` binds to something that may reach upstream: an upstream
@@ -548,22 +554,22 @@ class Walker(Anchoring):
                     self.body(handler.body, nested)
             self.body(node.orelse, nested)
         self.body(node.finalbody, nested)
-        flag = fallbacks.presence_flag(node)
-        if flag is not None and (imported := self._upstream_imported(node.body)):
-            # HAS_Y is true exactly where the body's imports all succeeded: a presence test
-            found = frozenset(f"+{target}" for target in imported)
-            failed = tuple(sorted(imported))
-            self.scope.values[flag] = Presence(found, frozenset(), failed)  # type: ignore[assignment]
-        if self.scope is self.module_scope and not self.function:
-            self._key_flags(node)
-
-    def _key_flags(self, node: ast.Try) -> None:
-        """Record the dict keys a module-level ``try`` sets after its upstream imports as
-        presence tests of them (:class:`Keys`), when nothing else in the module sets them."""
         imported = self._upstream_imported(node.body)
         if not imported:
             return
+        # what the body sets after its imports (HAS_Y = True, REG["k"] = ...) holds exactly
+        # where they all succeeded: a presence test of them
         found = frozenset(f"+{target}" for target in imported)
+        succeeded = Presence(found, frozenset(), tuple(sorted(imported)))
+        flag = fallbacks.presence_flag(node)
+        if flag is not None:
+            self.scope.values[flag] = succeeded  # type: ignore[assignment]
+        if self.scope is self.module_scope and not self.function:
+            self._key_flags(node, succeeded)
+
+    def _key_flags(self, node: ast.Try, succeeded: Presence) -> None:
+        """Record the dict keys a module-level ``try`` sets after its upstream imports as
+        presence tests of them (:class:`Keys`), when nothing else in the module sets them."""
         for registry, key in fallbacks.presence_keys(node):
             if not self._only_set_in(node, registry, key):
                 continue
@@ -574,7 +580,7 @@ class Walker(Anchoring):
             )  # REG = {}: a display the try body adds keys to, stale from then on
             if known is not None and not isinstance(known, Keys) and not displayed:
                 continue  # a value of another kind: not a registry canary reads
-            flags[key] = Presence(found, frozenset(), tuple(sorted(imported)))
+            flags[key] = succeeded
             self.scope.values[registry] = Keys(tuple(sorted(flags.items())))  # type: ignore[assignment]
 
     def _only_set_in(self, node: ast.Try, registry: str, key: str) -> bool:
