@@ -63,9 +63,12 @@ def test_a_wheel_gives_name_version_requires_and_files(tmp_path):
 
 def test_requirement_ranges_rules():
     assert declared_ranges(["transformers"], ["transformers"]) == {"transformers": ""}
-    # extras that disagree: no single specifier is their union, so nothing is declared
-    lines = ['peft>=0.18; extra == "a"', 'peft>=0.10; extra == "b"']
-    assert declared_ranges(lines, ["peft"]) == {}
+    # extras that disagree: the smallest range holding each (no install through an extra
+    # has a release outside it); unbounded both ways, nothing is declared
+    lines = ['peft>=0.18; extra == "a"', 'peft>=0.10,<1; extra == "b"', 'peft<0.9; extra == "c"']
+    assert declared_ranges(lines[:2], ["peft"]) == {"peft": ">=0.10"}
+    assert declared_ranges(lines[1:], ["peft"]) == {"peft": "<1"}
+    assert declared_ranges([*lines, 'peft; extra == "d"'], ["peft"]) == {}
     # for another platform only: not this install's range
     assert declared_ranges(['trl<1; sys_platform == "nonexistent-os"'], ["trl"]) == {}
     assert declared_ranges(["Transformers>=5", "not a requirement ]["], ["transformers"]) == {

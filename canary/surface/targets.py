@@ -18,8 +18,10 @@ a folder's first source of them among: an unpacked sdist's ``PKG-INFO`` (where i
 - requirements that always apply come first: no marker, or a marker that holds on this
   platform with no extra (``sys_platform != "darwin"``); several of them are all required,
   so their specifiers are joined (``>=4.52,<=5.17`` from two lines);
-- a package required only through extras takes the extras' range when they all agree; when
-  they differ the union is no one specifier, so the package stays undeclared;
+- a package required only through extras takes the smallest range holding every extra's
+  (:func:`canary.surface.intervals.hull`: ``>=4.57.1`` for one extra's ``>=4.57.1`` and
+  another's ``>=5.20.0``): no install through an extra has a release outside it. Where that
+  range is unbounded both ways (an extra with no version), the package stays undeclared;
 - an undeclared package is absent from ``requires`` (no release is outside its range), a
   package declared without a version is ``""``.
 """
@@ -49,6 +51,7 @@ from canary.sources.pin import Pin, parse_pin
 from canary.sources.unpack import WheelRefused, unpacked
 from canary.surface.coinstall import core_requirements, metadata_requirements
 from canary.surface.config import SurfaceConfig, config_from_table, load_config
+from canary.surface.intervals import hull
 from canary.surface.model import Target
 
 if sys.version_info >= (3, 11):
@@ -207,8 +210,13 @@ def declared_ranges(requirements: Iterable[str], packages: Collection[str]) -> d
             for specifier in always[package]:
                 joined &= specifier
             ranges[package] = str(joined)
-        elif package in extras and len({str(s) for s in extras[package]}) == 1:
-            ranges[package] = str(extras[package][0])
+        elif package in extras:
+            agreed = {str(specifier) for specifier in extras[package]}
+            spanned = hull(extras[package])
+            if len(agreed) == 1:
+                ranges[package] = agreed.pop()
+            elif spanned is not None:
+                ranges[package] = str(spanned)
     return ranges
 
 
