@@ -184,16 +184,28 @@ def test_a_read_or_a_functions_import_in_such_a_module_still_raises_there(tmp_pa
     assert [s.handled for s in (*read.sites, *called.sites)] == ["", ""]
 
 
-def test_a_module_loaded_only_by_its_name_in_a_string_runs_where_canary_cannot_say(tmp_path):
-    lazy = 'REGISTRY = {"gemma4": LazyImport("proj.gemma4_patch")}\n'
-    (site,) = sites(tmp_path, registry=lazy)
-    assert "loaded by its name ('proj.gemma4_patch')" in site.undecided
+@pytest.mark.parametrize(
+    ("registry", "named"),
+    [
+        ('REGISTRY = {"gemma4": LazyImport("proj.gemma4_patch")}\n', "proj.gemma4_patch"),
+        # mixturekit: its file read as a template, rewritten, written beside a checkpoint
+        ('TEMPLATE = os.path.join(HERE, "gemma4_patch.py")\n', "gemma4_patch.py"),
+        ("spec_from_file_location('g', 'proj/gemma4_patch.py')\n", "gemma4_patch.py"),
+    ],
+)
+def test_a_module_loaded_only_by_its_name_in_a_string_runs_where_canary_cannot_say(
+    tmp_path, registry, named
+):
+    (site,) = sites(tmp_path, registry=registry)
+    assert f"loaded by its name ({named!r})" in site.undecided
 
 
 @pytest.mark.parametrize(
     "modules",
     [
         {"registry": 'NAME = "proj.gemma4_patch"\n', "cli": "import proj.gemma4_patch\n"},
+        {"registry": 'FILE = "gemma4_patch.py"\n', "cli": "import proj.gemma4_patch\n"},
+        {"registry": 'FILE = "other_gemma4_patch.py"\n'},  # another file's name
         {"cli": "from proj import gemma4_patch\n"},  # imported by a statement, named nowhere
         {},  # imported by its users only
     ],

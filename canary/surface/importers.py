@@ -24,7 +24,8 @@ package (``from . import x``, ``from .patch import f`` loads it) inside its own 
 Python imported the package before any of them ran.
 
 A module no import statement of the project loads, which the project names in a string (a
-lazy registry: auto-round's ``{"llama4": LazyImport("auto_round.modeling.fused_moe.llama4")}``),
+lazy registry: auto-round's ``{"llama4": LazyImport("auto_round.modeling.fused_moe.llama4")}``;
+or its file's name: mixturekit reads ``"modeling_template.py"`` as a template it rewrites),
 runs only where the project loads it by that name, which canary does not follow: its sites
 are *undecided*, their findings possible. A module nothing names runs wherever its users
 import it, as before.
@@ -53,6 +54,7 @@ _IMPORT_STATEMENT = re.compile(
 _IMPORTERS = ("import_module(", "__import__(")  # importlib's, and the builtin
 _LITERAL_NAME = re.compile(r"\s*[\"'][\w.]+[\"']\s*[,)]")
 _DOTTED = re.compile(r"[\w.]*")
+_FILE_NAME = re.compile(r"""["']([\w./-]*\.py)["']""")  # a quoted file name, or path to one
 _MAX_CONTEXTS = 16  # more ways in than this: left as it is
 
 
@@ -255,6 +257,7 @@ class _Ways:
                         self.top.add((path, line))
         self._computed: str | None = None
         self._named: set[str] | None = None
+        self._files: set[str] | None = None  # the file names (``x.py``) strings spell
         self._contexts: dict[str, tuple[Context, ...] | None] = {}
 
     def contexts(self, module: str, seen: frozenset[str] = frozenset()) -> tuple[Context, ...]:
@@ -331,6 +334,8 @@ class _Ways:
             self.strings = sorted(quoted)
         named = next((n for n in self.strings if n == module or n.startswith(f"{module}.")), None)
         if named is None:
+            named = self._file_named(module)
+        if named is None:
             return ""  # named in no string the walk saw: its users import it
         if self._imported is None:
             scanned = self._scanned or {
@@ -348,6 +353,22 @@ class _Ways:
             f"no import statement of the project loads {module}; it is loaded by its name "
             f"({named!r}), which canary does not follow"
         )
+
+    def _file_named(self, module: str) -> str | None:
+        """The name of ``module``'s file where a string of the project spells it (mixturekit's
+        ``"modeling_template.py"``, read and rewritten as text; a file copied beside a
+        checkpoint, loaded by path): None where none does, or it is a package's."""
+        path = next((p for p, m in self.module_of.items() if m == module), "")
+        name = path.rpartition("/")[2]
+        if not name.endswith(".py") or name == "__init__.py":
+            return None
+        if self._files is None:
+            self._files = {
+                found.rpartition("/")[2]
+                for p in self.module_of
+                for found in _FILE_NAME.findall(self.text(p))
+            }
+        return name if name in self._files else None
 
     def _loaded_by_name(self, module: str) -> str:
         """Why ``module`` may be imported where canary does not follow ("": it is not)."""
