@@ -1044,6 +1044,83 @@ def test_a_name_bound_in_a_fallback_carries_it_to_its_uses(tmp_path):
     assert by_line == {9: ("transformers.AutoModelForImageTextToText",), 12: ()}
 
 
+def where(refs, target: str) -> list[tuple[int, tuple[str, ...], tuple]]:
+    """Each site of ``target``: its line, the imports it falls back from, its window."""
+    (found,) = [r for r in refs if r.target == target]
+    return [(s.line, s.fallback_of, s.versions) for s in found.sites]
+
+
+NEW, OLD = "transformers.integrations.tp", "transformers.modeling_utils"
+
+
+@pytest.mark.parametrize(
+    ("binds", "plan"),
+    [
+        (
+            f"try:\n    from {NEW} import Plan\nexcept ImportError:\n    from {OLD} import Plan",
+            "Plan",
+        ),
+        # a module bound by importlib is an import too: its handler is the fallback
+        (
+            f"try:\n    tp = importlib.import_module('{NEW}')\n"
+            f"except ImportError:\n    tp = __import__('{OLD}', fromlist=['Plan'])",
+            "tp.Plan",
+        ),
+    ],
+)
+def test_a_name_bound_in_a_try_and_its_fallback_is_used_through_both(tmp_path, binds, plan):
+    name = plan.partition(".")[0]
+    tried = f"{NEW}.Plan" if name == "Plan" else NEW  # the import the handler falls back from
+    refs = surface(
+        tmp_path,
+        {
+            "proj/__init__.py": "",
+            "proj/compat.py": f"import importlib\n{binds}\n{plan}.shard(1)\n",
+            "proj/use.py": f"from proj.compat import {name}\n{plan}.gather = None\n",
+        },
+    )
+    # where the new home imports, the use goes through it: its members are checked there
+    assert where(refs, f"{NEW}.Plan.shard") == [(6, (), ())]
+    assert where(refs, f"{OLD}.Plan.shard") == [(6, (tried,), ())]
+    assert where(refs, f"{NEW}.Plan.gather") == [(2, (), ())]
+    assert where(refs, f"{OLD}.Plan.gather") == [(2, (tried,), ())]
+
+
+def test_a_use_through_the_other_binding_runs_only_where_that_object_is_there(tmp_path):
+    # fms-acceleration-peft: the mapping peft 0.19 renamed, bound from either name
+    mapping = "peft.peft_model.PEFT_TYPE_TO_MODEL_MAPPING"
+    source = f"""\
+        try:
+            from {mapping.rpartition(".")[0]} import PEFT_TYPE_TO_MODEL_MAPPING as M
+        except ImportError:
+            from peft.peft_model import PEFT_TYPE_TO_TUNER_MAPPING as M
+        M["LORA"] = object
+    """
+    refs = surface(tmp_path, {"proj/__init__.py": "", "proj/m.py": source})
+    (site,) = one(refs, Kind.PATCH, mapping).sites
+    assert site.requires == (mapping,)
+
+
+def test_a_name_bound_on_both_sides_of_a_version_test_is_used_through_each(tmp_path):
+    source = f"""\
+        import transformers
+        from packaging.version import Version
+        if Version(transformers.__version__) >= Version("5"):
+            from {NEW} import Plan
+        else:
+            from {OLD} import Plan
+        Plan.shard(1)
+        from transformers import Trainer as T
+        T = transformers.Seq2SeqTrainer  # on every path after the first: that one is gone
+        T.train
+    """
+    refs = surface(tmp_path, {"proj/__init__.py": "", "proj/m.py": source})
+    assert where(refs, f"{NEW}.Plan.shard") == [(7, (), (("transformers", ">=5"),))]
+    assert where(refs, f"{OLD}.Plan.shard") == [(7, (), (("transformers", "<5"),))]
+    assert "transformers.Trainer.train" not in targets(refs, Kind.ATTRIBUTE)
+    assert where(refs, "transformers.Seq2SeqTrainer.train") == [(10, (), ())]
+
+
 def test_a_site_is_after_the_upstream_imports_its_function_made_before_it(tmp_path):
     refs = surface(
         tmp_path,

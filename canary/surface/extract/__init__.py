@@ -8,8 +8,11 @@ What is followed, and where it stops:
   ``importlib.import_module("...")``/``__import__("...")`` with a literal, ``x = <upstream
   chain>`` aliases, ``getattr(x, "name")``, and the project's own modules: a name a project
   module binds to upstream (``from ._utils import *``, ``from .llama import Trainer``) is
-  upstream wherever it is imported. A name nothing binds, in a module with exactly one
-  ``from <upstream> import *``, comes from that module (two such imports: unknown, skipped).
+  upstream wherever it is imported. A name bound to upstream in two branches (a ``try``
+  body and its ``except ImportError``, both sides of an ``if``) is used through both
+  (:class:`~canary.surface.extract.scopes.Alternative`). A name nothing binds, in a module
+  with exactly one ``from <upstream> import *``, comes from that module (two such imports:
+  unknown, skipped).
 - **Attribute chains** are reported whole (``transformers.models.llama.modeling_llama.
   nn.LayerNorm``): where a chain leaves the package (``nn`` is torch's) is only known from
   the upstream tree, so resolution cuts it there and says so. A chain stops at a call, a

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 
 from canary.surface import anchortests, guards, probes, versiontests
 from canary.surface.extract import syntax
@@ -488,10 +489,8 @@ class Conditions(Values):
         the name it goes through had (``H`` bound to ``trl.CPOTrainer`` under ``trl<0.29``
         is that object only there)."""
         here = Bound(self.window, self.fallback_of)
-        root = node
-        while isinstance(root, (ast.Attribute, ast.Subscript, ast.Call)):
-            root = root.func if isinstance(root, ast.Call) else root.value
-        if not isinstance(root, ast.Name):
+        root = _root(node)
+        if root is None:
             return here
         bound = self.scope.condition_of(root.id)
         if bound is None:
@@ -563,6 +562,42 @@ class Conditions(Values):
                 handled=self._handled_import(node) if kind is Kind.IMPORT else "",
             )
         )
+        use = self.uses[-1]
+        for other, where, held in self._alternatives(target, node):
+            self.uses.append(
+                replace(
+                    use,
+                    target=other,
+                    unset=f"-{other}" in self.present,
+                    versions=where.window.specifiers(),
+                    fallback_of=where.fallback_of,
+                    # the name holds that object only where it is there (its import worked)
+                    requires=tuple(sorted({*self._required(other, presence=presence), held})),
+                    after=tuple(sorted(self.imported - {other})),
+                )
+            )
+
+    def _alternatives(self, target: str, node: ast.AST) -> Iterator[tuple[str, Bound, str]]:
+        """The same use through each other upstream object the name it goes through may
+        hold (:class:`Alternative`: ``X`` imported from a new home in a ``try`` and from
+        its old one in the ``except ImportError``), where that binding is made, and that
+        object."""
+        root = _root(node)
+        if root is None:
+            return
+        primary = self.scope.lookup(root.id)
+        if not isinstance(primary, Upstream):
+            return
+        rest = target[len(primary.path) :]
+        if not target.startswith(primary.path) or rest[:1] not in ("", "."):
+            return
+        for alternative in self.scope.alternatives_of(root.id):
+            bound = alternative.bound or Bound()
+            yield (
+                alternative.path + rest,
+                Bound(self.window & bound.window, self.fallback_of or bound.fallback_of),
+                alternative.path,
+            )
 
     def _found(self) -> tuple[str, ...]:
         """The upstream things a test before here found there."""
@@ -612,3 +647,10 @@ _COMPARISONS = {
     "operator.eq": "==",
     "operator.ne": "!=",
 }
+
+
+def _root(node: ast.AST) -> ast.Name | None:
+    """The name an attribute chain, subscript or call starts from (None: none)."""
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node if isinstance(node, ast.Name) else None

@@ -17,6 +17,7 @@ from canary.surface.config import SourceRegistry
 from canary.surface.extract import syntax
 from canary.surface.extract.scopes import (
     STDLIB,
+    Alternative,
     Binding,
     Bound,
     ProjectFunction,
@@ -77,6 +78,7 @@ class Exports:
     values: dict[str, Value]
     upstream_stars: list[str]
     conditions: dict[str, Bound] = field(default_factory=dict)
+    alternatives: dict[str, tuple[Alternative, ...]] = field(default_factory=dict)
 
 
 class Project:
@@ -382,7 +384,11 @@ class Project:
                     self._reading.pop()
                 scope = walker.module_scope
                 self._exports[module] = Exports(
-                    scope.names, scope.values, walker.upstream_stars, scope.conditions
+                    scope.names,
+                    scope.values,
+                    walker.upstream_stars,
+                    scope.conditions,
+                    scope.alternatives,
                 )
         elif module in self._reading:
             # a cycle: the modules read since saw this one partly initialised

@@ -109,6 +109,20 @@ class Keys:
         return next((flag for name, flag in self.flags if name == key), None)
 
 
+@dataclass(frozen=True)
+class Alternative:
+    """Another upstream object a name may hold: one bound to it in another branch than its
+    last binding (the ``try`` body beside the ``except ImportError`` that rebinds it, the
+    other side of an ``if``), which that branch leaves in place for the uses after them."""
+
+    path: str
+    bound: Bound | None  # where that binding is made (None: on every release)
+
+
+Branch = tuple[int, ...]
+"""The branches a binding is made in, outermost first (``()``: none)."""
+
+
 @dataclass
 class Scope:
     names: dict[str, Binding | None] = field(default_factory=dict)
@@ -122,6 +136,10 @@ class Scope:
     # names bound to a lookup that gives None where the upstream attribute is not there
     # (``old = getattr(x, "y", None)``): the attribute, "x.y"
     absent_if_none: dict[str, str] = field(default_factory=dict)
+    # the branch each name's last binding was made in, and the upstream objects another
+    # branch bound it to that stay in place where that one is not made
+    made_in: dict[str, Branch] = field(default_factory=dict)
+    alternatives: dict[str, tuple[Alternative, ...]] = field(default_factory=dict)
 
     def condition_of(self, name: str) -> Bound | None:
         """Where the binding ``name`` has here is made (None: on every release)."""
@@ -133,6 +151,17 @@ class Scope:
             first = False
             scope = scope.parent
         return None
+
+    def alternatives_of(self, name: str) -> tuple[Alternative, ...]:
+        """The other upstream objects the binding ``name`` has here may be."""
+        scope: Scope | None = self
+        first = True
+        while scope is not None:
+            if (first or not scope.is_class) and name in scope.names:
+                return scope.alternatives.get(name, ())
+            first = False
+            scope = scope.parent
+        return ()
 
     def lookup(self, name: str) -> object:
         scope: Scope | None = self

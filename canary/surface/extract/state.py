@@ -4,11 +4,12 @@ the branch, the function it is in), and how a change of it is scoped to one bloc
 from __future__ import annotations
 
 import ast
+import itertools
 from typing import Any
 
 from canary.surface import callers, guards, importers
 from canary.surface.extract.project import Project
-from canary.surface.extract.scopes import Scope
+from canary.surface.extract.scopes import Branch, Scope
 from canary.surface.extract.uses import Use
 
 
@@ -35,6 +36,8 @@ class WalkState:
         self.window = guards.EVERY_RELEASE  # the releases the current branch runs on
         self.present: frozenset[str] = frozenset()
         self.conditional = 0  # branches entered within the current scope
+        self.branch: Branch = ()  # the branch walked (scopes.Alternative says why)
+        self.branches = itertools.count(1)
         self.function = 0
         self.summarising = False
         # applying a function to a source (Project.apply): only its anchors are recorded
@@ -61,6 +64,10 @@ class WalkState:
         self.handled: dict[tuple[int, int], str] = {}
         # the function (0: the module) whose current try body an except ImportError ends
         self.catching: int | None = None
+
+    def branched(self) -> Restore:
+        """For the walk of one branch of an ``if``, ``try`` or loop: a branch of its own."""
+        return self.entered(branch=(*self.branch, next(self.branches)))
 
     def entered(self, **changes: Any) -> Restore:
         """Set each attribute of ``changes`` for the ``with`` block this is entered with;

@@ -13,6 +13,7 @@ from canary.surface import guards
 from canary.surface.extract import syntax
 from canary.surface.extract.scopes import (
     UNBOUND,
+    Alternative,
     Binding,
     Bound,
     ProjectFunction,
@@ -87,12 +88,34 @@ class Values(WalkState):
             # `except ImportError: X = None` and `else: X = None` are fallbacks: the
             # primary branch's binding is the one that uses upstream
             return
+        self._keep_alternatives(name, binding)
         self.scope.names[name] = binding
         self.scope.values.pop(name, None)
         if isinstance(binding, Upstream) and (self.window.bounds or self.fallback_of):
             self.scope.conditions[name] = Bound(self.window, self.fallback_of)
         else:
             self.scope.conditions.pop(name, None)
+
+    def _keep_alternatives(self, name: str, binding: Binding | None) -> None:
+        """Before ``name`` is bound to ``binding``: keep the upstream object it held as an
+        alternative when another branch bound it there (this one does not run on every
+        path through that one); a binding on every path through the earlier ones is the
+        only one left."""
+        scope = self.scope
+        earlier = scope.names.get(name) if name in scope.made_in else None
+        kept: tuple[Alternative, ...] = ()
+        if isinstance(binding, Upstream) and isinstance(earlier, Upstream):
+            made_in = scope.made_in[name]
+            if made_in[: len(self.branch)] != self.branch:
+                here = Alternative(earlier.path, scope.conditions.get(name))
+                kept = tuple(
+                    a for a in (here, *scope.alternatives.get(name, ())) if a.path != binding.path
+                )
+        scope.made_in[name] = self.branch
+        if kept:
+            scope.alternatives[name] = kept
+        else:
+            scope.alternatives.pop(name, None)
 
     def binding(self, node: ast.expr | None) -> Binding | None:
         if node is None:

@@ -74,7 +74,10 @@ class Walker(Anchoring):
             self.bind_module_level()
         else:  # the same binding pass, done already
             self.module_scope = Scope(
-                dict(exports.names), dict(exports.values), conditions=dict(exports.conditions)
+                dict(exports.names),
+                dict(exports.values),
+                conditions=dict(exports.conditions),
+                alternatives=dict(exports.alternatives),
             )
             self.scope = self.module_scope
             self.upstream_stars = list(exports.upstream_stars)
@@ -444,17 +447,20 @@ class Walker(Anchoring):
             self.expr(node.iter)
         self.bind_loop(node.target, node.iter)
         with self.entered(conditional=self.conditional + 1):
-            self.body(node.body, nested)
-            self.body(node.orelse, nested)
+            with self.branched():
+                self.body(node.body, nested)
+            with self.branched():
+                self.body(node.orelse, nested)
 
     def s_while(self, node: ast.While, nested: bool) -> None:
         if nested:
             self.expr(node.test)
         guard = guards.is_guard_test(node.test)
         with self.entered(conditional=self.conditional + 1):
-            with self.entered(guarded=self.guarded + guard):
+            with self.entered(guarded=self.guarded + guard), self.branched():
                 self.body(node.body, nested)
-            self.body(node.orelse, nested)
+            with self.branched():
+                self.body(node.orelse, nested)
 
     def s_return(self, node: ast.Return, nested: bool) -> None:
         if node.value is None or not nested:
@@ -500,12 +506,15 @@ class Walker(Anchoring):
                 (True, node.body, branches.body),
                 (False, node.orelse, branches.orelse),
             ):
-                with self.entered(
-                    present=self.present | self._present(node.test, positive=positive),
-                    selected=self._narrowed(node.test, positive=positive),
-                    window=self.window & self._window(node.test, positive=positive),
-                    tested=self.tested + tested,
-                    fallback_of=self.fallback_of or self._failed(node.test, positive=positive),
+                with (
+                    self.entered(
+                        present=self.present | self._present(node.test, positive=positive),
+                        selected=self._narrowed(node.test, positive=positive),
+                        window=self.window & self._window(node.test, positive=positive),
+                        tested=self.tested + tested,
+                        fallback_of=self.fallback_of or self._failed(node.test, positive=positive),
+                    ),
+                    self.branched(),
                 ):
                     self.body(body, nested)
 
@@ -533,7 +542,9 @@ class Walker(Anchoring):
                 }
             handled = self.project.handled[key]
         catches = any(fallbacks.catches_import_error(h) for h in node.handlers)
+        tried = (*self.branch, next(self.branches))  # its else runs after it: the same branch
         with self.entered(
+            branch=tried,
             guarded=self.guarded + caught,
             handled={**self.handled, **handled} if handled else self.handled,
             catching=self.function if catches else self.catching,
@@ -550,9 +561,13 @@ class Walker(Anchoring):
                 fallback = (
                     imports and not self.fallback_of and fallbacks.catches_import_error(handler)
                 )
-                with self.entered(fallback_of=imports if fallback else self.fallback_of):
+                with (
+                    self.entered(fallback_of=imports if fallback else self.fallback_of),
+                    self.branched(),
+                ):
                     self.body(handler.body, nested)
-            self.body(node.orelse, nested)
+            with self.entered(branch=tried):
+                self.body(node.orelse, nested)
         self.body(node.finalbody, nested)
         imported = self._upstream_imported(node.body)
         if not imported:
@@ -729,6 +744,8 @@ class Walker(Anchoring):
                 if base is None or any(alias.name == "*" for alias in node.names):
                     return ()
                 names = [f"{base}.{alias.name}" for alias in node.names]
+            elif (module := self._module_bound(node)) is not None:
+                names = [module]
             elif fallbacks.harmless(node):
                 continue
             else:
@@ -737,6 +754,18 @@ class Walker(Anchoring):
                 return ()
             targets += names
         return tuple(targets)
+
+    def _module_bound(self, node: ast.stmt) -> str | None:
+        """The module a statement imports and binds to a name, ``mod =
+        importlib.import_module("x")`` or ``__import__("x", fromlist=[...])``: an import,
+        as ``import x`` is (None: it is no such statement)."""
+        if not (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call)
+            and all(isinstance(t, ast.Name) for t in node.targets)
+        ):
+            return None
+        return self._imported_module(node.value)
 
     def s_function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, nested: bool) -> None:
         self.scope.names[node.name] = ProjectFunction(self.module, node.name, node)
@@ -822,6 +851,9 @@ class Walker(Anchoring):
                 self.scope.conditions[name] = Bound(
                     self.window & bound.window, self.fallback_of or bound.fallback_of
                 )
+            alternatives = self.project.exports(base).alternatives.get(alias.name)
+            if alternatives:  # and so are the other objects it may be there
+                self.scope.alternatives[name] = alternatives
             value = self.project.exports(base).values.get(alias.name)
             if value is not None:
                 self.scope.values[name] = value
