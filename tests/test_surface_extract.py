@@ -202,6 +202,8 @@ def test_patch_targets(tmp_path):
         tmp_path,
         {
             "m.py": """\
+                from aenum import extend_enum
+                from enum import EnumType
                 from transformers.models.llama import modeling_llama
                 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
                 import transformers
@@ -212,6 +214,9 @@ def test_patch_targets(tmp_path):
                 modeling_llama.LlamaAttention.forward = fast_forward
                 setattr(modeling_llama.LlamaRMSNorm, "forward", fast_forward)
                 ALL_ATTENTION_FUNCTIONS["fast"] = fast_forward
+                extend_enum(transformers.utils.ExplicitEnum, "FAST", "fast")  # aenum's
+                name = "SLOW"  # bicep's, on Python 3.13's enum
+                EnumType._add_member_(transformers.utils.ExplicitEnum, name, object())
                 transformers.utils.logging._default_log_level += 10
                 if hasattr(modeling_llama, "LlamaFlashAttention2"):
                     modeling_llama.LlamaFlashAttention2.forward = fast_forward
@@ -222,6 +227,8 @@ def test_patch_targets(tmp_path):
         "transformers.models.llama.modeling_llama.LlamaAttention.forward",
         "transformers.models.llama.modeling_llama.LlamaRMSNorm.forward",
         "transformers.modeling_utils.ALL_ATTENTION_FUNCTIONS",
+        "transformers.utils.ExplicitEnum.FAST",
+        "transformers.utils.ExplicitEnum.SLOW",
         "transformers.utils.logging._default_log_level",
         "transformers.models.llama.modeling_llama.LlamaFlashAttention2.forward",
     }
@@ -234,6 +241,8 @@ def test_patch_targets(tmp_path):
     assert binds == {
         "transformers.models.llama.modeling_llama.LlamaAttention.forward",
         "transformers.models.llama.modeling_llama.LlamaRMSNorm.forward",  # setattr
+        "transformers.utils.ExplicitEnum.FAST",  # extend_enum
+        "transformers.utils.ExplicitEnum.SLOW",  # EnumType._add_member_
         "transformers.models.llama.modeling_llama.LlamaFlashAttention2.forward",
     }
 

@@ -21,7 +21,8 @@ What is followed, and where it stops:
   like one (``MAPPING.append``, ``logger.addFilter``): those say nothing about upstream. A
   bare imported name is its import; only chains that go further are attribute references.
 - **Patches**: assignment to an upstream chain (``x.y.forward = ...``, also ``+=``),
-  ``setattr(x, "name", ...)`` with a literal name, and item assignment into an upstream
+  ``setattr(x, "name", ...)`` with a literal name (and the calls that add an enum member so,
+  :data:`~canary.surface.extract.scopes.BINDERS`), and item assignment into an upstream
   mapping (the reference is the mapping).
 - **Sources and anchors**: ``inspect.getsource(<upstream object>)`` is a SOURCE reference;
   the text is followed through assignments, ``textwrap.dedent`` (anchors then match the

@@ -71,7 +71,23 @@ def may_mention(function: ProjectFunction, *words: str) -> bool:
 # version parsers: a project's own ``Version`` wrapper may compare differently (unsloth's
 # reads "4.50.0.dev0" as 4.50.0.1), so only packaging's make a version window.
 STDLIB = frozenset(
-    {"inspect", "re", "textwrap", "importlib", "contextlib", "typing", "packaging", "operator"}
+    {
+        "inspect",
+        "re",
+        "textwrap",
+        "importlib",
+        "contextlib",
+        "typing",
+        "packaging",
+        "operator",
+        "enum",
+        "aenum",
+    }
+)
+# the calls that bind an attribute named by their second argument on their first, as
+# ``setattr`` does: an enum member added at run time (micm-nlp's ``PeftType.XPE``)
+BINDERS = frozenset(
+    {"aenum.extend_enum", "enum.EnumType._add_member_", "enum.EnumMeta._add_member_"}
 )
 
 

@@ -16,6 +16,7 @@ from canary.surface.extract import syntax
 from canary.surface.extract.anchoring import Anchoring
 from canary.surface.extract.project import Project
 from canary.surface.extract.scopes import (
+    BINDERS,
     STDLIB,
     UNBOUND,
     Bound,
@@ -1197,7 +1198,7 @@ class Walker(Anchoring):
             self._attribute_by_name(node, presence=True)
         elif (target := self._looked_up(node)) is not None:
             self.use(Kind.ATTRIBUTE, target, node, presence=guards.is_presence_call(node))
-        elif self._builtin(func, "setattr") and len(args) >= 2:
+        elif len(args) >= 2 and (self._builtin(func, "setattr") or self._binder(node)):
             binding, _, complete = self.chain(args[0])
             name = self._literal_string(args[1])
             if isinstance(binding, Upstream) and complete and name is not None:
@@ -1231,6 +1232,11 @@ class Walker(Anchoring):
         self.expr(func)
         for child in (*args, *(k.value for k in node.keywords)):
             self.expr(child)
+
+    def _binder(self, node: ast.Call) -> bool:
+        """A call that binds an attribute by name, as ``setattr`` does (:data:`BINDERS`)."""
+        callee = self._callee(node)
+        return isinstance(callee, Stdlib) and callee.path in BINDERS
 
     def _attribute_by_name(self, node: ast.Call, *, presence: bool) -> None:
         if len(node.args) < 2:
