@@ -265,6 +265,33 @@ def test_what_follows_a_try_that_returns_what_it_imported_is_its_fallback(
     assert site.fallback_of == (("transformers.AutoModelForImageTextToText",) if fallback else ())
 
 
+@pytest.mark.parametrize(
+    ("body", "handler", "fallback"),
+    [
+        # sinq's auto class: the new name read first, the old one where it is missing
+        ("cls = transformers.AutoModelForImageTextToText", "AttributeError", True),
+        ("cls = transformers.AutoModelForImageTextToText", "Exception", True),
+        ("cls = transformers.AutoModelForImageTextToText", "KeyError", False),
+        # a call may raise AttributeError of its own: the handler may run anywhere
+        ("cls = transformers.AutoModelForImageTextToText.from_config(c)", "AttributeError", False),
+    ],
+)
+def test_the_handler_of_an_upstream_read_runs_only_where_the_read_fails(
+    tmp_path, body, handler, fallback
+):
+    source = f"""import transformers
+def auto_class(c):
+    try:
+        {body}
+    except {handler}:
+        cls = transformers.AutoModelForVision2Seq
+    return cls
+"""
+    refs = project_surface(tmp_path, {"proj/__init__.py": "", "proj/m.py": source})
+    (site,) = next(r for r in refs if r.target == "transformers.AutoModelForVision2Seq").sites
+    assert site.fallback_of == (("transformers.AutoModelForImageTextToText",) if fallback else ())
+
+
 RELEASES = ("4.47.0", "4.48.0", "5.0.0")
 PROJECT = Target("proj", "1.0", {"transformers": ">=4.47"})
 

@@ -204,6 +204,15 @@ def test_a_fallback_import_runs_only_where_the_import_it_falls_back_from_fails(f
     assert finding.new == ("5.0.0", "5.1.0", "5.2.0")
 
 
+def test_a_fallback_read_runs_only_where_the_read_it_falls_back_from_fails():
+    # sinq: `try: cls = transformers.New except AttributeError: cls = transformers.Old`
+    new, old = "transformers.AutoModelForImageTextToText", "transformers.AutoModelForVision2Seq"
+    tried = resolved(new, "mooo", kind=Kind.ATTRIBUTE)
+    fell = resolved(old, "oomm", fallback(new), kind=Kind.ATTRIBUTE)
+    found = {f.reference.target: f for f in findings([tried, fell], PROJECT)}
+    assert found[old].new == ()
+
+
 BONE = "peft.BoneModel"
 
 

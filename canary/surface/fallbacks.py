@@ -32,9 +32,17 @@ UNREAD = "read only after the import, inside the try body it leaves"
 IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
 
 
+ATTRIBUTE_ERRORS = frozenset({"AttributeError", "Exception", "BaseException"})
+
+
 def catches_import_error(handler: ast.ExceptHandler) -> bool:
     """The handler catches the ImportError a failed import raises."""
     return guards.catches(handler, IMPORT_ERRORS)
+
+
+def catches_attribute_error(handler: ast.ExceptHandler) -> bool:
+    """The handler catches the AttributeError a read of a missing attribute raises."""
+    return guards.catches(handler, ATTRIBUTE_ERRORS)
 
 
 def presence_flag(node: ast.Try) -> str | None:

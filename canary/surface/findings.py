@@ -452,17 +452,18 @@ def _runs(
 ) -> Runs:
     """A site runs where its version window holds; where what a test before it found
     present (:attr:`Site.requires`) is missing, it does not; in the ``except ImportError``
-    of upstream imports (:attr:`Site.fallback_of`), only where one of them is not ok (an
+    of upstream imports, or the ``except AttributeError`` of upstream reads
+    (:attr:`Site.fallback_of`), only where one of them is not ok (an
     unknown may fail: it may run); an anchor's site misses nothing where one of its
     alternatives is there (``spellings``); after an import that came later in a model
     package the release lacks (:attr:`Site.after`), it does not (``absent``: which those
     are)."""
     first_ok = _first_ok(resolved)
-    ok = {
-        item.reference.target: {v for v, o in item.outcomes.items() if o is Outcome.OK}
-        for item in resolved
-        if item.reference.kind is Kind.IMPORT
-    }
+    ok: dict[str, set[str]] = {}  # where each import, or read, a fallback is of works
+    for item in resolved:
+        if item.reference.kind in (Kind.IMPORT, Kind.ATTRIBUTE):
+            found = {v for v, o in item.outcomes.items() if o is Outcome.OK}
+            ok.setdefault(item.reference.target, set()).update(found)
     missing: dict[str, set[str]] = {}  # what an object's absence is read from
     there: dict[str, set[str]] = {}  # ... and its presence
     for item in resolved:

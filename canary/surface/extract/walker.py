@@ -522,6 +522,7 @@ class Walker(Anchoring):
     def s_try(self, node: ast.Try, nested: bool) -> None:
         caught = bool(node.handlers)
         imports = self._imports_only(node.body)
+        reads = self._reads_only(node.body) if nested and not imports else ()
         handled: dict[tuple[int, int], str] = {}
         # only a walk that records uses reads it, and only of a try that imports upstream
         # or a module of the project (whose own imports fail into this handler)
@@ -543,9 +544,9 @@ class Walker(Anchoring):
                 }
             handled = self.project.handled[key]
         catches = any(fallbacks.catches_import_error(h) for h in node.handlers)
-        tried = (*self.branch, next(self.branches))  # its else runs after it: the same branch
+        trying = (*self.branch, next(self.branches))  # its else runs after it: the same branch
         with self.entered(
-            branch=tried,
+            branch=trying,
             guarded=self.guarded + caught,
             handled={**self.handled, **handled} if handled else self.handled,
             catching=self.function if catches else self.catching,
@@ -559,15 +560,17 @@ class Walker(Anchoring):
                     self.expr(handler.type)
                 if handler.name:
                     self.scope.names[handler.name] = None
-                fallback = (
-                    imports and not self.fallback_of and fallbacks.catches_import_error(handler)
-                )
+                # in the handler of imports, or of reads, that it catches the failure of:
+                # it runs only where one of them is missing
+                tried = imports if fallbacks.catches_import_error(handler) else ()
+                if not tried and fallbacks.catches_attribute_error(handler):
+                    tried = reads
                 with (
-                    self.entered(fallback_of=imports if fallback else self.fallback_of),
+                    self.entered(fallback_of=self.fallback_of or tried),
                     self.branched(),
                 ):
                     self.body(handler.body, nested)
-            with self.entered(branch=tried):
+            with self.entered(branch=trying):
                 self.body(node.orelse, nested)
         self.body(node.finalbody, nested)
         imported = self._upstream_imported(node.body)
@@ -754,6 +757,23 @@ class Walker(Anchoring):
             if not all(self.project.is_upstream(name) for name in names):
                 return ()
             targets += names
+        return tuple(targets)
+
+    def _reads_only(self, body: list[ast.stmt]) -> tuple[str, ...]:
+        """The upstream attributes a ``try`` body reads into names, when it does nothing
+        else (``cls = transformers.AutoModelForImageTextToText``: only their absence can
+        raise AttributeError there); () otherwise."""
+        targets: list[str] = []
+        for node in body:
+            if (
+                isinstance(node, ast.Assign)
+                and all(isinstance(t, ast.Name) for t in node.targets)
+                and isinstance(node.value, ast.Attribute)
+                and (path := self.upstream_path(node.value)) is not None
+            ):
+                targets.append(path)
+            elif not fallbacks.harmless(node):
+                return ()
         return tuple(targets)
 
     def _module_bound(self, node: ast.stmt) -> str | None:
