@@ -363,10 +363,12 @@ class _Ways:
         if not name.endswith(".py") or name == "__init__.py":
             return None
         if self._files is None:
+            texts = (self.text(p) for p in self.module_of)
             self._files = {
                 found.rpartition("/")[2]
-                for p in self.module_of
-                for found in _FILE_NAME.findall(self.text(p))
+                for text in texts
+                if '.py"' in text or ".py'" in text  # most files spell none: skip the scan
+                for found in _FILE_NAME.findall(text)
             }
         return name if name in self._files else None
 
