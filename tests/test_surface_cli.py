@@ -286,6 +286,7 @@ def test_the_command_finds_a_patch_target_upstream_renamed(project, capsys):
             "at_import": True,
             "replaces": True,  # it binds the name: a miss does nothing, it does not raise
             "exports": True,  # its own function of that name: an export where never there
+            "function": True,  # ... and code: where upstream had the name, a patch of it
         }
     ]
     assert patch["outcomes"] == {"1.0": "ok", "2.0": "missing"}

@@ -303,6 +303,13 @@ def test_a_binding_of_the_projects_own_object_under_its_own_name_is_an_export(tm
     assert exports == {
         "Version": True, "swiglu": True, "PreTrainedModel": False, "forward": False, "dtype": False
     }  # fmt: skip
+    # what is the project's code, upstream would call in its own's place
+    functions = {
+        r.target.rpartition(".")[2]: r.sites[0].function for r in refs if r.kind is Kind.PATCH
+    }
+    assert functions == {
+        "Version": False, "swiglu": True, "PreTrainedModel": False, "forward": True, "dtype": False
+    }  # fmt: skip
 
 
 def test_a_binding_the_projects_own_method_bound_beside_it_reads_through_self(tmp_path):

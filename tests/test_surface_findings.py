@@ -401,12 +401,29 @@ def test_the_projects_own_object_exported_under_its_own_name_upstream_never_had_
     export = replace(binding(), exports=True)
     (finding,) = findings([owner, resolved(GPT_OSS_VERSION, "mmmm", export)], PROJECT)
     assert (finding.new, list(finding.added)) == ((), list(RELEASES[1:]))
-    # where upstream had the name, the same binding replaced it: its removal counts
+    # where upstream had the name, the binding put it back or replaced it: only possible
     (finding,) = findings([owner, resolved(GPT_OSS_VERSION, "oomm", export)], PROJECT)
     assert finding.new == ("5.1.0", "5.2.0")
+    assert finding.possible.startswith("it binds the project's own object of that name")
+    assert not finding.fails
+    # a function of the name is a fixed copy put in upstream's place (nemo-automodel)
+    function = replace(export, function=True)
+    (finding,) = findings([owner, resolved(GPT_OSS_VERSION, "oomm", function)], PROJECT)
+    assert (finding.possible, finding.fails) == ("", True)
     # one site binding another object (liger's CrossEntropyLoss = LigerCrossEntropyLoss)
     mixed = resolved(GPT_OSS_VERSION, "mmmm", export, binding(20))
     assert findings([owner, mixed], PROJECT)[0].new == RELEASES[1:]
+
+
+def test_a_classs_member_bound_to_the_projects_function_of_its_name_is_a_patch():
+    # `Zamba2MambaMixer.torch_forward = torch_forward`: upstream calls its classes' members
+    member = f"{GPT_OSS_VERSION}.torch_forward"
+    dropped = resolved(member, "oomm", replace(binding(), exports=True))
+    dropped = replace(
+        dropped, why={v: member_miss("torch_forward", "Mixer -> Module") for v in RELEASES[2:]}
+    )
+    (finding,) = findings([dropped], PROJECT)
+    assert (finding.possible, finding.fails) == ("", True)
 
 
 def test_a_dunder_binding_takes_effect_whatever_upstream_defines():

@@ -282,6 +282,7 @@ def findings(
             or _unknown_spelling(finding, runs, spellings)
             or _tested_anchor(finding, runs)
             or _never_had(item)
+            or _recreated(item, finding, runs)
             or _below_floor(item, ranges[package])
             or _bound_elsewhere(finding, runs, known)
         )
@@ -808,6 +809,31 @@ def _never_had(item: Resolved) -> str:
             "dropped before the oldest release checked"
         )
     return ""  # a module's name: only that module's code reads it (liger's CrossEntropyLoss)
+
+
+def _recreated(item: Resolved, finding: Finding, runs: Runs) -> str:
+    """Why a binding of the project's own object under its own name on an upstream module
+    (``modeling_llama.LlamaLinearScalingRotaryEmbedding = LlamaLinearScalingRotaryEmbedding``)
+    is only possible where the module dropped a name it had on other releases: the project
+    puts the name back for code that still imports it from there (a compat export), or
+    replaces an object upstream no longer has, so stopped applying. Which one, the source of
+    neither side says. A function of the name is a patch: a fixed copy of upstream's put in
+    its place (nemo-automodel's ``fa_utils.prepare_fa2_from_position_ids``, renamed upstream
+    in 5.18), as is a member of a class (``Mixer.torch_forward = torch_forward``): upstream
+    calls its classes' members, and one it dropped it no longer calls."""
+    reference = item.reference
+    if not _replaces(reference) or not any(o is Outcome.OK for o in item.outcomes.values()):
+        return ""  # a name no release had is _never_had's
+    if any(is_member_miss(item.why.get(version, "")) for version in finding.new):
+        return ""
+    running = [s for s in reference.sites if any(runs(reference, s, v) for v in finding.new)]
+    if not running or not all(site.exports and not site.function for site in running):
+        return ""  # a function of the name is a fixed copy of upstream's, put in its place
+    return (
+        "it binds the project's own object of that name where upstream dropped it: a name put "
+        "back for code that still imports it, or a replacement of an object upstream no longer "
+        "has"
+    )
 
 
 def _tested_anchor(finding: Finding, runs: Runs) -> str:

@@ -11,7 +11,7 @@ a :class:`SurfaceResult` holds both and reads/writes the JSON other tools rely o
                      "guarded", "versions", "at_import", "undecided",
                      "fallback_of", "requires", "replaces", "aliases",
                      "alternatives", "after", "handled", "exports", "raises", "constant",
-                     "read_by", "lacks", "elsewhere"}],
+                     "read_by", "lacks", "elsewhere", "function"}],
                      "outcomes": {version: "ok" | "missing" | "unknown"}}]}
 """
 
@@ -143,6 +143,9 @@ class Site:
     # owners (``conversion_mapping.f = g; modeling_utils.f = g``): those targets. Where one
     # of them is there, upstream may read the name there: this miss alone proves nothing
     elsewhere: tuple[str, ...] = ()
+    # a PATCH site that binds one of the project's functions (``m.f = f``): code it puts
+    # in the place of upstream's, to be called as upstream calls what it replaces
+    function: bool = False
 
     def runs_on(self, package: str, label: str) -> bool:
         """Whether the site can run on release ``label`` of ``package``: every bound of its
@@ -193,6 +196,7 @@ class Site:
             tuple(str(t) for t in data.get("read_by") or ()),
             tuple(str(t) for t in data.get("lacks") or ()),
             tuple(str(t) for t in data.get("elsewhere") or ()),
+            bool(data.get("function", False)),
         )
 
 
@@ -212,6 +216,7 @@ _SAID_WHERE_SET = (
     "read_by",
     "lacks",
     "elsewhere",
+    "function",
 )
 
 

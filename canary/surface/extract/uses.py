@@ -28,6 +28,7 @@ class Use:
     replaces: bool = False  # a PATCH that replaces the object (not an item in it)
     aliases: str = ""  # ... with upstream's own object Y (X.n = Y): Y's dotted path
     exports: bool = False  # ... with the project's own object of that name (X.n = n)
+    function: bool = False  # ... to a function of the project's: code it puts in upstream's way
     bound_object: str = ""  # ... to a name or attribute: its text (X.a = f; X.b = f)
     stash: str | None = None  # X._orig_f = X.f: the original it keeps beside it (X.f)
     constant: bool = False  # set to a literal (True, a name): a marker
@@ -146,6 +147,7 @@ def merge(uses: Iterable[Use]) -> tuple[Reference, ...]:
                     after=use.after,
                     handled=use.handled,
                     exports=use.kind is Kind.PATCH and use.exports,
+                    function=use.kind is Kind.PATCH and use.replaces and use.function,
                     raises=use.kind is Kind.ANCHOR and use.raises,
                     constant=use.kind is Kind.PATCH and use.replaces and use.constant,
                     read_by=read_by.get(use, ()),

@@ -982,6 +982,7 @@ class Walker(Anchoring):
                     replaces=binds,
                     aliases=aliases,
                     exports=binds and not aliases and self._own_name(value, target.attr),
+                    function=isinstance(bound, ProjectFunction),
                     bound_object=ast.unparse(value) if binds and _named(value) else "",
                     stash=stash,
                     constant=constant,
@@ -1233,6 +1234,7 @@ class Walker(Anchoring):
                     replaces=True,
                     aliases=aliases,
                     exports=exports,
+                    function=isinstance(bound, ProjectFunction),
                     bound_object=ast.unparse(value) if _named(value) else "",
                 )
         if (module := self._imported_module(node)) is not None and self.project.is_upstream(module):
