@@ -266,6 +266,31 @@ def test_what_follows_a_try_that_returns_what_it_imported_is_its_fallback(
 
 
 @pytest.mark.parametrize(
+    ("returned", "fallback"),
+    [
+        # geoai-vlm's _auto_vlm_class: the new name returned, the old one in the handler
+        ("AutoModelForImageTextToText", True),
+        ("AutoModelForImageTextToText, None", True),
+        ("AutoModelForImageTextToText.from_config(c)", False),  # the call may raise too
+    ],
+)
+def test_the_handler_of_a_try_that_returns_what_it_imported_is_its_fallback(
+    tmp_path, returned, fallback
+):
+    source = f"""def auto_class(c):
+    try:
+        from transformers import AutoModelForImageTextToText
+        return {returned}
+    except ImportError:
+        from transformers import AutoModelForVision2Seq
+        return AutoModelForVision2Seq
+"""
+    refs = project_surface(tmp_path, {"proj/__init__.py": "", "proj/m.py": source})
+    (site,) = next(r for r in refs if r.target == "transformers.AutoModelForVision2Seq").sites
+    assert site.fallback_of == (("transformers.AutoModelForImageTextToText",) if fallback else ())
+
+
+@pytest.mark.parametrize(
     ("body", "handler", "fallback"),
     [
         # sinq's auto class: the new name read first, the old one where it is missing

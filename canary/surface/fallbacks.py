@@ -206,12 +206,15 @@ def _taken_where_false(
 def harmless(node: ast.stmt) -> bool:
     """A statement that cannot raise ImportError: ``pass``, names bound to names or
     literals (``AutoModelForVision2Seq = AutoModelForImageTextToText`` after importing the
-    latter), or a function defined undecorated, its defaults literals and its annotations
-    plain names (xinference's ``def model_input_compat`` beside the imports it wraps: a
-    definition runs nothing of its body). Beside imports in a ``try`` body, it leaves their
-    failure the only way into a handler."""
+    latter), a return of names or literals (geoai-vlm's ``return
+    AutoModelForImageTextToText``), or a function defined undecorated, its defaults literals
+    and its annotations plain names (xinference's ``def model_input_compat`` beside the
+    imports it wraps: a definition runs nothing of its body). Beside imports in a ``try``
+    body, it leaves their failure the only way into a handler."""
     if isinstance(node, ast.Pass):
         return True
+    if isinstance(node, ast.Return):
+        return all(isinstance(n, (ast.Name, ast.Constant)) for n in returned(node))
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         args = node.args
         given = [*args.defaults, *(d for d in args.kw_defaults if d is not None)]
@@ -242,6 +245,13 @@ _PLAIN_HINT = (ast.Name, ast.Constant, ast.Subscript, ast.Tuple, ast.List, ast.B
 def bound_names(node: ast.Import | ast.ImportFrom) -> tuple[str, ...]:
     """The names an import statement binds (``import a.b`` binds ``a``)."""
     return tuple(alias.asname or alias.name.split(".", 1)[0] for alias in node.names)
+
+
+def returned(node: ast.Return) -> list[ast.expr]:
+    """What a ``return`` gives: its value, or a tuple's items (nothing for a bare one)."""
+    if node.value is None:
+        return []
+    return list(node.value.elts) if isinstance(node.value, ast.Tuple) else [node.value]
 
 
 def handled_imports(

@@ -731,7 +731,7 @@ class Walker(Anchoring):
             or not node.handlers
             or not all(fallbacks.catches_import_error(h) for h in node.handlers)
             or any(guards.exits(h.body) for h in node.handlers)
-            or not all(isinstance(n, (ast.Name, ast.Constant)) for n in _returned(last))
+            or not all(isinstance(n, (ast.Name, ast.Constant)) for n in fallbacks.returned(last))
         ):
             return ()
         return self._imports_only(imports)
@@ -1378,13 +1378,6 @@ def _named(value: ast.expr | None) -> bool:
 
 def _names(node: ast.expr, name: str) -> bool:
     return isinstance(node, ast.Name) and node.id == name
-
-
-def _returned(node: ast.Return) -> list[ast.expr]:
-    """What a ``return`` gives: its value, or a tuple's items (nothing for a bare one)."""
-    if node.value is None:
-        return []
-    return list(node.value.elts) if isinstance(node.value, ast.Tuple) else [node.value]
 
 
 def _defaults_to_none(lookup: ast.Call) -> bool:
