@@ -487,3 +487,30 @@ def test_a_name_outside_the_try_body_only_in_a_docstring_is_read_nowhere_there(t
         "    return size\n"
     )
     assert "inside the try body it leaves" in handled(tmp_path, source)
+
+
+@pytest.mark.parametrize(
+    ("handler", "after", "handled_there"),
+    [
+        # megatron-bridge's _init_embed_audio: the handler builds another embedder in its place
+        ("dim = c.dim; self.embed = Simple(dim)", "", True),
+        ("self.embed = Simple(c)", "", True),
+        ("self.embed = None", "", False),  # a constant: a flag read later
+        ("self.other = Simple(c)", "", False),  # another attribute: a signal
+        ("dim = c.dim; self.embed = Simple(dim)", "self.dim = dim", False),  # read after it
+    ],
+)
+def test_a_handler_that_sets_the_attribute_the_try_body_sets_takes_its_place(
+    tmp_path, handler, after, handled_there
+):
+    source = (
+        "class Model:\n"
+        "    def init(self, c):\n"
+        "        try:\n"
+        f"            {IMPORT}\n"
+        "            self.embed = LlamaFlashAttention2(c)\n"
+        "        except (ImportError, AttributeError):\n"
+        f"            {handler}\n"
+        f"        {after}\n"
+    )
+    assert bool(handled(tmp_path, source)) is handled_there

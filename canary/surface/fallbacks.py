@@ -5,8 +5,9 @@ The proof, for an import directly in a ``try`` body: where the module or name is
 the import raises ImportError; the first handler that catches it runs. If that handler
 binds each of the import's names (to another object: a class, a function, an import from
 the new place) the names hold the fallback from then on, and what the project does with
-them is checked where it does it (as uses of the fallback); so for the names the rest of
-the body binds, given another object (a constant there is a flag: it signals the failure to
+them is checked where it does it (as uses of the fallback); so for the names and attributes
+the rest of the body binds, given another object (a local the handler builds it from, read
+nowhere else, is no flag; a constant there is a flag: it signals the failure to
 a later test, which may raise; a flag whose every test, in every module that names it,
 goes on without raising where it is false only picks the branch that does without the
 import; a name the body only augments, bound before, keeps the collection it held). If it
@@ -259,6 +260,7 @@ def handled_imports(
     none_harmless: Callable[[str], bool] = lambda name: False,
     unbound_harmless: Callable[[str, bool], str] = lambda name, kept: "",
     flag_harmless: Callable[[str], bool] = lambda name: False,
+    temporary: Callable[[str, ast.ExceptHandler], bool] = lambda name, handler: False,
 ) -> dict[int, str]:
     """The imports directly in the ``try`` body whose failure its handler takes the place
     of (by ``id``), each with why (the module docstring's proof). Every handler that may
@@ -270,7 +272,9 @@ def handled_imports(
     signals the failure (``HAS_GLM4_MOE = False``, read later to raise): not handled; so
     is a name the rest of the body binds that keeps an earlier value (that is the flag),
     unless ``flag_harmless`` says none of its readers raises where it is false
-    (:func:`flag_never_raises`): then the flag only chooses the branch that does without."""
+    (:func:`flag_never_raises`): then the flag only chooses the branch that does without.
+    A name ``temporary`` says nothing outside the handler reads (:func:`read_only_in`) is
+    what the handler builds its fallback from, no flag."""
     handlers = [h for h in node.handlers if catches_import_error(h)]
     if not handlers:
         return {}
@@ -283,12 +287,14 @@ def handled_imports(
         return {}  # raised again: a break, loudly
     own = {name for statement in imports for name in bound_names(statement)}
     body_names = {n for s in node.body if s not in imports for n in _stored(s)}
+    body_attributes = {a for s in node.body if s not in imports for a in _stored_attributes(s)}
     flags = {
         name: f"{name}: a flag no reader raises on where the import failed"
         for name in _flags(node, lambda name: bool(unbound_harmless(name, True)))
         if flag_harmless(name)
     }
-    if any(_signals(h.body, own | set(flags), body_names) for h in handlers):
+    taken = (own | set(flags), body_names, body_attributes)
+    if any(_signals(h, *taken, temporary) for h in handlers):
         return {}
     given = set.intersection(*({n for n, _ in _given(h.body)} for h in handlers))
     nones = {n for h in handlers for n, none in _given(h.body) if none}
@@ -410,18 +416,36 @@ def _stored_by(node: ast.AST) -> tuple[str, ...]:
     return ()
 
 
-def _signals(body: Sequence[ast.stmt], own: set[str], body_names: set[str]) -> bool:
+def _signals(
+    handler: ast.ExceptHandler,
+    own: set[str],
+    body_names: set[str],
+    body_attributes: set[str],
+    temporary: Callable[[str, ast.ExceptHandler], bool],
+) -> bool:
     """A handler's block binds or sets something besides the import's own names (what a
     class or function it defines does inside is no binding of the block's; an import binds
     what the fallback is built from, a module or an object, never a flag). Giving a name
-    the rest of the ``try`` body binds another object (``KwargsForCausalLM =
-    TransformersKwargs``) takes that body's place, as for the import's names; a constant
-    there (``HAS_X = False``) is the flag a later test reads, so it still signals."""
-    kept = [s for s in body if not _replaces_body_name(s, body_names)]
+    or an attribute the rest of the ``try`` body binds another object (``KwargsForCausalLM =
+    TransformersKwargs``; megatron-bridge's ``self.embed_audio = _SimpleAudioEmbedder(...)``
+    for the body's ``Gemma4AudioEmbedder(...)``) takes that body's place, as for the
+    import's names; a constant there (``HAS_X = False``) is the flag a later test reads, so
+    it still signals. A temporary (a local nothing outside the handler reads) is no flag."""
+    kept = [
+        s
+        for s in handler.body
+        if not _replaces_body_name(s, body_names)
+        and not _replaces_body_attribute(s, body_attributes)
+    ]
     for node in _shallow(kept):
         if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, ast.Store):
             return True
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id not in own:
+        if (
+            isinstance(node, ast.Name)
+            and isinstance(node.ctx, ast.Store)
+            and node.id not in own
+            and not temporary(node.id, handler)
+        ):
             return True
         if isinstance(node, _DEFINITIONS) and node.name not in own:
             return True
@@ -436,6 +460,42 @@ def _replaces_body_name(statement: ast.stmt, body_names: set[str]) -> bool:
         isinstance(statement, ast.Assign)
         and (not isinstance(statement.value, ast.Constant) or statement.value.value is None)
         and all(isinstance(t, ast.Name) and t.id in body_names for t in statement.targets)
+    )
+
+
+def _replaces_body_attribute(statement: ast.stmt, body_attributes: set[str]) -> bool:
+    """``x.a = value`` for attributes the ``try`` body sets (by their text), ``value`` no
+    constant: another object in the body's place (a constant would be a flag)."""
+    return (
+        isinstance(statement, ast.Assign)
+        and not isinstance(statement.value, ast.Constant)
+        and all(
+            isinstance(t, ast.Attribute) and ast.unparse(t) in body_attributes
+            for t in statement.targets
+        )
+    )
+
+
+def _stored_attributes(statement: ast.stmt) -> Iterator[str]:
+    """The attributes a statement of a ``try`` body sets (``self.embed = ...``), by text."""
+    if isinstance(statement, ast.Assign):
+        for target in statement.targets:
+            if isinstance(target, ast.Attribute):
+                yield ast.unparse(target)
+
+
+def read_only_in(
+    function: ast.FunctionDef | ast.AsyncFunctionDef, handler: ast.ExceptHandler, name: str
+) -> bool:
+    """Whether nothing in ``function`` outside ``handler`` reads ``name`` (a nested
+    function's reads count: it may run later): a temporary of the handler's."""
+    low, high = handler.lineno, handler.end_lineno or handler.lineno
+    return not any(
+        isinstance(node, ast.Name)
+        and node.id == name
+        and isinstance(node.ctx, ast.Load)
+        and not low <= node.lineno <= high
+        for node in ast.walk(function)
     )
 
 

@@ -538,6 +538,7 @@ class Walker(Anchoring):
                     lambda name: self._none_harmless(node, name),
                     lambda name, kept: self._unbound_harmless(node, name, kept=kept),
                     self._flag_harmless,
+                    self._temporary,
                 )
                 self.project.handled[key] = {
                     (n.lineno, n.col_offset): found[id(n)] for n in node.body if id(n) in found
@@ -684,6 +685,14 @@ class Walker(Anchoring):
         if self.scope is not self.module_scope:
             return ""  # a class body: its names are read as attributes, anywhere
         return self.project.unbound_harmless(self.path, node, name, kept=kept)
+
+    def _temporary(self, name: str, handler: ast.ExceptHandler) -> bool:
+        """Whether ``name`` is a local of the function ``handler`` lies in that nothing
+        outside the handler reads: what it builds its fallback from, never a flag."""
+        function = self.function_node
+        if function is None or self.scope.is_class or fallbacks.declared_outside(function, name):
+            return False
+        return fallbacks.read_only_in(function, handler, name)
 
     def _flag_harmless(self, name: str) -> bool:
         """Whether no read of the flag ``name`` raises where it is false: in its function
