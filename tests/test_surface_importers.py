@@ -191,6 +191,8 @@ def test_a_read_or_a_functions_import_in_such_a_module_still_raises_there(tmp_pa
         # mixturekit: its file read as a template, rewritten, written beside a checkpoint
         ('TEMPLATE = os.path.join(HERE, "gemma4_patch.py")\n', "gemma4_patch.py"),
         ("spec_from_file_location('g', 'proj/gemma4_patch.py')\n", "gemma4_patch.py"),
+        # cache-dit: _safe_import(".glm_image", ...), an import_module relative to its package
+        ('PLANNER = _safe_import(".gemma4_patch", "Planner")\n', "proj.gemma4_patch"),
     ],
 )
 def test_a_module_loaded_only_by_its_name_in_a_string_runs_where_canary_cannot_say(
@@ -206,6 +208,7 @@ def test_a_module_loaded_only_by_its_name_in_a_string_runs_where_canary_cannot_s
         {"registry": 'NAME = "proj.gemma4_patch"\n', "cli": "import proj.gemma4_patch\n"},
         {"registry": 'FILE = "gemma4_patch.py"\n', "cli": "import proj.gemma4_patch\n"},
         {"registry": 'FILE = "other_gemma4_patch.py"\n'},  # another file's name
+        {"registry": 'EXTENSION = ".gemma4_patch_json"\n'},  # relative, but no module
         {"cli": "from proj import gemma4_patch\n"},  # imported by a statement, named nowhere
         {},  # imported by its users only
     ],

@@ -25,7 +25,8 @@ Python imported the package before any of them ran.
 
 A module no import statement of the project loads, which the project names in a string (a
 lazy registry: auto-round's ``{"llama4": LazyImport("auto_round.modeling.fused_moe.llama4")}``;
-or its file's name: mixturekit reads ``"modeling_template.py"`` as a template it rewrites),
+a relative name, as ``importlib.import_module(".glm_image", package)`` takes it; or its file's
+name: mixturekit reads ``"modeling_template.py"`` as a template it rewrites),
 runs only where the project loads it by that name, which canary does not follow: its sites
 are *undecided*, their findings possible. A module nothing names runs wherever its users
 import it, as before.
@@ -55,7 +56,31 @@ _IMPORTERS = ("import_module(", "__import__(")  # importlib's, and the builtin
 _LITERAL_NAME = re.compile(r"\s*[\"'][\w.]+[\"']\s*[,)]")
 _DOTTED = re.compile(r"[\w.]*")
 _FILE_NAME = re.compile(r"""["']([\w./-]*\.py)["']""")  # a quoted file name, or path to one
+_RELATIVE_NAME = re.compile(r"\.+([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)")
+_QUOTED_RELATIVE = re.compile(r"""(["'])(\.+[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\1""")
 _MAX_CONTEXTS = 16  # more ways in than this: left as it is
+
+
+def absolute(module: str, is_package: bool, level: int, name: str | None) -> str | None:
+    """The absolute module a relative one (``level`` dots, then ``name``) names inside
+    ``module`` (None: above the top of its package)."""
+    package = module.split(".")
+    if not is_package:
+        package = package[:-1]
+    if level - 1 > len(package):
+        return None
+    package = package[: len(package) - (level - 1)]
+    return ".".join([*package, *([name] if name else [])])
+
+
+def relative_name(module: str, is_package: bool, text: str) -> str | None:
+    """The absolute module a relative name in a string names inside ``module``, as
+    ``importlib.import_module(".glm_image", package)`` takes it (cache-dit's planners);
+    None where ``text`` is no such name."""
+    found = _RELATIVE_NAME.fullmatch(text)
+    if found is None:
+        return None
+    return absolute(module, is_package, len(text) - len(found.group(1)), found.group(1))
 
 
 @dataclass(frozen=True)
@@ -329,8 +354,11 @@ class _Ways:
         if module in self._loaded:
             return ""
         if self.strings is None:
-            unwalked = (self.text(p) for p in self.module_of if p not in self._walked)
-            quoted = set(self._strings).union(*(_quoted(s, self.tops) for s in unwalked))
+            unwalked = [p for p in self.module_of if p not in self._walked]
+            quoted = set(self._strings).union(
+                *(_quoted(self.text(p), self.tops) for p in unwalked),
+                *(self._quoted_relative(p) for p in unwalked),
+            )
             self.strings = sorted(quoted)
         named = next((n for n in self.strings if n == module or n.startswith(f"{module}.")), None)
         if named is None:
@@ -353,6 +381,12 @@ class _Ways:
             f"no import statement of the project loads {module}; it is loaded by its name "
             f"({named!r}), which canary does not follow"
         )
+
+    def _quoted_relative(self, path: str) -> set[str]:
+        """The absolute modules the relative names in ``path``'s strings name."""
+        module, package = self.module_of[path], path.endswith("__init__.py")
+        found = _QUOTED_RELATIVE.finditer(self.text(path))
+        return {name for m in found if (name := relative_name(module, package, m.group(2)))}
 
     def _file_named(self, module: str) -> str | None:
         """The name of ``module``'s file where a string of the project spells it (mixturekit's

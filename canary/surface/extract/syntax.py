@@ -6,18 +6,14 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from canary.surface import importers
+
 
 def absolute_module(module: str, is_package: bool, node: ast.ImportFrom) -> str | None:
     """The absolute module ``from <node.module> import ...`` names inside ``module``."""
     if not node.level:
         return node.module
-    package = module.split(".")
-    if not is_package:
-        package = package[:-1]
-    if node.level - 1 > len(package):
-        return None
-    package = package[: len(package) - (node.level - 1)]
-    return ".".join([*package, *([node.module] if node.module else [])])
+    return importers.absolute(module, is_package, node.level, node.module)
 
 
 def positional(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:

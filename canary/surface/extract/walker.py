@@ -1129,8 +1129,13 @@ class Walker(Anchoring):
             return  # most expressions: a bare name is its binding's reference, made there
         if kind is ast.Constant:
             value = node.value  # type: ignore[attr-defined]
-            if type(value) is str and value.partition(".")[0] in self.project.tops:
-                self.strings.add(value)  # a module a lazy registry names (importers.py)
+            if type(value) is str:
+                if value.partition(".")[0] in self.project.tops:
+                    self.strings.add(value)  # a module a lazy registry names (importers.py)
+                elif value[:1] == "." and (
+                    named := importers.relative_name(self.module, self.is_package, value)
+                ):
+                    self.strings.add(named)  # import_module(".x", package): relative to here
             return
         handler = _EXPRESSIONS.get(kind)
         if handler is not None:
