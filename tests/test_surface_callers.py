@@ -143,3 +143,59 @@ def test_a_public_helper_its_module_exports_still_takes_its_callers_conditions(t
 )
 def test_a_way_in_canary_cannot_see_all_of_leaves_it_as_it_was(tmp_path, modules, extra):
     assert [s.versions for s in sites(tmp_path, *modules, extra=extra)] == [()]
+
+
+REGISTERED = (
+    "from proj.registry import register_loader\n"
+    '@register_loader("qwen3_5_moe", default=False)\n'
+    "def load():\n"
+    "    from transformers.core_model_loading import WeightConverter\n"
+)
+
+
+def test_a_function_registered_under_a_model_type_is_reached_only_through_it(tmp_path):
+    # arctic-platform's loader for qwen3_5_moe; public, so also undecided (code outside)
+    found = sites(tmp_path, REGISTERED, extra=REGISTRY_FILE)
+    assert sorted((s.registered, bool(s.undecided)) for s in found) == [
+        ((), True),
+        (("transformers.models.qwen3_5_moe",), False),
+    ]
+
+
+def test_a_private_function_registered_under_model_types_has_no_other_way_in(tmp_path):
+    private = REGISTERED.replace('"qwen3_5_moe"', 'name=("qwen3_5", "qwen3_5_moe")')
+    (site,) = sites(tmp_path, private.replace("def load", "def _load"), extra=REGISTRY_FILE)
+    assert site.registered == ("transformers.models.qwen3_5|transformers.models.qwen3_5_moe",)
+
+
+def test_a_module_a_registered_function_imports_is_reached_only_through_it(tmp_path):
+    # arctic-platform: the loader imports the implementation, whose top imports upstream
+    loader = REGISTERED.replace(
+        "    from transformers.core_model_loading import WeightConverter\n",
+        "    from proj import impl\n",
+    ).replace("def load", "def _load")
+    impl = "from transformers.core_model_loading import WeightConverter\n"
+    (site,) = sites(tmp_path, loader, extra={**REGISTRY_FILE, "proj/impl.py": impl})
+    assert site.registered == ("transformers.models.qwen3_5_moe",)
+
+
+@pytest.mark.parametrize(
+    "decorators",
+    [
+        '@register_loader("qwen3_5_moe")\n@functools.cache\n',  # another decorator
+        "@register_loader(KEY)\n",  # a key canary cannot read
+        '@register_loader("Qwen-3.5")\n',  # no model type's spelling
+        '@cache_for("qwen3_5_moe")\n',  # not a registration
+    ],
+)
+def test_a_decorator_that_is_no_registration_under_model_types_leaves_it_as_it_was(
+    tmp_path, decorators
+):
+    loader = "import functools\n" + REGISTERED.replace(
+        '@register_loader("qwen3_5_moe", default=False)\n', decorators
+    ).replace("def load", "def _load")
+    assert [s.registered for s in sites(tmp_path, loader, extra=REGISTRY_FILE)] == [()]
+
+
+REGISTRY = "def register_loader(name, **options):\n    return lambda f: f\n"
+REGISTRY_FILE = {"proj/registry.py": REGISTRY}

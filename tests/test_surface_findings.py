@@ -646,3 +646,37 @@ def test_a_model_types_branch_reads_packages_the_project_never_imports_as_resolv
     remote = ModelPackages(frozenset((QWEN35, v) for v in RELEASES))
     (found,) = findings([used], PROJECT, absent=remote)
     assert found.new == RELEASES[1:]
+
+
+def registered_for(*packages: str) -> Site:
+    """A site reached only through ``@register_x("type")`` of those packages' types."""
+    return replace(site(), registered=("|".join(packages),))
+
+
+@pytest.mark.parametrize(
+    ("model", "possible"),
+    [
+        ("mmmo", True),  # every release it misses on lacks the type: only possible
+        ("mmoo", False),  # 5.1.0 has the type and still misses: a checkpoint of it breaks
+        ("mmmm", False),  # a type no release has may be remote code: no excuse
+    ],
+)
+def test_a_miss_reached_only_through_a_model_types_registration_is_possible_where_it_lacks_it(
+    model, possible
+):
+    # arctic-platform: @register_loader("qwen3_5_moe", ...) imports its qwen35 implementation
+    package = resolved(QWEN35_MOE, model, kind=Kind.IMPORT)
+    used = resolved(MAPPING, "mmmo", registered_for(QWEN35_MOE), kind=Kind.IMPORT)
+    found = {f.reference.target: f for f in findings([package, used], PROJECT)}
+    assert found[MAPPING].new == ("5.0.0", "5.1.0")  # it may run: nothing is gated
+    assert bool(found[MAPPING].possible) == possible
+    if possible:
+        assert "registration under model type qwen3_5_moe" in found[MAPPING].possible
+
+
+def test_a_registered_site_beside_one_reached_otherwise_is_proven():
+    package = resolved(QWEN35_MOE, "mmmo", kind=Kind.IMPORT)
+    sites = (registered_for(QWEN35_MOE), site(20))
+    used = resolved(MAPPING, "mmmo", *sites, kind=Kind.IMPORT)
+    found = {f.reference.target: f for f in findings([package, used], PROJECT)}
+    assert (found[MAPPING].new, found[MAPPING].possible) == (("5.0.0", "5.1.0"), "")

@@ -215,3 +215,35 @@ def test_a_module_loaded_only_by_its_name_in_a_string_runs_where_canary_cannot_s
 )
 def test_a_module_an_import_statement_loads_is_decided_as_before(tmp_path, modules):
     assert [s.undecided for s in sites(tmp_path, **modules)] == [""]
+
+
+GATED_LAZY = """\
+    import transformers
+    from packaging import version
+
+    if version.parse(transformers.__version__) >= version.parse("5.0.0"):
+        from proj import lazy
+"""
+
+
+@pytest.mark.parametrize(
+    "lazy",
+    [
+        # a package's lazy __getattr__ (arctic-platform's qwen35): it names nothing upstream,
+        # so extraction does not walk it, and the import in it runs where its module does
+        "def __getattr__(name):\n    from proj import gemma4_patch\n    return gemma4_patch\n",
+        # a function that names upstream, walked: its import runs where its module does
+        "import transformers\ndef load():\n    from proj import gemma4_patch\n",
+    ],
+)
+def test_a_module_imported_in_a_function_takes_the_conditions_of_the_function_module(
+    tmp_path, lazy
+):
+    (site,) = sites(tmp_path, loader=GATED_LAZY, lazy=lazy)
+    assert site.versions == (("transformers", ">=5.0.0"),)
+
+
+def test_a_module_imported_in_a_function_of_a_module_imported_anywhere_runs_anywhere(tmp_path):
+    lazy = "def __getattr__(name):\n    from proj import gemma4_patch\n    return gemma4_patch\n"
+    found = sites(tmp_path, loader=GATED_LAZY, lazy=lazy, user="from proj import lazy\n")
+    assert [s.versions for s in found] == [()]

@@ -20,7 +20,10 @@ findings are possible, never counted: no caller the project holds is proven to r
 What leaves a function as it is (its sites run wherever it is called, as before), each a way
 in canary cannot see all of:
 
-- its name is a dunder (Python calls it), or it is decorated (a decorator may register it);
+- its name is a dunder (Python calls it), or it is decorated (a decorator may register it)
+  by anything but registrations under model types: ``@register_loader("qwen3_5_moe")`` is
+  a way in recorded at the name it defines, with the types it files the function under
+  (``Site.registered``: where the release has none of them, its findings are possible);
 - a place names it that the walk did not record with its conditions: in a string or a
   comment, in a function extraction skipped (one that names nothing upstream, nor a
   function of its module that does), under
@@ -43,7 +46,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
-from canary.surface.importers import Context, Sited, copies
+from canary.surface.importers import Context, Load, Sited, conditioned, copies
 
 MAX_CONTEXTS = 16  # more ways in than this: left as it is
 
@@ -80,39 +83,59 @@ class Mention:
     undecided: str = ""
     fallback_of: tuple[str, ...] = ()
     lacks: tuple[str, ...] = ()
+    registered: tuple[str, ...] = ()  # a registration under these model types (the function's)
 
     @property
     def context(self) -> Context:
         return Context.of(self)
 
 
-class Within(Sited, Protocol):
-    """A site of a use, with the module-level function it lies in."""
+class Within(Protocol):
+    """A place in a file, with the module-level function it lies in."""
 
+    path: str
     within: str
 
 
-U = TypeVar("U", bound=Within)
+class WithinSite(Sited, Within, Protocol):
+    """A site of a use, with the module-level function it lies in."""
+
+
+U = TypeVar("U", bound=WithinSite)
+P = TypeVar("P", bound=Within)
 
 
 def carry(
     uses: Sequence[U],
+    loads: Sequence[Load],
     mentions: Iterable[Mention],
     module_of: Mapping[str, str],
     text: Callable[[str], bytes],
+    *,
     prose: Prose = lambda path, line, column: False,
-) -> list[U]:
-    """``uses`` with each one inside a private function the project reaches only under
-    conditions copied once per place that names it (``module_of``: each project file's
-    dotted module; ``text``: a project file's bytes; ``prose``: whether a place in a file
-    is in a comment or a docstring)."""
+) -> tuple[list[U], list[Load]]:
+    """``uses``, and ``loads`` (imports of the project's modules), with each one inside a
+    function the project reaches only under conditions copied once per place that names it
+    (``module_of``: each project file's dotted module; ``text``: a project file's bytes;
+    ``prose``: whether a place in a file is in a comment or a docstring). An import inside
+    such a function runs only where a way into it does, and so does the module it loads."""
     ways = _Ways(mentions, module_of, text, prose)
-    carried: list[U] = []
-    for use in uses:
-        module = module_of.get(use.path)
-        found = ways.contexts((module, use.within)) if module and use.within else ()
-        carried.extend(copies(use, found))
-    return carried
+    return _copied(uses, ways, copies), _copied(loads, ways, conditioned)
+
+
+def _copied(
+    places: Sequence[P],
+    ways: _Ways,
+    copy: Callable[[P, Sequence[Context] | None], list[P]],
+) -> list[P]:
+    """``places``, each inside a function reached only under conditions copied by ``copy``
+    once per way into that function."""
+    found: list[P] = []
+    for place in places:
+        module = ways.module_of.get(place.path)
+        contexts = ways.contexts((module, place.within)) if module and place.within else ()
+        found.extend(copy(place, contexts))
+    return found
 
 
 class _Ways:

@@ -361,9 +361,10 @@ def _model_homes(
 
 def _model_packages(references: Sequence[Reference]) -> tuple[Reference, ...]:
     """The model packages of transformers the references lie in, or their sites' model-type
-    tests ask for, as imports to resolve (those the targets do not import themselves):
-    whether a release has the package at all is what excuses a came-later miss in it, and
-    what keeps a model's own branch from running."""
+    tests and registrations ask for, as imports to resolve (those the targets do not import
+    themselves): whether a release has the package at all is what excuses a came-later miss
+    in it, what keeps a model's own branch from running, and what makes a registered one's
+    miss possible."""
     known = {ref.key for ref in references}
     packages = sorted(
         {p for ref in references if (p := model_package(ref.target))}
@@ -371,7 +372,7 @@ def _model_packages(references: Sequence[Reference]) -> tuple[Reference, ...]:
             part
             for ref in references
             for site in ref.sites
-            for required in site.requires
+            for required in (*site.requires, *site.registered)
             for part in model_alternatives(required)
         }
     )

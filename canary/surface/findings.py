@@ -225,7 +225,8 @@ def findings(
     found = []
     resolved = list(resolved)
     spellings = _spellings(resolved)
-    runs = _runs(resolved, spellings, absent, homes)
+    gone = _gone(resolved, absent)
+    runs = _runs(resolved, gone, spellings, absent, homes)
     own = _own_attributes(resolved)
     known = _outcomes(resolved)
     patches = {r.reference.target: r.reference for r in resolved if r.reference.kind is Kind.PATCH}
@@ -278,7 +279,7 @@ def findings(
         if handled:
             finding = replace(finding, handled=handled)
         possible = (
-            _undecided(finding, runs)
+            _undecided(finding, runs, gone)
             or _unknown_spelling(finding, runs, spellings)
             or _tested_anchor(finding, runs)
             or _never_had(item)
@@ -445,8 +446,40 @@ def _unknown_spelling(finding: Finding, runs: Runs, spellings: Spellings) -> str
     return "an alternative anchor the project tries instead cannot be decided there"
 
 
+Gone = Callable[[str, str], bool]
+"""Whether what a test before a site found present (a ``requires`` entry) is missing on
+that release."""
+
+
+def _gone(resolved: Sequence[Resolved], absent: ModelPackages | None = None) -> Gone:
+    """What a test before a site found present is missing on a release, as resolved. A
+    model-type test's packages (``a|b``: one of them) are gone only where each is missing
+    and each is there on some release checked: a model type no release has may be a
+    checkpoint's own code (``trust_remote_code``), loadable anywhere."""
+    first_ok = _first_ok(resolved)
+    missing: dict[str, set[str]] = {}  # what an object's absence is read from
+    for item in resolved:
+        if item.reference.kind in (Kind.IMPORT, Kind.ATTRIBUTE, Kind.PATCH):
+            found = {v for v, o in item.outcomes.items() if o is Outcome.MISSING}
+            missing.setdefault(item.reference.target, set()).update(found)
+    known = absent or ModelPackages()  # the packages the project does not import itself
+
+    def gone(required: str, version: str) -> bool:
+        packages = model_alternatives(required)
+        if not packages:
+            return version in missing.get(required, ())
+        return all(
+            (version in missing.get(p, ()) or known(p, version))
+            and (p in first_ok or p in known.present)
+            for p in packages
+        )
+
+    return gone
+
+
 def _runs(
     resolved: Sequence[Resolved],
+    gone: Gone,
     spellings: Spellings | None = None,
     absent: ModelPackages | None = None,
     homes: Mapping[str, str] | None = None,
@@ -465,30 +498,11 @@ def _runs(
         if item.reference.kind in (Kind.IMPORT, Kind.ATTRIBUTE):
             found = {v for v, o in item.outcomes.items() if o is Outcome.OK}
             ok.setdefault(item.reference.target, set()).update(found)
-    missing: dict[str, set[str]] = {}  # what an object's absence is read from
-    there: dict[str, set[str]] = {}  # ... and its presence
+    there: dict[str, set[str]] = {}  # what an object's presence is read from
     for item in resolved:
         if item.reference.kind in (Kind.IMPORT, Kind.ATTRIBUTE, Kind.PATCH):
-            gone = {v for v, o in item.outcomes.items() if o is Outcome.MISSING}
-            missing.setdefault(item.reference.target, set()).update(gone)
             found = {v for v, o in item.outcomes.items() if o is Outcome.OK}
             there.setdefault(item.reference.target, set()).update(found)
-
-    known = absent or ModelPackages()  # the packages the project does not import itself
-
-    def gone(required: str, version: str) -> bool:
-        """What a test before a site found present is missing on ``version``. A model-type
-        test's packages (``a|b``: one of them) are gone only where each is missing and each
-        is there on some release checked: a model type no release has may be a checkpoint's
-        own code (``trust_remote_code``), loadable anywhere."""
-        packages = model_alternatives(required)
-        if not packages:
-            return version in missing.get(required, ())
-        return all(
-            (version in missing.get(p, ()) or known(p, version))
-            and (p in first_ok or p in known.present)
-            for p in packages
-        )
 
     def runs(reference: Reference, site: Site, version: str) -> bool:
         if not site.runs_on(reference.package, version):
@@ -721,19 +735,35 @@ def _prefixes(target: str) -> Iterator[str]:
         target = target.rpartition(".")[0]
 
 
-def _undecided(finding: Finding, runs: Runs) -> str:
-    """Why a miss is only possible: every site that runs on its releases and may break
-    there (its import's failure is not handled) sits where a test canary cannot evaluate
-    decides whether it runs ("": some such site certainly runs)."""
+def _undecided(finding: Finding, runs: Runs, gone: Gone) -> str:
+    """Why a miss is only possible: on each of its releases, every site that runs there and
+    may break (its import's failure is not handled) sits where a test canary cannot evaluate
+    decides whether it runs, or is reached only through a registration under model types
+    the release lacks ("": some such site certainly runs there).
+
+    Code filed under a model type's name (``@register_loader("qwen3_5_moe")``) is that
+    model's, which no checkpoint of such a release loads; but whether the registry is looked
+    up by a model's type, or by a name a user gives, is not in the source."""
     reference = finding.reference
-    running = [
-        site
-        for site in reference.sites
-        if not site.handled and any(runs(reference, site, v) for v in finding.new)
-    ]
-    if running and all(site.undecided for site in running):
-        return running[0].undecided
-    return ""
+    undecided = ""
+    types: set[str] = set()
+    for version in finding.new:
+        for site in reference.sites:
+            if site.handled or not runs(reference, site, version):
+                continue
+            lacking = next((r for r in site.registered if gone(r, version)), "")
+            if not site.undecided and not lacking:
+                return ""
+            undecided = undecided or site.undecided
+            if lacking and not site.undecided:
+                types.update(p.rsplit(".", 1)[1] for p in model_alternatives(lacking))
+    if not types:
+        return undecided  # "" where it misses nowhere new
+    return (
+        f"reached only through a registration under model type {' or '.join(sorted(types))}"
+        ", which those releases lack: it runs there only if the registry is looked up by"
+        " another name than the model's type"
+    )
 
 
 def _bound_elsewhere(finding: Finding, runs: Runs, known: Outcomes) -> str:

@@ -228,6 +228,26 @@ def model_types_tested(
                 yield types
 
 
+def registered_under(
+    decorator: ast.expr, *, strings: Callable[[ast.expr], tuple[str, ...]]
+) -> tuple[str, ...]:
+    """The model types a registration decorator files its function under (any of them):
+    a call named for registering whose first argument, or ``name``/``key``/``model_type``
+    keyword, holds names as model types are spelled (``@register_loader("qwen3_5_moe",
+    matches=...)``, ``@MODELS.register(name=("a", "b"))``); () for any other decorator.
+    ``strings``: the strings an expression holds."""
+    if not isinstance(decorator, ast.Call) or _REGISTERS.search(called_name(decorator)) is None:
+        return ()
+    keyed = decorator.args[:1] or [k.value for k in decorator.keywords if k.arg in _KEYS]
+    found = tuple(t for node in keyed for t in strings(node))
+    return found if found and all(_MODEL_TYPE.fullmatch(t) for t in found) else ()
+
+
+_REGISTERS = re.compile(r"regist", re.IGNORECASE)
+_KEYS = frozenset({"name", "key", "model_type"})
+_MODEL_TYPE = re.compile(r"[a-z][a-z0-9_]*")  # a model package's name: what a key must be
+
+
 def _is_model_type(node: ast.expr) -> bool:
     """An expression that reads a model's type: ``x.model_type``, a name ``model_type``,
     or a call given the literal ``"model_type"`` (``getattr``, ``.get``, a helper)."""

@@ -7,16 +7,19 @@ under a condition (a version window, after an import of its function that came l
 a model the release lacks, a presence test), every site of M runs only where one of those
 conditions holds, and they are facts of the release, true at import as later: each site
 becomes one copy per importer, with the importer's conditions added (a finding holds
-where any copy runs: the conditions are or-ed). A module imported at the module level of
-another takes that module's conditions too; a version test around the import canary cannot
-evaluate (a helper it cannot read, ipex-llm's ``trans_version >= "4.47.0"`` compared as
-text) makes the copy *undecided*, as it does a site under it: its findings are possible.
+where any copy runs: the conditions are or-ed). A module imported by another takes that
+module's conditions too, at its module level or in one of its functions (a function of a
+module exists only once the module ran: a package's lazy ``__getattr__``); a version test
+around the import canary cannot evaluate (a helper it cannot read, ipex-llm's
+``trans_version >= "4.47.0"`` compared as text) makes the copy *undecided*, as it does a
+site under it: its findings are possible.
 
 What leaves a module as it is (its sites run wherever imported, as before):
 
 - no import statement of the project names it (it is imported by its users, or is the
-  entry point), or one does that was not walked with its conditions (indented, in a file
-  extraction did not read), or one whose conditions are none;
+  entry point), or one does whose conditions are none (an import extraction did not walk,
+  in a file or function that names nothing upstream, has none of its own: it runs where
+  its module does);
 - an import cycle through it, or more than ``_MAX_CONTEXTS`` ways in.
 
 An import inside ``if TYPE_CHECKING:`` never runs: it is no way in; nor is an import of a
@@ -100,6 +103,8 @@ class Load:
     # nothing there): why ("": it propagates)
     handled: str = ""
     lacks: tuple[str, ...] = ()  # upstream things a test before it found absent
+    registered: tuple[str, ...] = ()  # reached through a registration under these model types
+    within: str = ""  # the module-level function it lies in ("": none)
 
     @property
     def context(self) -> Context:
@@ -121,6 +126,9 @@ class Context:
     # where the module's import raises ImportError, a handler takes its place: why
     handled: str = ""
     lacks: tuple[str, ...] = ()  # where one of these is there, it does not run
+    # the model types of a registration it is reached through (one of each): where one's
+    # packages are all gone, it runs only if that registry is looked up by model type
+    registered: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, place: Conditioned) -> Context:
@@ -133,6 +141,7 @@ class Context:
             place.undecided,
             place.fallback_of,
             lacks=place.lacks,
+            registered=place.registered,
         )
 
     @property
@@ -151,6 +160,7 @@ class Context:
             # an import at a module's level raises through every import of that module
             self.handled or other.handled,
             tuple(sorted({*self.lacks, *other.lacks})),
+            tuple(sorted({*self.registered, *other.registered})),
         )
 
 
@@ -163,6 +173,7 @@ class Conditioned(Protocol):
     undecided: str
     fallback_of: tuple[str, ...]
     lacks: tuple[str, ...]
+    registered: tuple[str, ...]
 
 
 class Sited(Conditioned, Protocol):
@@ -221,6 +232,31 @@ def copies(use: U, found: Sequence[Context] | None) -> list[U]:
                 fallback_of=both.fallback_of,
                 handled=use.handled or (context.handled if raises_through else ""),
                 lacks=both.lacks,
+                registered=both.registered,
+            )
+        )
+    return result
+
+
+def conditioned(load: Load, found: Sequence[Context] | None) -> list[Load]:
+    """``load`` once per context in ``found``, that context's conditions added to its own;
+    as it is where ``found`` is empty."""
+    if not found:
+        return [load]
+    own = Context.of(load)
+    result = []
+    for context in found:
+        both = own & context
+        result.append(
+            replace(
+                load,
+                versions=both.versions,
+                after=both.after,
+                requires=both.requires,
+                undecided=both.undecided,
+                fallback_of=both.fallback_of,
+                lacks=both.lacks,
+                registered=both.registered,
             )
         )
     return result
@@ -255,13 +291,13 @@ class _Ways:
             path: list(_imports(text(path), module, path.endswith("__init__.py"), known, tops))
             for path, module in (module_of.items() if candidates else ())
         }
-        # and what they import in no block (a file extraction did not walk has no loads
-        # recorded)
+        # and what they import, in a block or not (a file extraction did not walk has no
+        # loads recorded)
         path_of = {module: path for path, module in module_of.items()}
         todo = [path_of[m] for m in candidates if m in path_of]
         while todo:
-            for name, _, top in scanned[todo.pop()]:
-                if top and name not in candidates and name in path_of:
+            for name, _, _ in scanned[todo.pop()]:
+                if name not in candidates and name in path_of:
                     candidates.add(name)
                     todo.append(path_of[name])
         self.candidates = candidates
@@ -300,8 +336,8 @@ class _Ways:
         return found
 
     def _conditional(self) -> set[str]:
-        """The modules every import the walk saw of which runs under some condition, or at
-        the import of a module that does."""
+        """The modules every import the walk saw of which runs under some condition, or in a
+        module that does (at its import, or in one of its functions)."""
         found = {module for module, _, _ in self.loads}
         while True:
             unconditional = {
@@ -309,10 +345,7 @@ class _Ways:
                 for (module, path, _), loads in self.loads.items()
                 if module in found
                 and not _within(self.module_of[path], module)  # no way in: see _read
-                and any(
-                    load.context.none and (not load.at_import or self.module_of[path] not in found)
-                    for load in loads
-                )
+                and any(load.context.none and self.module_of[path] not in found for load in loads)
             }
             if not unconditional:
                 return found
@@ -327,22 +360,19 @@ class _Ways:
             if _within(self.module_of.get(path, ""), module):
                 continue  # the package itself, or a submodule of it: it ran first
             loads = self.loads.get((module, path, line))
-            if not loads and (path, line) in self.top:
-                # in a file not walked, but in no block: its module imports it, as is
-                loads = [Load(module, path, line, at_import=True)]
             if not loads and _type_checking_only(self.text(path), line):
                 continue  # read by type checkers only: it never runs
             if not loads:
-                return None  # an import not walked with its conditions
+                # not walked (in a file, or a function, that names nothing upstream): its
+                # own conditions are not known, and could only narrow where it runs
+                loads = [Load(module, path, line, at_import=(path, line) in self.top)]
             for load in loads:
+                # in a function or not, an import runs only once its module was imported
                 outer = self.module_of[path]
-                if not load.at_import:
-                    found.add(load.context)
-                elif outer in seen:
+                if outer in seen:
                     return None  # an import cycle: nothing certain
-                else:
-                    around = self.contexts(outer, seen) or (Context(),)
-                    found.update(load.context & context for context in around)
+                around = self.contexts(outer, seen) or (Context(),)
+                found.update(load.context & context for context in around)
         if not found or any(context.none for context in found) or len(found) > _MAX_CONTEXTS:
             return None
         return tuple(sorted(found, key=repr))

@@ -11,7 +11,7 @@ a :class:`SurfaceResult` holds both and reads/writes the JSON other tools rely o
                      "guarded", "versions", "at_import", "undecided",
                      "fallback_of", "requires", "replaces", "aliases",
                      "alternatives", "after", "handled", "exports", "raises", "constant",
-                     "read_by", "lacks", "elsewhere", "function"}],
+                     "read_by", "lacks", "elsewhere", "function", "registered"}],
                      "outcomes": {version: "ok" | "missing" | "unknown"}}]}
 """
 
@@ -72,6 +72,12 @@ class Match(str, enum.Enum):
 
 
 _OPERATORS = ("<=", ">=", "!=", "==", "<", ">")  # two-character ones first
+
+
+def model_requirement(types: Iterable[str]) -> str:
+    """A ``requires`` entry for a model of one of ``types``: one of their model packages
+    (``transformers.models.a|transformers.models.b``)."""
+    return MODEL_ALTERNATIVES.join(f"{MODEL_PACKAGES}.{t}" for t in sorted(types))
 
 
 def model_alternatives(required: str) -> tuple[str, ...]:
@@ -146,6 +152,10 @@ class Site:
     # a PATCH site that binds one of the project's functions (``m.f = f``): code it puts
     # in the place of upstream's, to be called as upstream calls what it replaces
     function: bool = False
+    # the model types a registration it is reached only through is keyed by, as a
+    # model-type test's ``requires`` entry (``@register_loader("qwen3_5_moe")``): where
+    # one's packages are all gone, it runs only if the registry is looked up by model type
+    registered: tuple[str, ...] = ()
 
     def runs_on(self, package: str, label: str) -> bool:
         """Whether the site can run on release ``label`` of ``package``: every bound of its
@@ -197,6 +207,7 @@ class Site:
             tuple(str(t) for t in data.get("lacks") or ()),
             tuple(str(t) for t in data.get("elsewhere") or ()),
             bool(data.get("function", False)),
+            tuple(str(t) for t in data.get("registered") or ()),
         )
 
 
@@ -217,6 +228,7 @@ _SAID_WHERE_SET = (
     "lacks",
     "elsewhere",
     "function",
+    "registered",
 )
 
 

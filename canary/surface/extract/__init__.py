@@ -168,10 +168,12 @@ def survey(
         uses.extend(project.registered_anchors(registry))
     uses.extend(project.drain_applied())
     skipped |= project.skipped
-    uses = callers.carry(uses, walked.mentions, project.module_of, project.text, project.in_prose)
+    uses, loads = callers.carry(
+        uses, walked.loads, walked.mentions, project.module_of, project.text, prose=project.in_prose
+    )
     uses = importers.reach(
         uses,
-        walked.loads,
+        loads,
         project.module_of,
         project.source,
         strings=walked.strings,

@@ -24,13 +24,7 @@ from canary.surface.extract.scopes import (
 )
 from canary.surface.extract.uses import Use
 from canary.surface.extract.values import NOT_LITERAL, Values
-from canary.surface.model import (
-    MODEL_ALTERNATIVES,
-    MODEL_PACKAGES,
-    Kind,
-    Match,
-    ReadFrom,
-)
+from canary.surface.model import Kind, Match, ReadFrom, model_requirement
 from canary.surface.texts import Literals, elements
 
 _ORDERINGS = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
@@ -482,7 +476,7 @@ class Conditions(Values):
         if "transformers" not in self.project.upstream:
             return
         for types in guards.model_types_tested(test, positive=positive, strings=self._strings):
-            yield "+" + MODEL_ALTERNATIVES.join(f"{MODEL_PACKAGES}.{t}" for t in sorted(types))
+            yield "+" + model_requirement(types)
 
     def _bound_at(self, node: ast.AST) -> Bound:
         """Where a use runs: the branch's window and fallback, and those of the binding

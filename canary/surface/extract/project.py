@@ -628,7 +628,9 @@ class Project:
                     )
 
     def paths_to_walk(self) -> Iterator[str]:
-        """The files that can reference upstream (see the module docstring)."""
+        """The files that can reference upstream: those that name it, and those that import
+        the project and use what it binds to upstream or register functions (which may
+        import the project's modules that do)."""
         names = "|".join(re.escape(n) for n in sorted(self.upstream))
         mentions = re.compile(rb"\b(?:" + names.encode() + rb")\b|getsource")
         needles = [n.encode() for n in (*self.upstream, "getsource")]
@@ -659,15 +661,19 @@ class Project:
         }
         for path in rest:
             text = self.text(path)
+            if not imports_project.search(b"\n" + text):
+                continue
             if (
-                imports_project.search(b"\n" + text)
-                and any(name in text for name in reexported)
+                any(name in text for name in reexported)
                 and reexported & set(_IDENTIFIER.findall(text))
-            ):
+            ) or _REGISTRATION.search(text):
+                # a registration's function that imports the project's modules is the way
+                # into them, under the model types it is filed under (callers.py)
                 yield path
 
 
 _IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+_REGISTRATION = re.compile(rb"^@[\w.]*[Rr]egist\w*\(", re.MULTILINE)  # a module-level one
 
 
 # A source handed on through more helpers than this is not followed (and counted).

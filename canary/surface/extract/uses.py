@@ -39,6 +39,7 @@ class Use:
     fallback_of: tuple[str, ...] = ()  # runs only where one of these upstream imports fails
     requires: tuple[str, ...] = ()  # runs only where these upstream things exist
     lacks: tuple[str, ...] = ()  # ... and only where these do not
+    registered: tuple[str, ...] = ()  # reached through a registration under these model types
     spot: anchortests.Spot = (0, 0)  # ANCHOR: where it is applied (line, column)
     partners: tuple[anchortests.Spot, ...] = ()  # ANCHOR: the spots of its alternatives
     after: tuple[str, ...] = ()  # reached only after its function imported these
@@ -141,6 +142,7 @@ def merge(uses: Iterable[Use]) -> tuple[Reference, ...]:
                     fallback_of=use.fallback_of,
                     requires=use.requires,
                     lacks=use.lacks,
+                    registered=use.registered,
                     replaces=use.kind is Kind.PATCH and use.replaces,
                     aliases=use.aliases if use.kind is Kind.PATCH else "",
                     alternatives=alternatives.get(use, ()),

@@ -28,7 +28,7 @@ from canary.surface.extract.scopes import (
     Stdlib,
     Upstream,
 )
-from canary.surface.model import Kind
+from canary.surface.model import Kind, model_requirement
 from canary.surface.segments import Definition
 from canary.surface.texts import Literals, Param, Text, Value, elements, union, unpack
 
@@ -49,6 +49,9 @@ _VALUE_NAME = re.compile(r"^_*[A-Z][A-Z0-9_]*$|logger$")
 
 
 _DEDENTING_HELPER = re.compile(r"dedent|detab", re.IGNORECASE)
+
+
+_DEFINED = re.compile(rb"(?:async[ \t]+)?def[ \t]+(\w+)")  # the name a ``def`` line defines
 
 
 _IMPORT_STATEMENT = re.compile(
@@ -808,6 +811,7 @@ class Walker(Anchoring):
             self.expr(annotation)
         if self.summarising or self._skippable(node):
             return  # a helper's nested functions are not its return value
+        self.registration(node)
         parent = self.scope
         while parent.is_class and parent.parent is not None:
             parent = parent.parent
@@ -919,8 +923,45 @@ class Walker(Anchoring):
                     undecided=self.undecided,
                     handled=self._handled_import(node),
                     lacks=self._lacked(),
+                    within=self.within,
                 )
             )
+
+    def registration(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        """Record a module-level function registered only under model types (every
+        decorator a registration: ``@register_loader("qwen3_5_moe", ...)``) as a way into
+        it, with where the registration runs and those types (:mod:`canary.surface.callers`);
+        recorded at the name it defines, so the definition is accounted for."""
+        if (
+            not self.emit
+            or self.applying
+            or self.scope is not self.module_scope
+            or not node.decorator_list
+            or "transformers" not in self.project.upstream
+        ):
+            return
+        keys = [guards.registered_under(d, strings=self._strings) for d in node.decorator_list]
+        if not all(keys):
+            return  # another decorator may register it under anything, or call it
+        line = self.project.lines(self.path)[node.lineno - 1]
+        defined = _DEFINED.match(line, node.col_offset)
+        if defined is None or defined.group(1) != node.name.encode():
+            return  # spelled across lines: the text scan would not find it here
+        self.mentions.append(
+            callers.Mention(
+                (self.module, node.name),
+                callers.Role.NAMES,
+                self.path,
+                node.lineno,
+                defined.start(1),
+                versions=self.window.specifiers(),
+                requires=self._found(),
+                undecided=self.undecided,
+                fallback_of=self.fallback_of,
+                lacks=self._lacked(),
+                registered=tuple(sorted({model_requirement(types) for types in keys})),
+            )
+        )
 
     def mention(
         self,
