@@ -680,3 +680,35 @@ def test_a_registered_site_beside_one_reached_otherwise_is_proven():
     used = resolved(MAPPING, "mmmo", *sites, kind=Kind.IMPORT)
     found = {f.reference.target: f for f in findings([package, used], PROJECT)}
     assert (found[MAPPING].new, found[MAPPING].possible) == (("5.0.0", "5.1.0"), "")
+
+
+RFDETR = Target(
+    "proj", "1.0", {"transformers": ">=5.0.0"}, extras={"rf-detr": {"transformers": ">=5.2.0"}}
+)
+
+
+@pytest.mark.parametrize(
+    ("path", "possible"),
+    [
+        ("proj/rf_detr/loss.py", True),  # in the extra's modules: its range leaves 5.0, 5.1 out
+        ("proj/models/rf_detr.py", True),
+        ("proj/shared/loss.py", False),  # any install may run it
+        ("proj/rf_detr_tools/loss.py", False),  # another name
+    ],
+)
+def test_a_miss_only_in_modules_named_for_an_extra_whose_range_leaves_it_out_is_possible(
+    path, possible
+):
+    # autovision-framework: its [rfdetr] extra needs transformers>=5.9, the others >=4.56
+    used = resolved(LOADING, "mmmo", replace(site(), path=path), kind=Kind.IMPORT)
+    (found,) = findings([used], RFDETR)
+    assert found.new == ("5.0.0", "5.1.0")
+    assert bool(found.possible) == possible
+    if possible:
+        assert "extra [rf-detr] (transformers>=5.2.0)" in found.possible
+
+
+def test_an_extra_whose_range_holds_the_release_excuses_nothing():
+    used = resolved(LOADING, "mmmm", replace(site(), path="proj/rf_detr/loss.py"), kind=Kind.IMPORT)
+    (found,) = findings([used], RFDETR)
+    assert (found.new, found.possible) == (RELEASES[1:], "")

@@ -204,6 +204,15 @@ def test_json_is_the_contract_itself():
     assert json.loads(report.render(EVERYTHING, "json")) == EVERYTHING.to_json()
 
 
+def test_the_fields_json_writes_only_where_set_read_back_as_they_were():
+    target = Target("proj", "1.0", {"toy": ">=1"}, extras={"rl": {"toy": ">=2"}})
+    assert Target.from_json(target.to_json()) == target
+    assert "extras" not in Target("proj", "1.0", {}).to_json()
+    registered = Site("proj/load.py", 3, registered=("transformers.models.qwen3_5_moe",))
+    assert Site.from_json(registered.to_json()) == registered
+    assert "registered" not in Site("proj/load.py", 3).to_json()
+
+
 def test_main_is_inside_a_range_without_an_upper_bound_only():
     open_ended, bounded = [SpecifierSet(">=1.0")], [SpecifierSet(">=1.0,<3")]
     assert report.inside(open_ended, "main")

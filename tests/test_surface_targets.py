@@ -13,7 +13,7 @@ from fake_pip import install_fake_pip
 from canary.errors import ConfigError, OfflineMiss, RefNotFound
 from canary.surface.extract import extract
 from canary.surface.model import Kind
-from canary.surface.targets import declared_ranges, open_target
+from canary.surface.targets import declared_ranges, extra_ranges, open_target
 
 METADATA = """\
 Metadata-Version: 2.1
@@ -52,6 +52,12 @@ def test_a_wheel_gives_name_version_requires_and_files(tmp_path):
         # only through extras, which agree
         "peft": ">=0.18.0",
     }
+    # each extra's own range, for the code it is installed for
+    assert dict(loaded.target.extras) == {
+        "huggingface": {"peft": ">=0.18.0"},
+        "core": {"peft": ">=0.18.0"},
+        "old": {"transformers": ">=4.40"},
+    }
     assert loaded.files == ("toyproj/__init__.py", "toyproj/patch.py")
     refs = extract(loaded.root, loaded.files, upstream=("transformers",))
     assert {(r.kind, r.target) for r in refs} >= {
@@ -74,6 +80,18 @@ def test_requirement_ranges_rules():
     assert declared_ranges(["Transformers>=5", "not a requirement ]["], ["transformers"]) == {
         "transformers": ">=5"
     }
+
+
+def test_each_extra_has_its_own_range_from_the_lines_that_apply_only_through_it():
+    lines = [
+        "transformers>=4.56",
+        'transformers>=5.9; extra == "RF_DETR"',  # named canonically
+        'transformers<6; extra == "rf-detr" and python_version >= "3"',  # joined
+        'transformers>=5; extra == "a" or extra == "b"',  # several extras: whose?
+        'trl; extra == "rl"',  # no range
+        'torch>=2; extra == "rf-detr"',  # not upstream
+    ]
+    assert extra_ranges(lines, ["transformers", "trl"]) == {"rf-detr": {"transformers": "<6,>=5.9"}}
 
 
 def test_a_source_folder_reads_pyproject_and_its_surface_table(tmp_path):
@@ -101,6 +119,7 @@ def test_a_source_folder_reads_pyproject_and_its_surface_table(tmp_path):
     assert loaded.target.name == "proj"
     assert loaded.target.version == "0.3.0"
     assert dict(loaded.target.requires) == {"transformers": "<6,>=4.50", "trl": ">=0.20"}
+    assert dict(loaded.target.extras) == {"rl": {"trl": ">=0.20"}}
     assert loaded.files == ("src/proj/__init__.py",)  # excluded, and .venv skipped
     assert loaded.config.own_attributes == ("_proj_*",)
 

@@ -101,6 +101,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
 
 from canary import versions
 from canary.errors import ConfigError
@@ -280,6 +281,7 @@ def findings(
             finding = replace(finding, handled=handled)
         possible = (
             _undecided(finding, runs, gone)
+            or _outside_extra(finding, runs, target)
             or _unknown_spelling(finding, runs, spellings)
             or _tested_anchor(finding, runs)
             or _never_had(item)
@@ -764,6 +766,59 @@ def _undecided(finding: Finding, runs: Runs, gone: Gone) -> str:
         ", which those releases lack: it runs there only if the registry is looked up by"
         " another name than the model's type"
     )
+
+
+def _outside_extra(finding: Finding, runs: Runs, target: Target) -> str:
+    """Why a miss is only possible: on each of its releases, every site that runs there and
+    may break lies in modules named for one of the project's extras (a folder or file
+    ``rfdetr`` for the extra ``rfdetr``) whose own range on the package leaves that release
+    out. Installed as the project says for that code, the release is not there; whether
+    that code is reached only with the extra installed is not in the metadata ("": some
+    such site lies elsewhere, or its extra allows the release)."""
+    reference = finding.reference
+    package = reference.package
+    named: set[str] = set()
+    for version in finding.new:
+        for site in reference.sites:
+            if site.handled or not runs(reference, site, version):
+                continue
+            extra = next(
+                (
+                    e
+                    for e in _extras_named(site.path, target)
+                    if not _allows(target.extras[e].get(package), version)
+                ),
+                "",
+            )
+            if not extra:
+                return ""
+            named.add(extra)
+    if not named:
+        return ""
+    spelled = " and ".join(f"[{e}] ({package}{target.extras[e][package]})" for e in sorted(named))
+    return (
+        f"it lies in modules named for the project's extra {spelled}: installed with that"
+        " extra, as the project says that code needs, these releases are not there"
+    )
+
+
+def _extras_named(path: str, target: Target) -> list[str]:
+    """The project's extras a folder or file of ``path`` is named for (``.../rfdetr/x.py``,
+    ``.../rfdetr.py``: ``rfdetr``)."""
+    if not target.extras:
+        return []
+    parts = path.removesuffix(".py").split("/")
+    return [e for e in target.extras if any(canonicalize_name(p) == e for p in parts)]
+
+
+def _allows(specifier: str | None, version: str) -> bool:
+    """Whether an extra's range on the package (None: it has none) holds the release."""
+    if not specifier:
+        return True
+    try:
+        return in_range(version, SpecifierSet(specifier))
+    except InvalidSpecifier:
+        return True  # unread: it may allow it
 
 
 def _bound_elsewhere(finding: Finding, runs: Runs, known: Outcomes) -> str:

@@ -353,6 +353,9 @@ class Target:
     requires: Mapping[str, str] = field(default_factory=dict)  # pkg -> PEP 440 specifier
     dependencies: Mapping[str, str] = field(default_factory=dict)
     uninstallable: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    # each extra's own range on the upstream packages it requires (canonical extra name ->
+    # pkg -> specifier): what the code the project installs that extra for needs
+    extras: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     def installable(self, package: str, version: str) -> bool:
         return version not in self.uninstallable.get(package, {})
@@ -365,6 +368,8 @@ class Target:
         }
         if self.uninstallable:  # (its dependencies are what decided this: not repeated)
             data["uninstallable"] = {p: dict(v) for p, v in self.uninstallable.items()}
+        if self.extras:
+            data["extras"] = {e: dict(r) for e, r in self.extras.items()}
         return data
 
     @classmethod
@@ -374,6 +379,7 @@ class Target:
             data.get("version"),
             dict(data.get("requires") or {}),
             uninstallable={p: dict(v) for p, v in (data.get("uninstallable") or {}).items()},
+            extras={e: dict(r) for e, r in (data.get("extras") or {}).items()},
         )
 
 

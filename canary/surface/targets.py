@@ -23,7 +23,11 @@ a folder's first source of them among: an unpacked sdist's ``PKG-INFO`` (where i
   another's ``>=5.20.0``): no install through an extra has a release outside it. Where that
   range is unbounded both ways (an extra with no version), the package stays undeclared;
 - an undeclared package is absent from ``requires`` (no release is outside its range), a
-  package declared without a version is ``""``.
+  package declared without a version is ``""``;
+- each extra's own range (``Target.extras``: its lines that apply only through that one
+  extra, joined) is what the code it is installed for needs: a miss only in modules named
+  for that extra, on a release its range leaves out, is possible (:mod:`canary.surface.
+  findings`).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import ast
 import configparser
 import contextlib
 import os
+import re
 import stat
 import sys
 from collections.abc import Collection, Iterable, Iterator, Sequence
@@ -157,9 +162,13 @@ def _wheel(wheel: Path, download_dir: Path, packages: Collection[str]) -> Loaded
     metadata = _dist_info_metadata(root)
     if metadata is None:
         raise FetchError(f"{wheel}: no *.dist-info/METADATA in the wheel: not a wheel?")
-    name, version, requires = _from_metadata(metadata, packages)
+    name, version, lines = _from_metadata(metadata)
     target = Target(
-        name or wheel.name.split("-")[0], version, requires, metadata_requirements(metadata)
+        name or wheel.name.split("-")[0],
+        version,
+        declared_ranges(lines, packages),
+        metadata_requirements(metadata),
+        extras=extra_ranges(lines, packages),
     )
     return LoadedTarget(target, root, _python_files(root), SurfaceConfig())
 
@@ -169,12 +178,10 @@ def _dist_info_metadata(root: Path) -> str | None:
     return found[0].read_text("utf-8", "replace") if found else None
 
 
-def _from_metadata(
-    text: str, packages: Collection[str]
-) -> tuple[str | None, str | None, dict[str, str]]:
+def _from_metadata(text: str) -> tuple[str | None, str | None, list[str]]:
+    """Name, version and ``Requires-Dist`` lines of a ``METADATA``/``PKG-INFO``."""
     headers = HeaderParser().parsestr(text)
-    requirements = headers.get_all("Requires-Dist") or []
-    return headers.get("Name"), headers.get("Version"), declared_ranges(requirements, packages)
+    return headers.get("Name"), headers.get("Version"), headers.get_all("Requires-Dist") or []
 
 
 # --- requirement ranges --------------------------------------------------------------
@@ -220,6 +227,35 @@ def declared_ranges(requirements: Iterable[str], packages: Collection[str]) -> d
     return ranges
 
 
+def extra_ranges(
+    requirements: Iterable[str], packages: Collection[str]
+) -> dict[str, dict[str, str]]:
+    """Each extra's own range on the upstream packages it requires (canonical extra name ->
+    package -> specifier, its lines joined), from requirements that apply only through that
+    one extra: what the project says the code it installs that extra for needs."""
+    wanted = {canonicalize_name(p): p for p in packages}
+    found: dict[str, dict[str, SpecifierSet]] = {}
+    for line in requirements:
+        try:
+            requirement = Requirement(line)
+        except InvalidRequirement:
+            continue  # said by declared_ranges
+        package = wanted.get(canonicalize_name(requirement.name))
+        named = _EXTRA.findall(str(requirement.marker)) if requirement.marker else []
+        if package is None or len(set(named)) != 1 or _applies(requirement) is not False:
+            continue
+        extra = found.setdefault(canonicalize_name(named[0]), {})
+        extra[package] = extra.get(package, SpecifierSet()) & requirement.specifier
+    return {
+        extra: {package: str(spec) for package, spec in ranges.items() if str(spec)}
+        for extra, ranges in sorted(found.items())
+        if any(str(spec) for spec in ranges.values())
+    }
+
+
+_EXTRA = re.compile(r"""\bextra\s*==\s*["']([^"']+)["']""")
+
+
 def _applies(requirement: Requirement) -> bool | None:
     """True: always required here; False: only through an extra; None: not on this
     platform."""
@@ -237,18 +273,35 @@ def _applies(requirement: Requirement) -> bool | None:
 # --- source folders ------------------------------------------------------------------
 
 
+class _FirstDeclared:
+    """The requirements of the first source read that declares a range on upstream."""
+
+    def __init__(self, packages: Collection[str]) -> None:
+        self.packages = packages
+        self.lines: list[str] = []
+        self.ranges: dict[str, str] = {}
+
+    def read(self, lines: list[str]) -> None:
+        if not self.ranges:
+            self.ranges = declared_ranges(lines, self.packages)
+            self.lines = lines if self.ranges else []
+
+
 def _folder(root: Path, packages: Collection[str]) -> LoadedTarget:
     config = SurfaceConfig()
     name = version = None
-    requires: dict[str, str] = {}
+    declared = _FirstDeclared(packages)
+    read = declared.read
     dependencies: dict[str, str] = {}
     if (metadata := _dist_info_metadata(root)) is not None:  # an unpacked wheel
-        name, version, requires = _from_metadata(metadata, packages)
+        name, version, found = _from_metadata(metadata)
         dependencies = metadata_requirements(metadata)
+        read(found)
     elif (pkg_info := root / "PKG-INFO").is_file():  # an unpacked sdist
         text = pkg_info.read_text("utf-8", "replace")
-        name, version, requires = _from_metadata(text, packages)
+        name, version, found = _from_metadata(text)
         dependencies = metadata_requirements(text)
+        read(found)
     pyproject = root / "pyproject.toml"
     setup_cfg = root / "setup.cfg"
     if pyproject.is_file():
@@ -264,23 +317,28 @@ def _folder(root: Path, packages: Collection[str]) -> LoadedTarget:
         name = name or project.get("name")
         version = version or versions.version_from_pyproject(text)
         dependencies = dependencies or core_requirements(project.get("dependencies", []))
-        if not requires:
-            lines = list(project.get("dependencies", []))
+        if not declared.ranges:
+            found = list(project.get("dependencies", []))
             for extra, extra_lines in project.get("optional-dependencies", {}).items():
-                lines.extend(_with_extra(r, extra) for r in extra_lines)
-            requires = declared_ranges(lines, packages)
+                found.extend(_with_extra(r, extra) for r in extra_lines)
+            read(found)
     if setup_cfg.is_file():
-        cfg_name, cfg_requires = _from_setup_cfg(setup_cfg.read_text("utf-8"), packages)
+        cfg_name, found = _from_setup_cfg(setup_cfg.read_text("utf-8"))
         name = name or cfg_name
         version = version or versions.version_from_setup_cfg(setup_cfg.read_text("utf-8"))
-        requires = requires or cfg_requires
-    if not requires:
-        requires = _from_egg_info(root, packages)
-    if (root / "setup.py").is_file() and (version is None or not requires):
+        read(found)
+    read(_from_egg_info(root))
+    if (root / "setup.py").is_file() and (version is None or not declared.ranges):
         text = (root / "setup.py").read_text("utf-8", "replace")
         version = version or versions.version_from_setup_py(text)
-        requires = requires or declared_ranges(_setup_py_requirements(text), packages)
-    target = Target(name or root.resolve().name, version, requires, dependencies)
+        read(_setup_py_requirements(text))
+    target = Target(
+        name or root.resolve().name,
+        version,
+        declared.ranges,
+        dependencies,
+        extras=extra_ranges(declared.lines, packages),
+    )
     files = tuple(f for f in _python_files(root) if not config.excludes(f))
     return LoadedTarget(target, root, files, config)
 
@@ -294,25 +352,25 @@ def _with_extra(requirement: str, extra: str) -> str:
     )
 
 
-def _from_setup_cfg(text: str, packages: Collection[str]) -> tuple[str | None, dict[str, str]]:
+def _from_setup_cfg(text: str) -> tuple[str | None, list[str]]:
     parser = configparser.ConfigParser(interpolation=None)
     try:
         parser.read_string(text)
     except configparser.Error:
-        return None, {}
+        return None, []
     lines = _lines(parser.get("options", "install_requires", fallback=""))
     if parser.has_section("options.extras_require"):
         for extra, value in parser.items("options.extras_require"):
             lines.extend(_with_extra(r, extra) for r in _lines(value))
-    return parser.get("metadata", "name", fallback=None), declared_ranges(lines, packages)
+    return parser.get("metadata", "name", fallback=None), lines
 
 
-def _from_egg_info(root: Path, packages: Collection[str]) -> dict[str, str]:
-    """The ranges of ``*.egg-info/requires.txt`` (setuptools' format: the install
+def _from_egg_info(root: Path) -> list[str]:
+    """The requirements of ``*.egg-info/requires.txt`` (setuptools' format: the install
     requirements, then ``[extra]``, ``[:marker]`` or ``[extra:marker]`` sections)."""
     found = sorted(p for p in root.glob("*.egg-info/requires.txt") if p.is_file())
     if not found:
-        return {}
+        return []
     lines, marker = [], ""
     for line in _lines(found[0].read_text("utf-8", "replace")):
         if line.startswith("[") and line.endswith("]"):
@@ -321,7 +379,7 @@ def _from_egg_info(root: Path, packages: Collection[str]) -> dict[str, str]:
             marker = " and ".join(p for p in parts if p)
         else:
             lines.append(f"{line}; {marker}" if marker else line)
-    return declared_ranges(lines, packages)
+    return lines
 
 
 def _setup_py_requirements(text: str) -> list[str]:
