@@ -219,23 +219,10 @@ def copies(use: U, found: Sequence[Context] | None) -> list[U]:
         return [use]
     own = Context.of(use)
     raises_through = use.scope == 0 and use.kind is Kind.IMPORT
-    result = []
-    for context in found:
-        both = own & context
-        result.append(
-            replace(
-                use,  # type: ignore[type-var]
-                versions=both.versions,
-                after=both.after,
-                requires=both.requires,
-                undecided=both.undecided,
-                fallback_of=both.fallback_of,
-                handled=use.handled or (context.handled if raises_through else ""),
-                lacks=both.lacks,
-                registered=both.registered,
-            )
-        )
-    return result
+    return [
+        _under(use, own & context, use.handled or (context.handled if raises_through else ""))
+        for context in found
+    ]
 
 
 def conditioned(load: Load, found: Sequence[Context] | None) -> list[Load]:
@@ -244,22 +231,25 @@ def conditioned(load: Load, found: Sequence[Context] | None) -> list[Load]:
     if not found:
         return [load]
     own = Context.of(load)
-    result = []
-    for context in found:
-        both = own & context
-        result.append(
-            replace(
-                load,
-                versions=both.versions,
-                after=both.after,
-                requires=both.requires,
-                undecided=both.undecided,
-                fallback_of=both.fallback_of,
-                lacks=both.lacks,
-                registered=both.registered,
-            )
-        )
-    return result
+    return [_under(load, own & context, load.handled) for context in found]
+
+
+C = TypeVar("C", bound=Conditioned)
+
+
+def _under(place: C, conditions: Context, handled: str) -> C:
+    """``place`` running under ``conditions``, its import's failure ``handled`` so."""
+    return replace(
+        place,  # type: ignore[type-var]
+        versions=conditions.versions,
+        after=conditions.after,
+        requires=conditions.requires,
+        undecided=conditions.undecided,
+        fallback_of=conditions.fallback_of,
+        handled=handled,
+        lacks=conditions.lacks,
+        registered=conditions.registered,
+    )
 
 
 class _Ways:
