@@ -213,6 +213,13 @@ def test_the_fields_json_writes_only_where_set_read_back_as_they_were():
     assert "registered" not in Site("proj/load.py", 3).to_json()
 
 
+def test_a_guarded_import_that_fails_is_said_to_fall_back_not_to_patch_nothing():
+    guarded = ref("toy.core.Engine", guarded=True)
+    lines = report.render(result(resolved(guarded, OK, OK, MISSING, MISSING, MISSING)), "github")
+    (error,) = [line for line in lines.splitlines() if line.startswith("::error")]
+    assert "toy 1.1.0\u20132.0.0 fails into its fallback (guarded)" in error
+
+
 def test_main_is_inside_a_range_without_an_upper_bound_only():
     open_ended, bounded = [SpecifierSet(">=1.0")], [SpecifierSet(">=1.0,<3")]
     assert report.inside(open_ended, "main")

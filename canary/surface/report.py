@@ -6,10 +6,10 @@ order a maintainer should read them.
    gone, an item assignment): the releases the project pins itself (``==``) first of all.
 2. **Silent breaks**: missing inside the range where the miss does not crash: every site
    is guarded (``try/except``, ``hasattr``, a version test), an assignment binds the name
-   (it never raises), or an anchor no longer applies. The patch silently does nothing,
-   which is what a canary exists to catch. An anchor's entry shows the upstream diff of
-   the function it is applied to between the last release where it applied and the first
-   where it does not.
+   (it never raises), or an anchor no longer applies. The patch silently does nothing (a
+   guarded import fails into its fallback), which is what a canary exists to catch. An
+   anchor's entry shows the upstream diff of the function it is applied to between the last
+   release where it applied and the first where it does not.
 3. **Came later than the declared floor**: missing inside the range only on releases
    older than the first that has it: the project needs a newer upstream for it ("needs
    transformers>=X"; an assignment that binds it does nothing there, it does not break):
@@ -473,8 +473,8 @@ def why(entry: Entry) -> str | None:
 
 _TITLES = {
     HARD: "Breaks inside the declared range (an import, call or read that raises)",
-    SILENT: "Silently stops applying inside the declared range (the patch or anchor no longer "
-    "takes effect)",
+    SILENT: "Silently stops applying inside the declared range (a patch or anchor no longer "
+    "takes effect, or a guarded import fails into its fallback)",
     POSSIBLE: (
         "Possible findings (missing inside the declared range, but whether the site runs "
         "there depends on a test canary cannot evaluate: not counted unless --strict)"
@@ -604,7 +604,7 @@ def github(report: SurfaceReport) -> str:
             continue  # a came-later miss that does not count is in the summary's count
         reference = entry.reference
         site = reference.sites[0] if reference.sites else None
-        kind = "silently does nothing" if entry.silently else "breaks"
+        kind = _what_happens(entry)
         if entry.section == LATER:
             kind = f"{kind} (needs {reference.package}>={entry.since})"
         title = f"canary surface: {reference.package} {_held_range(entry)} {kind}"
@@ -619,6 +619,16 @@ def github(report: SurfaceReport) -> str:
         out.append(workflow_command("error", props, body))
     out.append(summary(report))
     return "\n".join(out) + "\n"
+
+
+def _what_happens(entry: Entry) -> str:
+    """What the miss does at the site: it raises, a patch or anchor silently does nothing,
+    or a guarded import fails into its fallback (no patch of its own to stop)."""
+    if not entry.silently:
+        return "breaks"
+    if entry.reference.kind is Kind.IMPORT:
+        return "fails into its fallback (guarded)"
+    return "silently does nothing"
 
 
 def _held_range(entry: Entry) -> str:
