@@ -48,7 +48,12 @@ def test_one_reference_of_two_targets_is_resolved_once_and_judged_by_each_range(
     run = check(tmp_path, [OLD, NEW])
     (resolved,) = run.result.references
     assert [site.path for site in resolved.reference.sites] == ["new/patch.py", "old/patch.py"]
-    assert FakeTree.lookups == [LOSS, LOSS]  # one per release, not per target
+    # one per release, not per target; and one where the removed patch's member was last
+    # there, to read whether the class had it itself or inherited it (remembered after)
+    assert FakeTree.lookups == [LOSS, LOSS, LOSS]
+    FakeTree.lookups = []
+    check(tmp_path, [OLD, NEW])
+    assert FakeTree.lookups == []  # a release's answers are kept
     # Gone in 2.0: outside old's range (<2), inside new's.
     assert [(f.target, f.new) for f in run.findings] == [("new", ("2.0",))]
     assert run.exit_status == 1
@@ -475,3 +480,36 @@ def test_a_declared_floor_below_the_oldest_release_checked_is_said(tmp_path):
     assert said in verdict(check(tmp_path, [old_floor]))
     # no floor, or one the list covers: nothing to say
     assert not [line for line in verdict(check(tmp_path, [OLD, NEW])) if "oldest" in line]
+
+
+MIXED_IN = b"class Mixin:\n    def generate(self):\n        pass\n\n\n"
+INHERITED = {
+    "1.0": MIXED_IN + b"class Base(Mixin):\n    pass\n",
+    # Base no longer derives from Mixin; its subclasses list both, Base first
+    "2.0": MIXED_IN + b"class Base:\n    pass\n\n\nclass Llama(Base, Mixin):\n    pass\n",
+    "3.0": b"class Mixin:\n    pass\n\n\nclass Base:\n    pass\n",  # generate gone
+}
+
+
+@pytest.mark.parametrize(
+    ("releases", "possible"), [(("1.0", "2.0"), True), (("1.0", "3.0"), False)]
+)
+def test_a_patched_member_its_class_inherited_from_a_class_that_still_has_it_is_possible(
+    tmp_path, releases, possible
+):
+    # transformers-stream-generator: PreTrainedModel.generate = NewGenerationMixin.generate,
+    # which models still find first where they derive from PreTrainedModel, then the mixin
+    from canary import symbols
+
+    trees = {v: {"toy/__init__.py": b"", "toy/model.py": INHERITED[v]} for v in releases}
+    ws = workspace(tmp_path, trees)
+    cases = {"toy": [Case("toy", label, "index") for label in trees]}
+    patch = Reference(
+        "toy", "toy.model.Base.generate", Kind.PATCH, (Site("p.py", 3, replaces=True),)
+    )
+    project = Surface(Target("proj", "1", {"toy": ">=1.0"}), (patch,))
+    run = check_surfaces([project], ws, cases.__getitem__, make_tree=symbols.PackageTree)
+    (finding,) = run.findings
+    assert finding.new == (releases[1],)
+    assert bool(finding.possible) == possible
+    assert run.exit_status == (0 if possible else 1)

@@ -712,3 +712,25 @@ def test_an_extra_whose_range_holds_the_release_excuses_nothing():
     used = resolved(LOADING, "mmmm", replace(site(), path="proj/rf_detr/loss.py"), kind=Kind.IMPORT)
     (found,) = findings([used], RFDETR)
     assert (found.new, found.possible) == (RELEASES[1:], "")
+
+
+GENERATE = "transformers.modeling_utils.PreTrainedModel.generate"
+MIXIN = {"4.57.0": Outcome.OK, "5.0.0": Outcome.OK, "5.1.0": Outcome.OK, "5.2.0": Outcome.OK}
+
+
+@pytest.mark.parametrize(
+    ("binds", "mixin", "possible"),
+    [
+        (True, MIXIN, True),  # the class inherited it; the mixin still has it
+        (True, {**MIXIN, "5.2.0": Outcome.MISSING}, False),  # gone there too: nothing calls it
+        (False, MIXIN, False),  # `X.n += v` reads X.n first: that raises
+    ],
+)
+def test_a_patch_of_a_member_its_class_only_inherited_is_possible_while_the_base_has_it(
+    binds, mixin, possible
+):
+    patched = resolved(GENERATE, "ommm", replace(site(), replaces=binds))
+    inherited = {GENERATE: ("transformers.generation.utils.GenerationMixin.generate", mixin)}
+    (found,) = findings([patched], PROJECT, inherited=inherited)
+    assert found.new == RELEASES[1:]
+    assert bool(found.possible) == possible

@@ -22,14 +22,20 @@ from packaging.version import InvalidVersion, Version
 from canary import versions
 from canary.atomic import write_atomically
 from canary.discovery import Releases, discover, listed_only
-from canary.errors import InfrastructureError
+from canary.errors import InfrastructureError, Subject
 from canary.report.matrix import DASH
 from canary.report.results import EXIT_CLEAR, EXIT_DRIFT, EXIT_INFRASTRUCTURE
 from canary.report.verdict import CaseError, describe, group_errors
 from canary.run import Run, RunOptions, open_run
 from canary.surface.baseline import Baseline, load_baseline, write_baseline
 from canary.surface.coinstall import conflict
-from canary.surface.findings import Finding, ModelPackages, findings, model_package
+from canary.surface.findings import (
+    Finding,
+    Inherited,
+    ModelPackages,
+    findings,
+    model_package,
+)
 from canary.surface.memo import Memo
 from canary.surface.model import (
     Kind,
@@ -244,6 +250,23 @@ def check_surfaces(
                 decide_only=decide_only,
             )
         found = _decide(surfaces, by_key, _absent(everything), baseline, homes)
+    # A patched member its class had only by inheritance, from a class it no longer derives
+    # from: that class's member, read where the class last had it, and asked of every release
+    providers = _providers(found, by_key, sources, decide_only, memo)
+    if providers:
+        asked = sorted({(pkg, member) for pkg, member in providers.values()})
+        inherited = resolve(
+            [Reference(pkg, member, Kind.ATTRIBUTE, ()) for pkg, member in asked],
+            {pkg: cases[pkg] for pkg, _ in asked},
+            workspace,
+            memo=memo,
+            make_tree=make_tree,
+            on_error=lambda case, exc: None if case in failed else errors.append((case, exc)),
+            decide_only=decide_only,
+        )
+        outcomes = {item.reference.target: item.outcomes for item in inherited}
+        members = {t: (member, outcomes.get(member, {})) for t, (_, member) in providers.items()}
+        found = _decide(surfaces, by_key, _absent(everything), baseline, homes, inherited=members)
     seconds = {"resolve": time.perf_counter() - started}
     result = SurfaceResult(tuple(s.target for s in surfaces), checked, resolved)
     return SurfaceRun(
@@ -295,6 +318,8 @@ def _decide(
     absent: ModelPackages,
     baseline: Baseline | None,
     homes: Mapping[str, str] | None = None,
+    *,
+    inherited: Mapping[str, Inherited] | None = None,
 ) -> list[Finding]:
     found: list[Finding] = []
     for surface in surfaces:
@@ -303,8 +328,83 @@ def _decide(
             accepts.append(baseline.accepts(surface.target.name))
         # its own sites: where this target's code runs is what holds a miss against it
         own = (replace(by_key[ref.key], reference=ref) for ref in surface.references)
-        found += findings(own, surface.target, accepts=accepts, absent=absent, homes=homes)
+        found += findings(
+            own,
+            surface.target,
+            accepts=accepts,
+            absent=absent,
+            homes=homes,
+            inherited=inherited,
+        )
     return found
+
+
+def _providers(
+    found: Sequence[Finding],
+    by_key: Mapping[tuple, Resolved],
+    sources: WorkspaceSources,
+    readable: Collection[Case] | None,
+    memo: Memo,
+) -> dict[str, tuple[str, str]]:
+    """Patched members still counted as removed that their class had, on the last release
+    before the miss, only by inheritance from a class of another name: each with (package,
+    that class's member), read on that release once, ever (remembered like an outcome)."""
+    wanted: dict[tuple[str, str], set[str]] = {}  # (package, release) -> patched members
+    for finding in found:
+        reference = finding.reference
+        item = by_key.get(reference.key)
+        if finding.fails and reference.kind is Kind.PATCH and finding.removed and item:
+            had = _last_there(item, before=finding.removed[0])
+            if had is not None:
+                wanted.setdefault((reference.package, had), set()).add(reference.target)
+    providers: dict[str, tuple[str, str]] = {}
+    for (package, version), targets in sorted(wanted.items()):
+        case = sources.cases.get((package, version))
+        if case is None:
+            continue
+        label = release_of(case)
+        unknown = []
+        for target in sorted(targets):
+            remembered = memo.recall(("provider", target), label)
+            if remembered is None:
+                unknown.append(target)
+            elif remembered[1]:
+                providers[target] = (package, remembered[1])
+        if not unknown or (readable is not None and case not in readable):
+            continue
+        located = sources.locate_all(
+            [Reference(package, target, Kind.ATTRIBUTE, ()) for target in unknown], version
+        )
+        for target, subject in zip(unknown, located, strict=True):
+            member = _inherited_from(target, subject)
+            if member:
+                providers[target] = (package, member)
+            memo.remember(("provider", target), label, Outcome.OK, member)
+    memo.save()
+    return providers
+
+
+def _last_there(item: Resolved, *, before: str) -> str | None:
+    """The last release checked before ``before`` where the reference is ok (outcomes are
+    kept oldest first)."""
+    had = None
+    for version, outcome in item.outcomes.items():
+        if version == before:
+            break
+        had = version if outcome is Outcome.OK else had
+    return had
+
+
+def _inherited_from(target: str, subject: Subject | None) -> str:
+    """The dotted member ``target`` (``pkg.mod.Class.name``) was found as, where that is a
+    member of another class (inherited: ``GenerationMixin.generate`` for
+    ``PreTrainedModel.generate`` before 4.50); "" otherwise."""
+    if subject is None or not subject.path or not subject.qualname:
+        return ""
+    if subject.qualname.split(".")[0] == target.rsplit(".", 2)[-2]:
+        return ""  # its own
+    module = subject.path.removesuffix(".py").removesuffix("/__init__")
+    return f"{module.replace('/', '.')}.{subject.qualname}"
 
 
 def _model_homes(

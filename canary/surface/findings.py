@@ -121,6 +121,9 @@ from canary.symbols.lookup import is_member_miss
 # Operators that exclude every newer release, so ``main`` too.
 _UPPER_BOUNDS = ("<", "<=", "==", "===", "~=")
 
+Inherited = tuple[str, Mapping[str, Outcome]]
+"""A member a class had only by inheritance (``pkg.mod.Base.n``), and its outcomes."""
+
 Accepts = Callable[[Reference, str], "str | None"]
 """Why a miss of the reference on that release is accepted, or None (it counts)."""
 
@@ -217,11 +220,14 @@ def findings(
     accepts: Sequence[Accepts] = (),
     absent: ModelPackages | None = None,
     homes: Mapping[str, str] | None = None,
+    inherited: Mapping[str, Inherited] | None = None,
 ) -> tuple[Finding, ...]:
     """The findings of ``target`` among ``resolved`` (its own references, with its own
     sites): one per reference missing somewhere inside its range; ``accepts`` are asked in
     order; ``absent`` says which model packages a release lacks (None: none is known to be
-    absent, so only guarded came-later misses are excused)."""
+    absent, so only guarded came-later misses are excused); ``inherited``: for a patched
+    member its class had only by inheritance from another class, that class's member and
+    its outcomes."""
     ranges: dict[str, SpecifierSet | None] = {}
     found = []
     resolved = list(resolved)
@@ -282,6 +288,7 @@ def findings(
         possible = (
             _undecided(finding, runs, gone)
             or _outside_extra(finding, runs, target)
+            or _inherited_still(finding, (inherited or {}).get(reference.target))
             or _unknown_spelling(finding, runs, spellings)
             or _tested_anchor(finding, runs)
             or _never_had(item)
@@ -765,6 +772,30 @@ def _undecided(finding: Finding, runs: Runs, gone: Gone) -> str:
         f"reached only through a registration under model type {' or '.join(sorted(types))}"
         ", which those releases lack: it runs there only if the registry is looked up by"
         " another name than the model's type"
+    )
+
+
+def _inherited_still(finding: Finding, provider: Inherited | None) -> str:
+    """Why a patch's miss is only possible: the class it binds the member on had it only by
+    inheritance, and the class it inherited it from still has it on each of its releases
+    (``PreTrainedModel.generate``, ``GenerationMixin``'s until 4.50). Upstream moved the
+    member to a base its subclasses list beside this class: where they list it after, the
+    project's binding comes first in their MRO and still applies (transformers' models
+    derive from their ``PreTrainedModel``, then ``GenerationMixin``); where before, it is
+    shadowed. Which, the class alone does not say ("": not such a patch, or that member is
+    gone too, where nothing calls the binding)."""
+    reference = finding.reference
+    if reference.kind is not Kind.PATCH or provider is None or not finding.new:
+        return ""
+    if not all(site.replaces for site in reference.sites):
+        return ""  # an item assignment or += reads the member first: that raises
+    member, outcomes = provider
+    if any(outcomes.get(version) is not Outcome.OK for version in finding.new):
+        return ""
+    return (
+        f"the class had it only by inheritance, from {member}, which is still there:"
+        " subclasses deriving from both find the project's binding first where this class"
+        " comes first in their bases, and the inherited member where it does not"
     )
 
 
