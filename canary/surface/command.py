@@ -230,42 +230,35 @@ def check_surfaces(
         found = _decide(surfaces, by_key, absent, baseline)
     # A came-later class transformers exports at its top level lives in a model package
     # too (transformers.Gemma3ForConditionalGeneration): where, is read on the release
-    # that first has it, and the package is asked of the others like the rest.
+    # that first has it, and the package is asked of the others like the rest. A patched
+    # member its class had only by inheritance, from a class it no longer derives from:
+    # that class's member, read where the class last had it, and asked of every release.
     homes = _model_homes(found, sources, decide_only, memo)
-    if homes:
-        known = {ref.key for ref in references + extra}
-        more = tuple(
-            ref
-            for ref in (Reference("transformers", p, Kind.IMPORT, ()) for p in set(homes.values()))
-            if ref.key not in known
-        )
-        if more:
-            everything += resolve(
-                more,
-                {"transformers": cases["transformers"]},
-                workspace,
-                memo=memo,
-                make_tree=make_tree,
-                on_error=lambda case, exc: None if case in failed else errors.append((case, exc)),
-                decide_only=decide_only,
-            )
-        found = _decide(surfaces, by_key, _absent(everything), baseline, homes)
-    # A patched member its class had only by inheritance, from a class it no longer derives
-    # from: that class's member, read where the class last had it, and asked of every release
     providers = _providers(found, by_key, sources, decide_only, memo)
-    if providers:
-        asked = sorted({(pkg, member) for pkg, member in providers.values()})
-        inherited = resolve(
-            [Reference(pkg, member, Kind.ATTRIBUTE, ()) for pkg, member in asked],
-            {pkg: cases[pkg] for pkg, _ in asked},
+    known = {ref.key for ref in references + extra}
+    more = [
+        ref
+        for ref in (Reference("transformers", p, Kind.IMPORT, ()) for p in set(homes.values()))
+        if ref.key not in known
+    ]
+    more += [Reference(pkg, m, Kind.ATTRIBUTE, ()) for pkg, m in sorted(set(providers.values()))]
+    for package in sorted({ref.package for ref in more}):
+        everything += resolve(
+            [ref for ref in more if ref.package == package],
+            {package: cases[package]},
             workspace,
             memo=memo,
             make_tree=make_tree,
             on_error=lambda case, exc: None if case in failed else errors.append((case, exc)),
             decide_only=decide_only,
         )
-        outcomes = {item.reference.target: item.outcomes for item in inherited}
-        members = {t: (member, outcomes.get(member, {})) for t, (_, member) in providers.items()}
+    if homes or providers:
+        outcomes = {
+            item.reference.target: item.outcomes
+            for item in everything
+            if item.reference.kind is Kind.ATTRIBUTE  # a presence: what a provider is asked
+        }
+        members = {t: (m, outcomes.get(m, {})) for t, (_, m) in providers.items()}
         found = _decide(surfaces, by_key, _absent(everything), baseline, homes, inherited=members)
     seconds = {"resolve": time.perf_counter() - started}
     result = SurfaceResult(tuple(s.target for s in surfaces), checked, resolved)

@@ -281,13 +281,14 @@ class _Ways:
             path: list(_imports(text(path), module, path.endswith("__init__.py"), known, tops))
             for path, module in (module_of.items() if candidates else ())
         }
-        # and what they import, in a block or not (a file extraction did not walk has no
-        # loads recorded)
+        # and what they import in no block, or anywhere in a file extraction did not walk
+        # (it has no loads recorded: a package's lazy __getattr__)
         path_of = {module: path for path, module in module_of.items()}
         todo = [path_of[m] for m in candidates if m in path_of]
         while todo:
-            for name, _, _ in scanned[todo.pop()]:
-                if name not in candidates and name in path_of:
+            path = todo.pop()
+            for name, _, top in scanned[path]:
+                if (top or path not in self._walked) and name not in candidates and name in path_of:
                     candidates.add(name)
                     todo.append(path_of[name])
         self.candidates = candidates

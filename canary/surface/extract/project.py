@@ -666,7 +666,7 @@ class Project:
             if (
                 any(name in text for name in reexported)
                 and reexported & set(_IDENTIFIER.findall(text))
-            ) or _REGISTRATION.search(text):
+            ) or (b"egist" in text and _REGISTRATION.search(text)):
                 # a registration's function that imports the project's modules is the way
                 # into them, under the model types it is filed under (callers.py)
                 yield path
