@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from canary.surface.baseline import load_baseline, write_baseline
-from canary.surface.findings import ModelPackages, findings, model_package
+from canary.surface.findings import ModelPackages, findings, model_package, with_inherited
 from canary.surface.model import Kind, Outcome, Reference, Resolved, Site, Target
 from canary.symbols.lookup import member_miss
 
@@ -731,6 +731,6 @@ def test_a_patch_of_a_member_its_class_only_inherited_is_possible_while_the_base
 ):
     patched = resolved(GENERATE, "ommm", replace(site(), replaces=binds))
     inherited = {GENERATE: ("transformers.generation.utils.GenerationMixin.generate", mixin)}
-    (found,) = findings([patched], PROJECT, inherited=inherited)
+    (found,) = with_inherited(findings([patched], PROJECT), inherited)
     assert found.new == RELEASES[1:]
     assert bool(found.possible) == possible

@@ -31,10 +31,10 @@ from canary.surface.baseline import Baseline, load_baseline, write_baseline
 from canary.surface.coinstall import conflict
 from canary.surface.findings import (
     Finding,
-    Inherited,
     ModelPackages,
     findings,
     model_package,
+    with_inherited,
 )
 from canary.surface.memo import Memo
 from canary.surface.model import (
@@ -252,14 +252,16 @@ def check_surfaces(
             on_error=lambda case, exc: None if case in failed else errors.append((case, exc)),
             decide_only=decide_only,
         )
-    if homes or providers:
+    if homes:
+        found = _decide(surfaces, by_key, _absent(everything), baseline, homes)
+    if providers:
         outcomes = {
             item.reference.target: item.outcomes
             for item in everything
             if item.reference.kind is Kind.ATTRIBUTE  # a presence: what a provider is asked
         }
         members = {t: (m, outcomes.get(m, {})) for t, (_, m) in providers.items()}
-        found = _decide(surfaces, by_key, _absent(everything), baseline, homes, inherited=members)
+        found = with_inherited(found, members)
     seconds = {"resolve": time.perf_counter() - started}
     result = SurfaceResult(tuple(s.target for s in surfaces), checked, resolved)
     return SurfaceRun(
@@ -311,8 +313,6 @@ def _decide(
     absent: ModelPackages,
     baseline: Baseline | None,
     homes: Mapping[str, str] | None = None,
-    *,
-    inherited: Mapping[str, Inherited] | None = None,
 ) -> list[Finding]:
     found: list[Finding] = []
     for surface in surfaces:
@@ -321,14 +321,7 @@ def _decide(
             accepts.append(baseline.accepts(surface.target.name))
         # its own sites: where this target's code runs is what holds a miss against it
         own = (replace(by_key[ref.key], reference=ref) for ref in surface.references)
-        found += findings(
-            own,
-            surface.target,
-            accepts=accepts,
-            absent=absent,
-            homes=homes,
-            inherited=inherited,
-        )
+        found += findings(own, surface.target, accepts=accepts, absent=absent, homes=homes)
     return found
 
 
@@ -350,31 +343,59 @@ def _providers(
             had = _last_there(item, before=finding.removed[0])
             if had is not None:
                 wanted.setdefault((reference.package, had), set()).add(reference.target)
-    providers: dict[str, tuple[str, str]] = {}
-    for (package, version), targets in sorted(wanted.items()):
+    members = _read_once(
+        "provider",
+        wanted,
+        sources=sources,
+        readable=readable,
+        memo=memo,
+        read=lambda package, version, targets: [
+            _inherited_from(target, subject)
+            for target, subject in zip(
+                targets,
+                sources.locate_all(
+                    [Reference(package, t, Kind.ATTRIBUTE, ()) for t in targets], version
+                ),
+                strict=True,
+            )
+        ],
+    )
+    return {target: (target.split(".", 1)[0], member) for target, member in members.items()}
+
+
+def _read_once(
+    kind: str,
+    wanted: Mapping[tuple[str, str], set[str]],
+    *,
+    sources: WorkspaceSources,
+    readable: Collection[Case] | None,
+    memo: Memo,
+    read: Callable[[str, str, list[str]], list[str]],
+) -> dict[str, str]:
+    """What ``read`` (package, release, names -> an answer each, "" for none) says of each
+    name ``wanted`` asks on a release, read there once, ever: remembered like an outcome
+    under ``kind``; a release not ``readable`` this run answers only what was remembered."""
+    found: dict[str, str] = {}
+    for (package, version), names in sorted(wanted.items()):
         case = sources.cases.get((package, version))
         if case is None:
             continue
         label = release_of(case)
         unknown = []
-        for target in sorted(targets):
-            remembered = memo.recall(("provider", target), label)
+        for name in sorted(names):
+            remembered = memo.recall((kind, name), label)
             if remembered is None:
-                unknown.append(target)
+                unknown.append(name)
             elif remembered[1]:
-                providers[target] = (package, remembered[1])
+                found[name] = remembered[1]
         if not unknown or (readable is not None and case not in readable):
             continue
-        located = sources.locate_all(
-            [Reference(package, target, Kind.ATTRIBUTE, ()) for target in unknown], version
-        )
-        for target, subject in zip(unknown, located, strict=True):
-            member = _inherited_from(target, subject)
-            if member:
-                providers[target] = (package, member)
-            memo.remember(("provider", target), label, Outcome.OK, member)
+        for name, answer in zip(unknown, read(package, version, unknown), strict=True):
+            if answer:
+                found[name] = answer
+            memo.remember((kind, name), label, Outcome.OK, answer)
     memo.save()
-    return providers
+    return found
 
 
 def _last_there(item: Resolved, *, before: str) -> str | None:
@@ -409,7 +430,7 @@ def _model_homes(
     """Top-level transformers names of came-later findings still counted, each with the
     model package that defines it on the first release that has it (read there once,
     ever: remembered like an outcome)."""
-    wanted: dict[str, set[str]] = {}  # release -> top-level names
+    wanted: dict[tuple[str, str], set[str]] = {}  # (package, release) -> top-level names
     for finding in found:
         reference = finding.reference
         parts = reference.target.split(".")
@@ -421,35 +442,28 @@ def _model_homes(
             and model_package(reference.target) is None
             and len(parts) >= 2
         ):
-            wanted.setdefault(finding.since, set()).add(".".join(parts[:2]))
-    homes: dict[str, str] = {}
-    for version, names in wanted.items():
-        case = sources.cases.get(("transformers", version))
-        if case is None:
-            continue
-        label = release_of(case)
-        unknown = []
-        for name in sorted(names):
-            remembered = memo.recall(("home", name), label)
-            if remembered is None:
-                unknown.append(name)
-            elif remembered[1]:
-                homes[name] = remembered[1]
-        if not unknown or (readable is not None and case not in readable):
-            continue
-        located = sources.locate_all(
-            [Reference("transformers", name, Kind.IMPORT, ()) for name in unknown], version
-        )
-        for name, subject in zip(unknown, located, strict=True):
-            package = None
-            if subject is not None:
-                module = subject.path.removesuffix(".py").removesuffix("/__init__")
-                package = model_package(module.replace("/", "."))
-            if package is not None:
-                homes[name] = package
-            memo.remember(("home", name), label, Outcome.OK, package or "")
-    memo.save()
-    return homes
+            wanted.setdefault(("transformers", finding.since), set()).add(".".join(parts[:2]))
+    return _read_once(
+        "home",
+        wanted,
+        sources=sources,
+        readable=readable,
+        memo=memo,
+        read=lambda package, version, names: [
+            _home_of(subject)
+            for subject in sources.locate_all(
+                [Reference(package, name, Kind.IMPORT, ()) for name in names], version
+            )
+        ],
+    )
+
+
+def _home_of(subject: Subject | None) -> str:
+    """The model package a located name lives in ("": none)."""
+    if subject is None:
+        return ""
+    module = subject.path.removesuffix(".py").removesuffix("/__init__")
+    return model_package(module.replace("/", ".")) or ""
 
 
 def _model_packages(references: Sequence[Reference]) -> tuple[Reference, ...]:

@@ -220,14 +220,11 @@ def findings(
     accepts: Sequence[Accepts] = (),
     absent: ModelPackages | None = None,
     homes: Mapping[str, str] | None = None,
-    inherited: Mapping[str, Inherited] | None = None,
 ) -> tuple[Finding, ...]:
     """The findings of ``target`` among ``resolved`` (its own references, with its own
     sites): one per reference missing somewhere inside its range; ``accepts`` are asked in
     order; ``absent`` says which model packages a release lacks (None: none is known to be
-    absent, so only guarded came-later misses are excused); ``inherited``: for a patched
-    member its class had only by inheritance from another class, that class's member and
-    its outcomes."""
+    absent, so only guarded came-later misses are excused)."""
     ranges: dict[str, SpecifierSet | None] = {}
     found = []
     resolved = list(resolved)
@@ -288,7 +285,6 @@ def findings(
         possible = (
             _undecided(finding, runs, gone)
             or _outside_extra(finding, runs, target)
-            or _inherited_still(finding, (inherited or {}).get(reference.target))
             or _unknown_spelling(finding, runs, spellings)
             or _tested_anchor(finding, runs)
             or _never_had(item)
@@ -773,6 +769,19 @@ def _undecided(finding: Finding, runs: Runs, gone: Gone) -> str:
         ", which those releases lack: it runs there only if the registry is looked up by"
         " another name than the model's type"
     )
+
+
+def with_inherited(found: Iterable[Finding], inherited: Mapping[str, Inherited]) -> list[Finding]:
+    """``found``, each counted patch of a member its class had only by inheritance from
+    another class (``inherited``: the patched member -> that class's member and its
+    outcomes) made possible where that class still has it (:func:`_inherited_still`)."""
+    return [
+        replace(finding, possible=why)
+        if finding.fails
+        and (why := _inherited_still(finding, inherited.get(finding.reference.target)))
+        else finding
+        for finding in found
+    ]
 
 
 def _inherited_still(finding: Finding, provider: Inherited | None) -> str:
