@@ -43,9 +43,9 @@ def test_only_regular_files_inside_the_target_are_read(tmp_path, capsys):
 
 
 def test_a_garbage_requirement_on_an_upstream_package_is_said_not_dropped(capsys):
-    from canary.surface.targets import declared_ranges
+    from canary.surface.targets import declared
 
-    ranges = declared_ranges(["transformers>=4.5 <<garbage", "trl>=1"], ["transformers", "trl"])
+    ranges = declared(["transformers>=4.5 <<garbage", "trl>=1"], ["transformers", "trl"]).ranges
     assert ranges == {"trl": ">=1"}
     err = capsys.readouterr().err
     assert "canary: warning: requirement 'transformers>=4.5 <<garbage' does not parse" in err

@@ -13,7 +13,7 @@ from fake_pip import install_fake_pip
 from canary.errors import ConfigError, OfflineMiss, RefNotFound
 from canary.surface.extract import extract
 from canary.surface.model import Kind
-from canary.surface.targets import declared_ranges, extra_ranges, open_target
+from canary.surface.targets import declared, open_target
 
 METADATA = """\
 Metadata-Version: 2.1
@@ -68,16 +68,16 @@ def test_a_wheel_gives_name_version_requires_and_files(tmp_path):
 
 
 def test_requirement_ranges_rules():
-    assert declared_ranges(["transformers"], ["transformers"]) == {"transformers": ""}
+    assert declared(["transformers"], ["transformers"]).ranges == {"transformers": ""}
     # extras that disagree: the smallest range holding each (no install through an extra
     # has a release outside it); unbounded both ways, nothing is declared
     lines = ['peft>=0.18; extra == "a"', 'peft>=0.10,<1; extra == "b"', 'peft<0.9; extra == "c"']
-    assert declared_ranges(lines[:2], ["peft"]) == {"peft": ">=0.10"}
-    assert declared_ranges(lines[1:], ["peft"]) == {"peft": "<1"}
-    assert declared_ranges([*lines, 'peft; extra == "d"'], ["peft"]) == {}
+    assert declared(lines[:2], ["peft"]).ranges == {"peft": ">=0.10"}
+    assert declared(lines[1:], ["peft"]).ranges == {"peft": "<1"}
+    assert declared([*lines, 'peft; extra == "d"'], ["peft"]).ranges == {}
     # for another platform only: not this install's range
-    assert declared_ranges(['trl<1; sys_platform == "nonexistent-os"'], ["trl"]) == {}
-    assert declared_ranges(["Transformers>=5", "not a requirement ]["], ["transformers"]) == {
+    assert declared(['trl<1; sys_platform == "nonexistent-os"'], ["trl"]).ranges == {}
+    assert declared(["Transformers>=5", "not a requirement ]["], ["transformers"]).ranges == {
         "transformers": ">=5"
     }
 
@@ -91,7 +91,9 @@ def test_each_extra_has_its_own_range_from_the_lines_that_apply_only_through_it(
         'trl; extra == "rl"',  # no range
         'torch>=2; extra == "rf-detr"',  # not upstream
     ]
-    assert extra_ranges(lines, ["transformers", "trl"]) == {"rf-detr": {"transformers": "<6,>=5.9"}}
+    assert declared(lines, ["transformers", "trl"]).extras == {
+        "rf-detr": {"transformers": "<6,>=5.9"}
+    }
 
 
 def test_a_source_folder_reads_pyproject_and_its_surface_table(tmp_path):

@@ -270,13 +270,14 @@ def _occurrences(source: bytes, word: bytes) -> Iterator[int]:
 
 
 _WORD = re.compile(rb"_\w+")
-_DEFINITION = re.compile(rb"(?:async[ \t]+)?def[ \t]+(\w+)[ \t]*\(")
+# a ``def`` line, from its start: group 1 is the name it defines
+DEFINITION = re.compile(rb"(?:async[ \t]+)?def[ \t]+(\w+)[ \t]*\(")
 
 
 def _undecorated_definition(lines: list[bytes], index: int, name: bytes) -> bool:
     """Line ``index`` defines ``name`` at a module's level (no indentation) and the line
     before it is no decorator."""
-    match = _DEFINITION.match(lines[index])
+    match = DEFINITION.match(lines[index])
     if match is None or match.group(1) != name:
         return False
     before = index - 1

@@ -343,38 +343,24 @@ def _providers(
             had = _last_there(item, before=finding.removed[0])
             if had is not None:
                 wanted.setdefault((reference.package, had), set()).add(reference.target)
-    members = _read_once(
-        "provider",
-        wanted,
-        sources=sources,
-        readable=readable,
-        memo=memo,
-        read=lambda package, version, targets: [
-            _inherited_from(target, subject)
-            for target, subject in zip(
-                targets,
-                sources.locate_all(
-                    [Reference(package, t, Kind.ATTRIBUTE, ()) for t in targets], version
-                ),
-                strict=True,
-            )
-        ],
+    members = _located_once(
+        "provider", wanted, _inherited_from, sources=sources, readable=readable, memo=memo
     )
     return {target: (target.split(".", 1)[0], member) for target, member in members.items()}
 
 
-def _read_once(
+def _located_once(
     kind: str,
     wanted: Mapping[tuple[str, str], set[str]],
+    answer: Callable[[str, Subject | None], str],
     *,
     sources: WorkspaceSources,
     readable: Collection[Case] | None,
     memo: Memo,
-    read: Callable[[str, str, list[str]], list[str]],
 ) -> dict[str, str]:
-    """What ``read`` (package, release, names -> an answer each, "" for none) says of each
-    name ``wanted`` asks on a release, read there once, ever: remembered like an outcome
-    under ``kind``; a release not ``readable`` this run answers only what was remembered."""
+    """What ``answer`` says ("": nothing) of where each dotted name ``wanted`` asks on a
+    release is found there, read once, ever: remembered like an outcome under ``kind``; a
+    release not ``readable`` this run answers only what was remembered."""
     found: dict[str, str] = {}
     for (package, version), names in sorted(wanted.items()):
         case = sources.cases.get((package, version))
@@ -390,10 +376,14 @@ def _read_once(
                 found[name] = remembered[1]
         if not unknown or (readable is not None and case not in readable):
             continue
-        for name, answer in zip(unknown, read(package, version, unknown), strict=True):
-            if answer:
-                found[name] = answer
-            memo.remember((kind, name), label, Outcome.OK, answer)
+        located = sources.locate_all(
+            [Reference(package, name, Kind.ATTRIBUTE, ()) for name in unknown], version
+        )
+        for name, subject in zip(unknown, located, strict=True):
+            said = answer(name, subject)
+            if said:
+                found[name] = said
+            memo.remember((kind, name), label, Outcome.OK, said)
     memo.save()
     return found
 
@@ -443,23 +433,11 @@ def _model_homes(
             and len(parts) >= 2
         ):
             wanted.setdefault(("transformers", finding.since), set()).add(".".join(parts[:2]))
-    return _read_once(
-        "home",
-        wanted,
-        sources=sources,
-        readable=readable,
-        memo=memo,
-        read=lambda package, version, names: [
-            _home_of(subject)
-            for subject in sources.locate_all(
-                [Reference(package, name, Kind.IMPORT, ()) for name in names], version
-            )
-        ],
-    )
+    return _located_once("home", wanted, _home_of, sources=sources, readable=readable, memo=memo)
 
 
-def _home_of(subject: Subject | None) -> str:
-    """The model package a located name lives in ("": none)."""
+def _home_of(name: str, subject: Subject | None) -> str:
+    """The model package ``name`` lives in, where it was found ("": none)."""
     if subject is None:
         return ""
     module = subject.path.removesuffix(".py").removesuffix("/__init__")

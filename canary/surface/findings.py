@@ -753,9 +753,7 @@ def _undecided(finding: Finding, runs: Runs, gone: Gone) -> str:
     undecided = ""
     types: set[str] = set()
     for version in finding.new:
-        for site in reference.sites:
-            if site.handled or not runs(reference, site, version):
-                continue
+        for site in _may_break(reference, runs, version):
             lacking = next((r for r in site.registered if gone(r, version)), "")
             if not site.undecided and not lacking:
                 return ""
@@ -769,6 +767,12 @@ def _undecided(finding: Finding, runs: Runs, gone: Gone) -> str:
         ", which those releases lack: it runs there only if the registry is looked up by"
         " another name than the model's type"
     )
+
+
+def _may_break(reference: Reference, runs: Runs, version: str) -> Iterator[Site]:
+    """The sites of ``reference`` that run on ``version`` and may break there (an import
+    whose failure is handled breaks nothing)."""
+    return (s for s in reference.sites if not s.handled and runs(reference, s, version))
 
 
 def with_inherited(found: Iterable[Finding], inherited: Mapping[str, Inherited]) -> list[Finding]:
@@ -819,9 +823,7 @@ def _outside_extra(finding: Finding, runs: Runs, target: Target) -> str:
     package = reference.package
     named: set[str] = set()
     for version in finding.new:
-        for site in reference.sites:
-            if site.handled or not runs(reference, site, version):
-                continue
+        for site in _may_break(reference, runs, version):
             extra = next(
                 (
                     e

@@ -39,10 +39,11 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from email.parser import HeaderParser
 from pathlib import Path
+from typing import Any
 
 from packaging.markers import UndefinedEnvironmentName
 from packaging.requirements import InvalidRequirement, Requirement
@@ -163,12 +164,13 @@ def _wheel(wheel: Path, download_dir: Path, packages: Collection[str]) -> Loaded
     if metadata is None:
         raise FetchError(f"{wheel}: no *.dist-info/METADATA in the wheel: not a wheel?")
     name, version, lines = _from_metadata(metadata)
+    found = declared(lines, packages)
     target = Target(
         name or wheel.name.split("-")[0],
         version,
-        declared_ranges(lines, packages),
+        found.ranges,
         metadata_requirements(metadata),
-        extras=extra_ranges(lines, packages),
+        extras=found.extras,
     )
     return LoadedTarget(target, root, _python_files(root), SurfaceConfig())
 
@@ -187,11 +189,23 @@ def _from_metadata(text: str) -> tuple[str | None, str | None, list[str]]:
 # --- requirement ranges --------------------------------------------------------------
 
 
-def declared_ranges(requirements: Iterable[str], packages: Collection[str]) -> dict[str, str]:
-    """Each upstream package's declared range (see the module docstring for the rules)."""
+@dataclass(frozen=True)
+class Declared:
+    """What a project's requirements declare on the upstream packages: each one's range
+    (package -> specifier, the rules of the module docstring), and each extra's own
+    (canonical extra name -> package -> specifier, its lines joined): what the code the
+    project installs that extra for needs."""
+
+    ranges: dict[str, str]
+    extras: dict[str, dict[str, str]]
+
+
+def declared(requirements: Iterable[str], packages: Collection[str]) -> Declared:
+    """The ranges ``requirements`` declare on ``packages``, each line read once."""
     wanted = {canonicalize_name(p): p for p in packages}
     always: dict[str, list[SpecifierSet]] = {}
     extras: dict[str, list[SpecifierSet]] = {}
+    each_extra: dict[str, dict[str, SpecifierSet]] = {}
     for line in requirements:
         try:
             requirement = Requirement(line)
@@ -210,8 +224,22 @@ def declared_ranges(requirements: Iterable[str], packages: Collection[str]) -> d
         if applies is None:
             continue  # for another platform, with no extra: not this install's range
         (always if applies else extras).setdefault(package, []).append(requirement.specifier)
+        named = set(_EXTRA.findall(str(requirement.marker))) if not applies else set()
+        if len(named) == 1:  # only through that one extra
+            own = each_extra.setdefault(canonicalize_name(named.pop()), {})
+            own[package] = own.get(package, SpecifierSet()) & requirement.specifier
+    return Declared(_ranges(wanted.values(), always, extras), _extra_ranges(each_extra))
+
+
+def _ranges(
+    packages: Iterable[str],
+    always: Mapping[str, list[SpecifierSet]],
+    extras: Mapping[str, list[SpecifierSet]],
+) -> dict[str, str]:
+    """Each package's range: what always applies, joined, else the smallest range holding
+    every extra's."""
     ranges = {}
-    for package in wanted.values():
+    for package in packages:
         if package in always:
             joined = SpecifierSet()
             for specifier in always[package]:
@@ -227,28 +255,13 @@ def declared_ranges(requirements: Iterable[str], packages: Collection[str]) -> d
     return ranges
 
 
-def extra_ranges(
-    requirements: Iterable[str], packages: Collection[str]
+def _extra_ranges(
+    each_extra: Mapping[str, Mapping[str, SpecifierSet]],
 ) -> dict[str, dict[str, str]]:
-    """Each extra's own range on the upstream packages it requires (canonical extra name ->
-    package -> specifier, its lines joined), from requirements that apply only through that
-    one extra: what the project says the code it installs that extra for needs."""
-    wanted = {canonicalize_name(p): p for p in packages}
-    found: dict[str, dict[str, SpecifierSet]] = {}
-    for line in requirements:
-        try:
-            requirement = Requirement(line)
-        except InvalidRequirement:
-            continue  # said by declared_ranges
-        package = wanted.get(canonicalize_name(requirement.name))
-        named = _EXTRA.findall(str(requirement.marker)) if requirement.marker else []
-        if package is None or len(set(named)) != 1 or _applies(requirement) is not False:
-            continue
-        extra = found.setdefault(canonicalize_name(named[0]), {})
-        extra[package] = extra.get(package, SpecifierSet()) & requirement.specifier
+    """The extras that declare a range on some package, each with those ranges."""
     return {
         extra: {package: str(spec) for package, spec in ranges.items() if str(spec)}
-        for extra, ranges in sorted(found.items())
+        for extra, ranges in sorted(each_extra.items())
         if any(str(spec) for spec in ranges.values())
     }
 
@@ -274,34 +287,33 @@ def _applies(requirement: Requirement) -> bool | None:
 
 
 class _FirstDeclared:
-    """The requirements of the first source read that declares a range on upstream."""
+    """What the first source read that declares a range on upstream declares; a source is
+    read only while none has (``lines`` is called only then)."""
 
     def __init__(self, packages: Collection[str]) -> None:
         self.packages = packages
-        self.lines: list[str] = []
-        self.ranges: dict[str, str] = {}
+        self.found = Declared({}, {})
 
-    def read(self, lines: list[str]) -> None:
-        if not self.ranges:
-            self.ranges = declared_ranges(lines, self.packages)
-            self.lines = lines if self.ranges else []
+    def read(self, lines: Callable[[], list[str]]) -> None:
+        if not self.found.ranges:
+            self.found = declared(lines(), self.packages)
 
 
 def _folder(root: Path, packages: Collection[str]) -> LoadedTarget:
     config = SurfaceConfig()
     name = version = None
-    declared = _FirstDeclared(packages)
-    read = declared.read
+    first = _FirstDeclared(packages)
+    read = first.read
     dependencies: dict[str, str] = {}
     if (metadata := _dist_info_metadata(root)) is not None:  # an unpacked wheel
         name, version, found = _from_metadata(metadata)
         dependencies = metadata_requirements(metadata)
-        read(found)
+        read(lambda: found)
     elif (pkg_info := root / "PKG-INFO").is_file():  # an unpacked sdist
         text = pkg_info.read_text("utf-8", "replace")
         name, version, found = _from_metadata(text)
         dependencies = metadata_requirements(text)
-        read(found)
+        read(lambda: found)
     pyproject = root / "pyproject.toml"
     setup_cfg = root / "setup.cfg"
     if pyproject.is_file():
@@ -317,30 +329,35 @@ def _folder(root: Path, packages: Collection[str]) -> LoadedTarget:
         name = name or project.get("name")
         version = version or versions.version_from_pyproject(text)
         dependencies = dependencies or core_requirements(project.get("dependencies", []))
-        if not declared.ranges:
-            found = list(project.get("dependencies", []))
-            for extra, extra_lines in project.get("optional-dependencies", {}).items():
-                found.extend(_with_extra(r, extra) for r in extra_lines)
-            read(found)
+        read(lambda: _from_pyproject(project))
     if setup_cfg.is_file():
         cfg_name, found = _from_setup_cfg(setup_cfg.read_text("utf-8"))
         name = name or cfg_name
         version = version or versions.version_from_setup_cfg(setup_cfg.read_text("utf-8"))
-        read(found)
-    read(_from_egg_info(root))
-    if (root / "setup.py").is_file() and (version is None or not declared.ranges):
+        read(lambda: found)
+    read(lambda: _from_egg_info(root))
+    if (root / "setup.py").is_file() and (version is None or not first.found.ranges):
         text = (root / "setup.py").read_text("utf-8", "replace")
         version = version or versions.version_from_setup_py(text)
-        read(_setup_py_requirements(text))
+        read(lambda: _setup_py_requirements(text))
     target = Target(
         name or root.resolve().name,
         version,
-        declared.ranges,
+        first.found.ranges,
         dependencies,
-        extras=extra_ranges(declared.lines, packages),
+        extras=first.found.extras,
     )
     files = tuple(f for f in _python_files(root) if not config.excludes(f))
     return LoadedTarget(target, root, files, config)
+
+
+def _from_pyproject(project: Mapping[str, Any]) -> list[str]:
+    """The requirements of ``pyproject.toml``'s ``[project]``: its dependencies, and each
+    optional-dependencies group's as the wheel's METADATA writes them."""
+    lines = list(project.get("dependencies", []))
+    for extra, extra_lines in project.get("optional-dependencies", {}).items():
+        lines.extend(_with_extra(r, extra) for r in extra_lines)
+    return lines
 
 
 def _with_extra(requirement: str, extra: str) -> str:

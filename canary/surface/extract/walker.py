@@ -51,9 +51,6 @@ _VALUE_NAME = re.compile(r"^_*[A-Z][A-Z0-9_]*$|logger$")
 _DEDENTING_HELPER = re.compile(r"dedent|detab", re.IGNORECASE)
 
 
-_DEFINED = re.compile(rb"(?:async[ \t]+)?def[ \t]+(\w+)")  # the name a ``def`` line defines
-
-
 _IMPORT_STATEMENT = re.compile(
     r"(?m)^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]*(\([^)]*\)|[^\n#;]*)"
     r"|import[ \t]+([^\n#;]+))"
@@ -944,7 +941,7 @@ class Walker(Anchoring):
         if not all(keys):
             return  # another decorator may register it under anything, or call it
         line = self.project.lines(self.path)[node.lineno - 1]
-        defined = _DEFINED.match(line, node.col_offset)
+        defined = callers.DEFINITION.match(line, node.col_offset)
         if defined is None or defined.group(1) != node.name.encode():
             return  # spelled across lines: the text scan would not find it here
         self.mentions.append(
