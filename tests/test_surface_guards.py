@@ -155,6 +155,80 @@ def test_the_major_number_of_the_installed_text_is_read_as_a_window(tmp_path):
 
 
 @pytest.mark.parametrize(
+    ("test", "window"),
+    [
+        # transformers-stream-generator's spelling: the first two numbers, by regex
+        (
+            r'tuple(int(x) for x in re.findall(r"\d+", transformers.__version__)[:2]) < (4, 41)',
+            "<4.41.dev0",
+        ),
+        ('tuple(map(int, transformers.__version__.split(".")[:2])) >= (4, 36)', ">=4.36.dev0"),
+        (
+            'tuple(int(x) for x in transformers.__version__.split("+")[0].split(".")[:2])'
+            " <= (4, 41)",
+            "<4.42.dev0",
+        ),
+        ("Version(transformers.__version__).release >= (4, 56, 0)", ">=4.56.0.dev0"),
+        ('Version(transformers.__version__).release < Version("5.0.0").release', "<5.0.0.dev0"),
+        ("Version(transformers.__version__).release[:2] == (5, 2)", "<5.3.dev0,>=5.2.dev0"),
+        ("(4, 41) > TV", "<4.41.dev0"),  # a name bound to the tuple, either side
+        ("TV > (4,)", ">=4.dev0"),  # the literal shorter: (4, 0) > (4,) holds
+        ("TV >= (4, 41, 2)", ">=4.42.dev0"),  # the literal longer: (4, 41) < (4, 41, 2)
+        ("(major, minor) < (5, 5)", "<5.5.dev0"),  # names unpacked from the numbers
+    ],
+)
+def test_the_installed_release_as_a_tuple_is_read_as_a_window(tmp_path, test, window):
+    source = f"""\
+        import re
+        import transformers
+        import transformers.trainer as t
+        from packaging.version import Version
+
+        TV = tuple(map(int, transformers.__version__.split(".")[:2]))
+        major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
+
+        def f():
+            if {test}:
+                t.A = 1
+    """
+    refs = surface(tmp_path, {"proj/__init__.py": "", "proj/a.py": source})
+    assert windows(refs, Kind.PATCH, "transformers.trainer.A") == [{"transformers": window}]
+
+
+@pytest.mark.parametrize(
+    "test",
+    [
+        # all numbers: <= and > depend on how many a release has
+        "Version(transformers.__version__).release <= (4, 56, 0)",
+        "TV == (4,)",  # the literal shorter: never equal
+        "(minor, major) < (5, 5)",  # not in order
+        "tuple(int(x) for x in transformers.__version__.split('.')[1:3]) >= (4, 1)",
+        "tuple(int(x) for x in transformers.__version__.split('-')[:2]) >= (4, 1)",
+        "tuple(float(x) for x in transformers.__version__.split('.')[:2]) >= (4, 1)",
+        "tuple(map(int, torch.__version__.split('.')[:2])) >= (2, 4)",  # not upstream
+        "TV >= [4, 41]",  # a tuple against a list raises
+        "TV >= (4, True)",
+    ],
+)
+def test_release_tuples_that_cannot_be_read_exactly_give_no_window(tmp_path, test):
+    source = f"""\
+        import torch
+        import transformers
+        import transformers.trainer as t
+        from packaging.version import Version
+
+        TV = tuple(map(int, transformers.__version__.split(".")[:2]))
+        major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
+
+        def f():
+            if {test}:
+                t.A = 1
+    """
+    refs = surface(tmp_path, {"proj/__init__.py": "", "proj/a.py": source})
+    assert windows(refs, Kind.PATCH, "transformers.trainer.A") == [{}], test
+
+
+@pytest.mark.parametrize(
     "test",
     [
         'transformers.__version__ >= "5.0.0"',  # strings: "10.0" < "5.0", no release order

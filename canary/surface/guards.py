@@ -12,7 +12,8 @@ which sees the statements.
 A version test also says *where* its branch runs: :func:`version_window` reads the window
 of releases, per package, from the tests it can read exactly (a ``packaging`` comparison,
 or one through a parser the project declares, of an upstream package's installed version
-with a literal version, directly or through a project constant defined as one), negated in
+with a literal version, or of its leading numbers as a tuple with a tuple of numbers,
+directly or through a project constant defined as one), negated in
 ``else``, conjoined when nested. Anything else
 gives no window: the branch counts on every release, as if the test were not there.
 """
@@ -369,12 +370,27 @@ class InstalledVersion:
 
 
 @dataclass(frozen=True)
-class InstalledMajor:
-    """An expression whose value is the major number of ``package``'s installed release:
-    ``Version(v).major``, or ``int(v.split(".")[0])`` of its text (granite-tsfm's
-    ``major = int(transformers.__version__.split(".")[0])``)."""
+class InstalledNumber:
+    """An expression whose value is one number of ``package``'s installed release (``index``
+    0: the major): ``Version(v).major``, ``int(v.split(".")[0])`` of its text (granite-tsfm's
+    ``major = int(transformers.__version__.split(".")[0])``), or a name unpacked from its
+    leading numbers (``major, minor = map(int, v.split(".")[:2])``). The major alone is a
+    window; a later number is one only after those before it, in a tuple display."""
 
     package: str
+    index: int = 0
+
+
+@dataclass(frozen=True)
+class InstalledRelease:
+    """An expression whose value is the leading numbers of ``package``'s installed release,
+    as a tuple: ``Version(v).release`` (``length`` None: all of them), ``.release[:2]``,
+    ``tuple(int(x) for x in v.split(".")[:2])``, ``tuple(map(int, re.findall(r"\\d+",
+    v)[:2]))`` of its text, or ``(major, minor)`` of names unpacked from them. It compares
+    with a tuple of literal numbers as tuples do, which :func:`_release_window` reads."""
+
+    package: str
+    length: int | None = None
 
 
 @dataclass(frozen=True)
@@ -386,12 +402,14 @@ class VersionGate:
     false: Window | None
 
 
+# what version tests read a name or call as
+VersionFact = InstalledVersion | InstalledNumber | InstalledRelease | VersionGate
+
+
 class Names(Protocol):
     """What the walker knows of the names in a test (its bindings and constants)."""
 
-    def version_of(
-        self, node: ast.expr
-    ) -> InstalledVersion | InstalledMajor | VersionGate | str | None:
+    def version_of(self, node: ast.expr) -> VersionFact | str | None:
         """A name, attribute chain or call as an installed version (or its major number),
         a version test, or a literal string; None: none of these."""
 
@@ -400,13 +418,13 @@ class Names(Protocol):
         the project declares; None: no parser."""
 
 
-def version_fact(
-    node: ast.expr, names: Names
-) -> InstalledVersion | InstalledMajor | VersionGate | None:
+def version_fact(node: ast.expr, names: Names) -> VersionFact | None:
     """What a value assigned to a name is, as far as version tests go: an installed version
     (parsed or not), its major number, or a version test; None: none (or not read exactly)."""
     if (package := _major(node, names)) is not None:
-        return InstalledMajor(package)
+        return InstalledNumber(package)
+    if (release := installed_release(node, names)) is not None:
+        return release
     value = _version_operand(node, names)
     if isinstance(value, InstalledVersion):
         return value
@@ -460,9 +478,10 @@ def _conjunction(test: ast.BoolOp, names: Names, *, positive: bool) -> Window | 
     return window
 
 
-def _comparison(node: ast.Compare, names: Names) -> Window | None:
-    """``Version(installed) <op> Version("X")`` (either side), or ``Version(installed).major
-    <op> N``: the window where it holds."""
+def _comparison(node: ast.Compare, names: Names) -> Window | None:  # noqa: PLR0911 - one return per form
+    """``Version(installed) <op> Version("X")`` (either side), ``Version(installed).major
+    <op> N``, or the installed release's leading numbers ``<op> (4, 41)``: the window where it
+    holds."""
     if len(node.ops) != 1 or type(node.ops[0]) not in _OPERATORS:
         return None
     operator = _OPERATORS[type(node.ops[0])]
@@ -472,6 +491,10 @@ def _comparison(node: ast.Compare, names: Names) -> Window | None:
         return _major_window(major[0], operator, right.value)
     if major[1] is not None and isinstance(left, ast.Constant):
         return _major_window(major[1], _SWAPPED[operator], left.value)
+    if (release := installed_release(left, names)) and (numbers := _release_literal(right, names)):
+        return _release_window(release, operator, numbers)
+    if (release := installed_release(right, names)) and (numbers := _release_literal(left, names)):
+        return _release_window(release, _SWAPPED[operator], numbers)
     first, second = _version_operand(left, names), _version_operand(right, names)
     if isinstance(first, InstalledVersion) and isinstance(second, Version):
         return Window(frozenset({(first.package, operator, str(second))}))
@@ -525,7 +548,7 @@ def _major(node: ast.expr, names: Names) -> str | None:
         return value.package if isinstance(value, InstalledVersion) else None
     if isinstance(node, ast.Name):
         fact = names.version_of(node)
-        return fact.package if isinstance(fact, InstalledMajor) else None
+        return fact.package if isinstance(fact, InstalledNumber) and fact.index == 0 else None
     args = builtin_call(node, "int", 1)
     if args is None:
         return None
@@ -561,3 +584,177 @@ def _major_window(package: str, operator: str, major: object) -> Window | None:
         "!=": None,
     }[operator]
     return Window(frozenset(bounds)) if bounds else None
+
+
+def installed_release(  # noqa: PLR0911 - one return per form
+    node: ast.expr, names: Names
+) -> InstalledRelease | None:
+    """``node`` as the leading numbers of an installed release (:class:`InstalledRelease`);
+    None: it is not one, or not read exactly."""
+    if isinstance(node, ast.Name):
+        fact = names.version_of(node)
+        return fact if isinstance(fact, InstalledRelease) else None
+    if isinstance(node, ast.Tuple) and node.elts:
+        numbers = [names.version_of(e) if isinstance(e, ast.Name) else None for e in node.elts]
+        packages = {n.package for n in numbers if isinstance(n, InstalledNumber)}
+        in_order = all(
+            isinstance(n, InstalledNumber) and n.index == i for i, n in enumerate(numbers)
+        )
+        if not in_order or len(packages) != 1:
+            return None
+        return InstalledRelease(packages.pop(), len(numbers))
+    if isinstance(node, ast.Subscript):  # .release[:2], or a name bound to all of them
+        length = _prefix_length(node.slice)
+        whole = None if length is None else installed_release(node.value, names)
+        if whole is None:
+            return None
+        return InstalledRelease(whole.package, min(length, whole.length or length))
+    if isinstance(node, ast.Attribute) and node.attr == "release":
+        parsed = _version_operand(node.value, names)
+        return InstalledRelease(parsed.package) if isinstance(parsed, InstalledVersion) else None
+    args = builtin_call(node, "tuple", 1)
+    return None if args is None else release_numbers(args[0], names)
+
+
+def release_numbers(node: ast.expr, names: Names) -> InstalledRelease | None:
+    """The installed release's leading numbers as ints, one by one: ``int(x) for x in
+    parts`` or ``map(int, parts)``, where ``parts`` is ``v.split(".")`` or
+    ``re.findall(r"\\d+", v)`` of the installed text, maybe sliced ``[:n]``."""
+    if isinstance(node, (ast.GeneratorExp, ast.ListComp)) and len(node.generators) == 1:
+        (loop,) = node.generators
+        args = builtin_call(node.elt, "int", 1)
+        if not (
+            args is not None
+            and isinstance(loop.target, ast.Name)
+            and isinstance(args[0], ast.Name)
+            and args[0].id == loop.target.id
+            and not loop.ifs
+            and not loop.is_async
+        ):
+            return None
+        parts = loop.iter
+    elif (args := builtin_call(node, "map", 2)) is not None and (
+        isinstance(args[0], ast.Name) and args[0].id == "int"
+    ):
+        parts = args[1]
+    else:
+        return None
+    length = None
+    if isinstance(parts, ast.Subscript):
+        length = _prefix_length(parts.slice)
+        if length is None:
+            return None
+        parts = parts.value
+    text = _split_text(parts)
+    if text is None:
+        return None
+    fact = names.version_of(_without_local(text))
+    if not isinstance(fact, InstalledVersion) or fact.parsed:
+        return None
+    return InstalledRelease(fact.package, length)
+
+
+def _split_text(node: ast.expr) -> ast.expr | None:
+    """``v`` of ``v.split(".")`` or ``re.findall(r"\\d+", v)`` (None: neither)."""
+    if not isinstance(node, ast.Call) or node.keywords or not isinstance(node.func, ast.Attribute):
+        return None
+    func, args = node.func, node.args
+    if func.attr == "split" and len(args) == 1 and _is_text(args[0], "."):
+        return func.value
+    if (
+        func.attr == "findall"
+        and isinstance(func.value, ast.Name)
+        and func.value.id == "re"
+        and len(args) == 2
+        and (_is_text(args[0], r"\d+") or _is_text(args[0], "[0-9]+"))
+    ):
+        return args[1]
+    return None
+
+
+def _without_local(node: ast.expr) -> ast.expr:
+    """``v`` of ``v.split("+")[0]`` (a local version label cut off), else ``node``."""
+    if (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.slice, ast.Constant)
+        and node.slice.value == 0
+        and isinstance(node.value, ast.Call)
+        and isinstance(node.value.func, ast.Attribute)
+        and node.value.func.attr == "split"
+        and len(node.value.args) == 1
+        and _is_text(node.value.args[0], "+")
+    ):
+        return node.value.func.value
+    return node
+
+
+def _is_text(node: ast.expr, text: str) -> bool:
+    return isinstance(node, ast.Constant) and node.value == text
+
+
+def _prefix_length(node: ast.expr) -> int | None:
+    """``n`` of a slice ``[:n]`` (n > 0); None: another subscript."""
+    if (
+        isinstance(node, ast.Slice)
+        and node.lower is None
+        and node.step is None
+        and isinstance(node.upper, ast.Constant)
+        and _a_number(node.upper.value)
+        and node.upper.value > 0
+    ):
+        return node.upper.value
+    return None
+
+
+def _a_number(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _release_literal(node: ast.expr, names: Names) -> tuple[int, ...] | None:
+    """A tuple of literal release numbers: ``(4, 41)``, or ``Version("4.41").release``."""
+    if isinstance(node, ast.Tuple) and node.elts:
+        numbers = [e.value if isinstance(e, ast.Constant) else None for e in node.elts]
+        return tuple(numbers) if all(_a_number(n) for n in numbers) else None  # type: ignore[arg-type]
+    if isinstance(node, ast.Attribute) and node.attr == "release":
+        literal = _version_operand(node.value, names)
+        return literal.release if isinstance(literal, Version) else None
+    return None
+
+
+# The installed tuple t against a literal L of m numbers, when t is longer: t's first m
+# numbers decide, and equal ones make t the greater; == and != are then constants.
+_LONGER = {"<": "<", ">=": ">=", "<=": "<", ">": ">="}
+# ... when t is shorter (n numbers): L's first n decide, and equal ones make t the lesser.
+_SHORTER = {"<": "<=", ">=": ">", "<=": "<=", ">": ">"}
+
+
+def _release_window(
+    release: InstalledRelease, operator: str, numbers: tuple[int, ...]
+) -> Window | None:
+    """``t <op> numbers`` as version bounds, t the installed release's leading numbers. Of
+    equal length, ``t < (4, 41)`` is ``< 4.41.dev0`` (the smallest version whose numbers
+    begin 4.41) and ``t <= (4, 41)`` is ``< 4.42.dev0``. All of them (``.release``) are read
+    only for ``<`` and ``>=``, which give the same answer for any length from the literal's
+    up; a release written shorter than the literal (4.56 against ``(4, 56, 0)``) is the one
+    case where tuples and versions disagree, and transformers, trl and peft publish none."""
+    length = release.length
+    if length is None:
+        if operator not in ("<", ">="):
+            return None
+    elif length > len(numbers):
+        operator = _LONGER.get(operator, "")
+    elif length < len(numbers):
+        operator, numbers = _SHORTER.get(operator, ""), numbers[:length]
+    if not operator or operator == "!=":
+        return None
+    low = ".".join(map(str, numbers)) + ".dev0"
+    high = ".".join(map(str, (*numbers[:-1], numbers[-1] + 1))) + ".dev0"
+    package = release.package
+    bounds = {
+        "<": {(package, "<", low)},
+        ">=": {(package, ">=", low)},
+        "<=": {(package, "<", high)},
+        ">": {(package, ">=", high)},
+        "==": {(package, ">=", low), (package, "<", high)},
+    }[operator]
+    return Window(frozenset(bounds))

@@ -338,9 +338,7 @@ class Conditions(Values):
         window = guards.version_window(test, self, positive=positive)
         return guards.EVERY_RELEASE if window is None else window
 
-    def _version_fact(
-        self, value: ast.expr
-    ) -> guards.InstalledVersion | guards.InstalledMajor | guards.VersionGate | None:
+    def _version_fact(self, value: ast.expr) -> guards.VersionFact | None:
         return guards.version_fact(value, self)
 
     def version_parser(self, func: ast.expr) -> str | None:
@@ -355,17 +353,13 @@ class Conditions(Values):
             return None
         return path if path in guards.PARSERS or path in self.project.parsers else None
 
-    def version_of(
-        self, node: ast.expr
-    ) -> guards.InstalledVersion | guards.InstalledMajor | guards.VersionGate | str | None:
+    def version_of(self, node: ast.expr) -> guards.VersionFact | str | None:
         """What :mod:`canary.surface.guards` asks of a name or call (:class:`guards.Names`):
         a version fact bound to it, an upstream package's installed version, or a literal
         string."""
         if isinstance(node, ast.Name):
             value = self.scope.value(node.id)
-            if isinstance(
-                value, (guards.InstalledVersion, guards.InstalledMajor, guards.VersionGate)
-            ):
+            if isinstance(value, _VERSION_FACTS):
                 return value
         if isinstance(node, ast.Call):
             if self._callee(node) == Stdlib("importlib.metadata.version") and len(node.args) == 1:
@@ -616,7 +610,12 @@ class Conditions(Values):
 
 
 # what a name may be bound to that version tests read
-_VERSION_FACTS = (guards.InstalledVersion, guards.InstalledMajor, guards.VersionGate)
+_VERSION_FACTS = (
+    guards.InstalledVersion,
+    guards.InstalledNumber,
+    guards.InstalledRelease,
+    guards.VersionGate,
+)
 
 
 def _tested_for_none(test: ast.expr, *, positive: bool) -> ast.expr | None:

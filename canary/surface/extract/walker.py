@@ -1132,11 +1132,18 @@ class Walker(Anchoring):
                 self.assign(element, element_value)
             return
         whole = self.value(value)
+        # major, minor = map(int, transformers.__version__.split(".")[:2]): the numbers
+        numbers = None if value is None else guards.release_numbers(value, self)
+        if numbers is not None and numbers.length not in (None, len(target.elts)):
+            numbers = None  # unpacking raises: nothing after it runs
         for index, element in enumerate(target.elts):
             if isinstance(element, ast.Name):
                 self.bind(element.id, None)
                 if index == 0 and isinstance(whole, (Text, Param)):
                     self.scope.values[element.id] = whole  # text, extra = helper(text)
+                elif numbers is not None:
+                    number = guards.InstalledNumber(numbers.package, index)
+                    self.scope.values[element.id] = number  # type: ignore[assignment]
             else:
                 self.assign(element, None)
 
