@@ -299,3 +299,25 @@ def test_a_plain_alias_of_a_class_is_that_class():
     # under a test, or any other value: an assignment, whose members are not known
     for name in ("Guarded", "Called"):
         assert tree.lookup(f"pkg.{name}.to_dict").found is None, name
+
+
+def test_a_name_a_function_declares_global_is_bound_at_run_time():
+    # transformers 4.57+ integrations/mxfp4.py: replace_with_mxfp4_linear sets the kernel
+    # hub every function of the module reads; a project may set it first
+    tree = package(
+        "pkg",
+        {
+            "pkg/__init__.py": "",
+            "pkg/mxfp4.py": """
+                def replace(model):
+                    global triton_kernels_hub
+                    triton_kernels_hub = load()
+
+                def forward(x):
+                    return triton_kernels_hub.matmul(x)
+            """,
+        },
+    )
+    hub = tree.lookup("pkg.mxfp4.triton_kernels_hub")
+    assert (hub.found, hub.kind, hub.path) == (True, "run_time_global", "pkg/mxfp4.py")
+    assert tree.lookup("pkg.mxfp4.forward_hub").found is False

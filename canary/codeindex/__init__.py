@@ -99,7 +99,8 @@ __all__ = [
 #: 4: star imports, module-level effects and import guards (canary.symbols reads them).
 #: 5: imports in a class body (Class.imports).
 #: 6: type aliases (3.12+) and module-level for/with targets are bindings.
-INDEX_FORMAT = 6
+#: 7: names functions declare ``global`` (Module.run_time_globals).
+INDEX_FORMAT = 7
 
 #: The non-content part of a cache key: summary format and the Python that built it.
 INDEX_KEY = f"codeindex-v{INDEX_FORMAT}-py{PYTHON}"

@@ -397,6 +397,9 @@ class Module:
     # ``from x import *``, in source order (names only known by reading ``x``).
     star_imports: tuple[Import, ...] = ()
     effects: tuple[Effect, ...] = ()  # in source order
+    # Names a function of the module declares ``global`` (``global triton_kernels_hub``):
+    # module attributes bound when that function runs, not on import -> the declaration's line.
+    run_time_globals: dict[str, int] = field(default_factory=dict)
 
     @property
     def where(self) -> str:

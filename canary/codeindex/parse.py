@@ -83,6 +83,19 @@ def parse_module(source: bytes | str, *, path: str, origin: str = "") -> Module:
     return _Builder(text, path, origin).module(tree, hashlib.sha256(raw).hexdigest())
 
 
+def _declared_global(tree: ast.Module) -> dict[str, int]:
+    """Each name a function declares ``global`` -> the first such line (module level, where
+    ``global`` means nothing, is not a function)."""
+    declared: dict[str, int] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.Global):
+                    for name in inner.names:
+                        declared[name] = min(inner.lineno, declared.get(name, inner.lineno))
+    return declared
+
+
 def _decode(raw: bytes, path: str, origin: str) -> str:
     # Honour PEP 263 cookies and a BOM exactly as the interpreter would.
     try:
@@ -165,6 +178,7 @@ class _Builder(BodyWalker):
             imports=scope.imports,
             star_imports=tuple(sorted(scope.stars, key=lambda i: i.line)),
             effects=_in_order(scope.effects),
+            run_time_globals=_declared_global(tree),
         )
 
     def _collect(

@@ -44,6 +44,7 @@ from canary.symbols.lookup import (
     FUNCTION,
     MODULE,
     NAME,
+    RUN_TIME_GLOBAL,
     SERVED,
     Lookup,
     closest,
@@ -538,7 +539,13 @@ def _getattr_serves(module: Module) -> Served | None:
 
 def _unbound(module: Module, dotted: str, name: str) -> Lookup:
     """A name a regular module does not bind: unknown where the module may still serve it
-    (it writes its namespace dynamically, or has a module ``__getattr__``), else missing."""
+    (it writes its namespace dynamically, or has a module ``__getattr__``), else missing.
+    A name one of its functions declares ``global`` is there once that function ran, and
+    is what the module's code reads under that name: found, as a binding made at run time
+    (transformers' ``integrations.mxfp4.triton_kernels_hub``, set when a model is
+    quantized, which a project may set itself first)."""
+    if name in module.run_time_globals:
+        return Lookup(True, RUN_TIME_GLOBAL, module.path, name)
     dynamic = next((e for e in module.effects if e.root in _NAMESPACE_WRITERS), None)
     if dynamic is not None:
         where = f"{effect_text(dynamic)}, line {dynamic.line}"

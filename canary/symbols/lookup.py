@@ -32,6 +32,7 @@ INHERITED = "inherited"
 
 # What was looked for (``kind`` of a missing or unknown Lookup).
 NAME = "name"  # a module-level name
+RUN_TIME_GLOBAL = "run_time_global"  # bound by a function that declares it ``global``
 MEMBER = "member"  # a class member
 
 
