@@ -388,3 +388,34 @@ def test_a_declared_parser_is_trusted_with_plain_release_numbers_only(tmp_path, 
     refs = surface(tmp_path, files, ("proj.utils.Version",))
     assert windows(refs, Kind.PATCH, "transformers.trainer.A") == [{}]
     assert windows(refs, Kind.PATCH, "transformers.trainer.B") == [{}]
+
+
+def test_an_elif_reads_what_the_failed_conjunction_before_it_says(tmp_path):
+    # unsloth's sentence_transformer: `if is_distilbert and transformers4: v4() elif
+    # is_distilbert: v5()`: the elif runs only where transformers4 is false
+    source = """\
+        import transformers
+        import transformers.trainer as t
+        from packaging.version import Version
+
+        V4 = Version(transformers.__version__).major < 5
+
+        def f(kind):
+            if kind == "a" and V4:
+                t.A = 1
+            elif kind == "b":
+                t.B = 1  # nothing said of V4
+            elif kind == "a":
+                t.C = 1  # kind == "a" holds, so V4 failed
+            elif V4 and kind == "c" and flag:
+                t.D = 1  # V4 itself asserted: nothing failed
+            else:
+                t.E = 1
+    """
+    refs = surface(tmp_path, {"proj/__init__.py": "", "proj/a.py": source})
+    trainer = "transformers.trainer"
+    assert windows(refs, Kind.PATCH, f"{trainer}.A") == [{"transformers": "<5.dev0"}]
+    assert windows(refs, Kind.PATCH, f"{trainer}.B") == [{}]
+    assert windows(refs, Kind.PATCH, f"{trainer}.C") == [{"transformers": ">=5.dev0"}]
+    assert windows(refs, Kind.PATCH, f"{trainer}.D") == [{"transformers": "<5.dev0"}]
+    assert windows(refs, Kind.PATCH, f"{trainer}.E") == [{}]

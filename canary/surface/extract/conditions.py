@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 
 from canary.surface import anchortests, guards, probes, versiontests
@@ -338,6 +338,18 @@ class Conditions(Values):
         window = guards.version_window(test, self, positive=positive)
         return guards.EVERY_RELEASE if window is None else window
 
+    def _window_after(self, failed: Sequence[ast.expr], test: ast.expr) -> guards.Window:
+        """The releases an ``elif test`` holds on, from the chain's earlier tests, all false
+        there: a failed ``a and t`` whose other parts ``test`` asserts (``if a and t: ...
+        elif a:``, unsloth's ``is_distilbert and transformers4``) says ``t`` fails."""
+        asserted = {ast.dump(part) for part in _conjuncts(test)}
+        window = guards.EVERY_RELEASE
+        for earlier in failed:
+            rest = [part for part in _conjuncts(earlier) if ast.dump(part) not in asserted]
+            if len(rest) == 1 and rest[0] is not earlier:
+                window &= self._window(rest[0], positive=False)
+        return window
+
     def _version_fact(self, value: ast.expr) -> guards.VersionFact | None:
         return guards.version_fact(value, self)
 
@@ -616,6 +628,13 @@ _VERSION_FACTS = (
     guards.InstalledRelease,
     guards.VersionGate,
 )
+
+
+def _conjuncts(test: ast.expr) -> list[ast.expr]:
+    """The parts that all hold where ``test`` does (``a and b``: both; else itself)."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return [part for value in test.values for part in _conjuncts(value)]
+    return [test]
 
 
 def _tested_for_none(test: ast.expr, *, positive: bool) -> ast.expr | None:

@@ -34,6 +34,8 @@ class WalkState:
         self.upstream_stars: list[str] = []  # the module's `from <upstream> import *`
         self.guarded = 0
         self.window = guards.EVERY_RELEASE  # the releases the current branch runs on
+        # the tests of an if/elif chain before the elif walked next, all false there
+        self.failed: tuple[ast.expr, ...] = ()
         self.present: frozenset[str] = frozenset()
         self.conditional = 0  # branches entered within the current scope
         self.branch: Branch = ()  # the branch walked (scopes.Alternative says why)

@@ -498,6 +498,7 @@ class Walker(Anchoring):
                 self.expr(node.test)
         guard = guards.is_guard_test(node.test)
         branches = self.anchor_branches(node)
+        failed, elif_ = self.failed, len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If)
         with self.entered(
             undecided=self.undecided or self._undecided(node.test),
             guarded=self.guarded + guard,
@@ -507,11 +508,15 @@ class Walker(Anchoring):
                 (True, node.body, branches.body),
                 (False, node.orelse, branches.orelse),
             ):
+                window = self.window & self._window(node.test, positive=positive)
+                if positive:
+                    window &= self._window_after(failed, node.test)
                 with (
                     self.entered(
+                        failed=(*failed, node.test) if not positive and elif_ else (),
                         present=self.present | self._present(node.test, positive=positive),
                         selected=self._narrowed(node.test, positive=positive),
-                        window=self.window & self._window(node.test, positive=positive),
+                        window=window,
                         tested=self.tested + tested,
                         fallback_of=self.fallback_of or self._failed(node.test, positive=positive),
                     ),
