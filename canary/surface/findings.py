@@ -892,19 +892,33 @@ def _bound_elsewhere(finding: Finding, runs: Runs, known: Outcomes) -> str:
 
 def _below_floor(item: Resolved, declared: SpecifierSet | None) -> str:
     """Why an anchor's miss is only possible: its text is on no release of the declared
-    range, only on older ones. The rewrite targets code of releases the project no longer
-    supports (a fix for a bug upstream fixed since: unsloth's gradient-accumulation rewrite
-    of 4.46's ``training_step``), or stopped applying before the floor moved; the releases
-    checked prove neither."""
-    if item.reference.kind is not Kind.ANCHOR or declared is None:
+    range. Where it is on older ones, the rewrite targets code of releases the project no
+    longer supports (a fix for a bug upstream fixed since), or stopped applying before the
+    floor moved; where it is on none checked, it targets older code still, or never
+    matched (unsloth's gradient-accumulation rewrite of 4.46's ``training_step``, whose
+    pattern needs a flag it is not given). Either way nothing stopped applying inside the
+    range, and the releases checked prove neither reading. A rewrite the project raises
+    without is no silent one: missing on every release it supports, it breaks there."""
+    reference = item.reference
+    if reference.kind is not Kind.ANCHOR or declared is None:
         return ""
     there = [v for v, outcome in item.outcomes.items() if outcome is Outcome.OK]
-    if not there or any(in_range(v, declared) for v in there):
+    if there:
+        if any(in_range(v, declared) for v in there):
+            return ""
+        return (
+            f"the text is only on releases below the declared range ({there[-1]} the last): "
+            "a rewrite for releases the project no longer supports, or one that stopped "
+            "applying before its floor"
+        )
+    inside = [o for v, o in item.outcomes.items() if in_range(v, declared)]
+    if not inside or any(o is not Outcome.MISSING for o in inside):
+        return ""
+    if any(site.raises for site in reference.sites):
         return ""
     return (
-        f"the text is only on releases below the declared range ({there[-1]} the last): a "
-        "rewrite for releases the project no longer supports, or one that stopped applying "
-        "before its floor"
+        "the text is on no release checked inside the declared range or below it: a "
+        "rewrite for releases older than those, or one that never matched"
     )
 
 
