@@ -145,6 +145,42 @@ def test_a_way_in_canary_cannot_see_all_of_leaves_it_as_it_was(tmp_path, modules
     assert [s.versions for s in sites(tmp_path, *modules, extra=extra)] == [()]
 
 
+STATIC = (
+    "import transformers\n"
+    "from packaging import version\n"
+    "V4 = version.parse(transformers.__version__).major < 5\n"
+    "class Fast:\n"
+    "    @staticmethod\n"
+    "    def _convert():\n"
+    "        from transformers.core_model_loading import WeightConverter\n"
+    "    def load(self, kind):\n"
+    "        if kind == 'a' and V4:\n"
+    "            pass\n"
+    "        elif kind == 'a':\n"
+    "            {call}\n"
+)
+
+
+@pytest.mark.parametrize("call", ["Fast._convert()", "self._convert()"])
+def test_a_static_method_called_only_under_a_version_test_takes_its_window(tmp_path, call):
+    # unsloth's FastSentenceTransformer._patch_distilbert_v5, called only where
+    # `is_distilbert and transformers4` failed and `is_distilbert` holds
+    found = sites(tmp_path, STATIC.format(call=call))
+    assert [s.versions for s in found] == [(("transformers", ">=5.dev0"),)]
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        "def run(x):\n    x._convert()\n",  # through something canary cannot type
+        "class Slow(Fast):\n    def go(self):\n        self._convert()\n",  # a subclass
+    ],
+)
+def test_a_static_method_named_where_canary_cannot_tell_whose_is_left_as_it_was(tmp_path, extra):
+    found = sites(tmp_path, STATIC.format(call="Fast._convert()"), extra)
+    assert [s.versions for s in found] == [()]
+
+
 REGISTERED = (
     "from proj.registry import register_loader\n"
     '@register_loader("qwen3_5_moe", default=False)\n'

@@ -11,6 +11,12 @@ site inside it becomes one copy per place that names it, with that place's condi
 exactly as :mod:`canary.surface.importers` does for a module imported only under conditions.
 A place inside another such function takes that function's conditions too.
 
+A static method of a module-level class (``@staticmethod``, its only decorator) is one
+too, named ``C.m``: its places are ``C.m`` in its module and ``self.m``/``cls.m`` in a
+method of ``C`` itself (unsloth's ``FastSentenceTransformer._patch_distilbert_v5()``, in
+the ``elif`` a version test leaves to 5.x). A name through anything else (an instance
+canary cannot type, a subclass's ``self``) is an occurrence no place accounts for.
+
 A private function (``_f``, by Python's convention its module's own) has no other way in. A
 public one may also be called by code outside the project, anywhere: it keeps one more copy,
 as it was but *undecided*, so where only that copy runs (auto-round's
@@ -50,7 +56,7 @@ from canary.surface.importers import Context, Load, Sited, conditioned, copies
 
 MAX_CONTEXTS = 16  # more ways in than this: left as it is
 
-Function = tuple[str, str]  # (dotted module, name) of a module-level function
+Function = tuple[str, str]  # (dotted module, name) of a module-level function, or "C.m"
 Prose = Callable[[str, int, int], bool]  # (path, line, byte column) in a comment or docstring
 
 
@@ -153,7 +159,7 @@ class _Ways:
         self.spots: dict[str, set[tuple[str, int, int]]] = {}  # name -> every recorded place
         for mention in mentions:
             self.by_function.setdefault(mention.function, []).append(mention)
-            self.spots.setdefault(mention.function[1], set()).add(
+            self.spots.setdefault(_bare(mention.function[1]), set()).add(
                 (mention.path, mention.line, mention.column)
             )
         self.path_of = {module: path for path, module in module_of.items()}
@@ -172,7 +178,8 @@ class _Ways:
         return self._contexts[function] or ()
 
     def _read(self, function: Function, seen: frozenset[Function]) -> tuple[Context, ...] | None:
-        module, name = function
+        module, qualified = function
+        name = _bare(qualified)  # a static method's own name (``C._m``: ``_m``)
         if not carried(name) or module not in self.path_of:
             return None
         mentions = [
@@ -199,13 +206,14 @@ class _Ways:
         if not self._all_recorded(name):  # last: it reads every file's text
             return None
         if not private(name):
-            outside = f"{name}() is public: code outside the project may call it"
+            outside = f"{qualified}() is public: code outside the project may call it"
             found.add(Context(undecided=outside))
         return tuple(sorted(found, key=repr))
 
     def _all_recorded(self, name: str) -> bool:
         """Every occurrence of ``name`` in the project's text is a recorded place or a
-        definition of a function of that name at a module's level, not decorated."""
+        definition of a function of that name: at a module's level, not decorated, or a
+        static method's."""
         if name in self._accounted:
             return self._accounted[name]
         spots = self.spots.get(name, set())
@@ -276,11 +284,20 @@ DEFINITION = re.compile(rb"(?:async[ \t]+)?def[ \t]+(\w+)[ \t]*\(")
 
 def _undecorated_definition(lines: list[bytes], index: int, name: bytes) -> bool:
     """Line ``index`` defines ``name`` at a module's level (no indentation) and the line
-    before it is no decorator."""
-    match = DEFINITION.match(lines[index])
+    before it is no decorator, or defines it indented right after ``@staticmethod``."""
+    line = lines[index]
+    indent = len(line) - len(line.lstrip(b" \t"))
+    match = DEFINITION.match(line, indent)
     if match is None or match.group(1) != name:
         return False
     before = index - 1
     while before >= 0 and not lines[before].strip():
         before -= 1
+    if indent:
+        return before >= 0 and lines[before].strip() == b"@staticmethod"
     return before < 0 or not lines[before].startswith(b"@")
+
+
+def _bare(name: str) -> str:
+    """A function's own name: a module-level one's, or a static method's (``C._m``)."""
+    return name.rpartition(".")[2]

@@ -61,7 +61,8 @@ class WalkState:
         # upstream imports this function made before, in the blocks around: where one
         # fails it raises there, so what follows in them runs only where they succeed
         self.imported: frozenset[str] = frozenset()
-        self.within = ""  # the module-level function walked ("": none)
+        self.within = ""  # the module-level function (or "C.m" static method) walked
+        self.class_name = ""  # the module-level class whose body, or a method of it, is walked
         # imports (by position) whose failure a handler takes the place of: why
         self.handled: dict[tuple[int, int], str] = {}
         # the function (0: the module) whose current try body an except ImportError ends

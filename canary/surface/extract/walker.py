@@ -68,6 +68,9 @@ class Walker(Anchoring):
         # the module's functions, its own and imported: the names worth resolving where a
         # bare name is read (callers.py), known once its bindings are
         self.functions: frozenset[str] = frozenset()
+        # each module-level class walked -> its static methods, reached through the places
+        # that name them as ``C.m`` or ``self.m`` (callers.py: ways in, as for functions)
+        self.static_methods: dict[str, frozenset[str]] = {}
 
     def walk_module(self) -> None:
         exports = self.project.whole_exports(self.module)
@@ -817,13 +820,16 @@ class Walker(Anchoring):
         parent = self.scope
         while parent.is_class and parent.parent is not None:
             parent = parent.parent
+        within = node.name if self.scope is self.module_scope else self.within
+        if self.scope.is_class and node.name in self.static_methods.get(self.class_name, ()):
+            within = f"{self.class_name}.{node.name}"
         with self.entered(
             scope=Scope(parent=parent),
             conditional=0,
             function=id(node),
             imported=frozenset(),
             function_node=node,
-            within=node.name if self.scope is self.module_scope else self.within,
+            within=within,
         ):
             for arg in syntax.arguments(node.args):
                 self.scope.names[arg] = None
@@ -836,7 +842,14 @@ class Walker(Anchoring):
             return
         for child in (*node.decorator_list, *node.bases, *(k.value for k in node.keywords)):
             self.expr(child)
-        with self.entered(scope=Scope(parent=self.scope, is_class=True)):
+        class_name = node.name if self.scope is self.module_scope else ""
+        with self.entered(scope=Scope(parent=self.scope, is_class=True), class_name=class_name):
+            if class_name:
+                static = [m for m in node.body if _static_method(m)]
+                self.static_methods[class_name] = frozenset(m.name for m in static)  # type: ignore[union-attr]
+                if self.interesting is not None:
+                    # a member naming one that references upstream is a way into it: walked
+                    self.interesting |= {m.name for m in static if not self._skippable(m)}  # type: ignore[union-attr]
             self.block(node.body)
 
     def import_modules(self, node: ast.Import) -> None:
@@ -980,6 +993,27 @@ class Walker(Anchoring):
             return
         if binding.module == self.module and self.module_scope.names.get(name) is not binding:
             return
+        self._mentioned((binding.module, name), node, name, role)
+
+    def _static_owner(self, name: str) -> str:
+        """The module-level class ``name`` is here, whose static methods ``name.m`` reads:
+        the class by its name, or ``self``/``cls`` in one of its methods ("": none)."""
+        if name in ("self", "cls") and self.function and self.class_name:
+            return self.class_name
+        if name in self.static_methods and self.scope.lookup(name) is None:
+            return name
+        return ""
+
+    def _mentioned(
+        self,
+        function: callers.Function,
+        node: ast.Name | ast.Attribute | ast.alias | ast.Constant,
+        name: str,
+        role: callers.Role = callers.Role.NAMES,
+    ) -> None:
+        """Record a place that names ``function`` (its last part ``name``) as it runs."""
+        if not self.emit or self.applying or self.summarising:
+            return
         if isinstance(node, ast.Attribute):  # the name ends the chain
             line, offset = node.end_lineno, (node.end_col_offset or 0) - len(name)
         elif isinstance(node, ast.Constant):  # "name": the text starts past the quote
@@ -989,7 +1023,7 @@ class Walker(Anchoring):
         bound = self._bound_at(node) if isinstance(node, ast.expr) else Bound(self.window)
         self.mentions.append(
             callers.Mention(
-                (binding.module, name),
+                function,
                 role,
                 self.path,
                 line or 0,
@@ -1201,6 +1235,10 @@ class Walker(Anchoring):
         binding, steps, complete = self.chain(node)
         if complete and isinstance(binding, ProjectFunction):
             self.mention(node, binding, node.attr)
+        elif isinstance(node.value, ast.Name) and node.attr in self.static_methods.get(
+            owner := self._static_owner(node.value.id), ()
+        ):
+            self._mentioned((self.module, f"{owner}.{node.attr}"), node, node.attr)
         if isinstance(binding, Upstream) and steps:
             owner, _, name = binding.path.rpartition(".")
             if name in _VALUE_METHODS and _VALUE_NAME.search(owner.rpartition(".")[2]):
@@ -1451,3 +1489,20 @@ def _defaults_to_none(lookup: ast.Call) -> bool:
         default = lookup.args[2] if len(lookup.args) == 3 else None
         return isinstance(default, ast.Constant) and default.value is None
     return len(lookup.args) == 1 and not lookup.keywords  # a namespace's .get("y")
+
+
+def _static_method(member: ast.stmt | Definition) -> bool:
+    """A ``def`` whose one decorator is ``@staticmethod`` (not a dunder): a function kept on
+    its class, called as ``C.m(...)`` or ``self.m(...)``, never bound to an instance. A
+    member not parsed yet is read from its text: its first line is its decorator's."""
+    if isinstance(member, Definition):
+        lines = member.text.lstrip().splitlines()
+        static = member.kind == "def" and len(lines) > 1 and lines[0].strip() == "@staticmethod"
+        static = static and not lines[1].lstrip().startswith("@")
+    else:
+        static = (
+            isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and len(member.decorator_list) == 1
+            and syntax.is_name(member.decorator_list[0], "staticmethod")
+        )
+    return static and callers.carried(member.name)  # type: ignore[union-attr]
