@@ -174,6 +174,8 @@ def test_a_static_method_called_only_under_a_version_test_takes_its_window(tmp_p
     [
         "def run(x):\n    x._convert()\n",  # through something canary cannot type
         "class Slow(Fast):\n    def go(self):\n        self._convert()\n",  # a subclass
+        # another class's static method of that name: Fast's self may be one of them
+        "class Other(Fast):\n    @staticmethod\n    def _convert():\n        pass\n",
     ],
 )
 def test_a_static_method_named_where_canary_cannot_tell_whose_is_left_as_it_was(tmp_path, extra):

@@ -167,6 +167,7 @@ class _Ways:
         self.text = text
         self._contexts: dict[Function, tuple[Context, ...] | None] = {}
         self._accounted: dict[str, bool] = {}
+        self._defined: dict[str, int] = {}  # name -> how many definitions the text has
         self._words: dict[str, frozenset[bytes]] | None = None  # path -> its ``_`` words
 
     def contexts(
@@ -203,7 +204,9 @@ class _Ways:
                 found.update(mention.context & context for context in around)
         if not found or any(c.none for c in found) or len(found) > MAX_CONTEXTS:
             return None
-        if not self._all_recorded(name):  # last: it reads every file's text
+        # last, as it reads every file's text; a static method must be its name's one
+        # definition: another class's ``m`` may be what ``self.m`` finds
+        if not self._all_recorded(name) or (qualified != name and self._defined[name] != 1):
             return None
         if not private(name):
             outside = f"{qualified}() is public: code outside the project may call it"
@@ -218,7 +221,7 @@ class _Ways:
             return self._accounted[name]
         spots = self.spots.get(name, set())
         word = name.encode()
-        accounted = True
+        accounted, defined = True, 0
         if self._words is None:
             # one scan of every file for the words that start with "_" (a superset of the
             # identifiers that do) beats one scan per name: unsloth's text is 37 MB
@@ -242,9 +245,11 @@ class _Ways:
                 if not _undecorated_definition(lines, line - 1, word):
                     accounted = False
                     break
+                defined += 1
             if not accounted:
                 break
         self._accounted[name] = accounted
+        self._defined[name] = defined
         return accounted
 
 
