@@ -178,21 +178,7 @@ def test_the_major_number_of_the_installed_text_is_read_as_a_window(tmp_path):
     ],
 )
 def test_the_installed_release_as_a_tuple_is_read_as_a_window(tmp_path, test, window):
-    source = f"""\
-        import re
-        import transformers
-        import transformers.trainer as t
-        from packaging.version import Version
-
-        TV = tuple(map(int, transformers.__version__.split(".")[:2]))
-        major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
-
-        def f():
-            if {test}:
-                t.A = 1
-    """
-    refs = surface(tmp_path, {"proj/__init__.py": "", "proj/a.py": source})
-    assert windows(refs, Kind.PATCH, "transformers.trainer.A") == [{"transformers": window}]
+    assert release_tuple_window(tmp_path, test) == [{"transformers": window}]
 
 
 @pytest.mark.parametrize(
@@ -211,7 +197,14 @@ def test_the_installed_release_as_a_tuple_is_read_as_a_window(tmp_path, test, wi
     ],
 )
 def test_release_tuples_that_cannot_be_read_exactly_give_no_window(tmp_path, test):
+    assert release_tuple_window(tmp_path, test) == [{}], test
+
+
+def release_tuple_window(tmp_path, test: str) -> list[dict[str, str]]:
+    """The window of a patch under ``if <test>:``, beside a name bound to the installed
+    release's first two numbers (TV) and the two unpacked (major, minor)."""
     source = f"""\
+        import re
         import torch
         import transformers
         import transformers.trainer as t
@@ -225,7 +218,7 @@ def test_release_tuples_that_cannot_be_read_exactly_give_no_window(tmp_path, tes
                 t.A = 1
     """
     refs = surface(tmp_path, {"proj/__init__.py": "", "proj/a.py": source})
-    assert windows(refs, Kind.PATCH, "transformers.trainer.A") == [{}], test
+    return windows(refs, Kind.PATCH, "transformers.trainer.A")
 
 
 @pytest.mark.parametrize(

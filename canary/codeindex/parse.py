@@ -87,12 +87,14 @@ def _declared_global(tree: ast.Module) -> dict[str, int]:
     """Each name a function declares ``global`` -> the first such line (module level, where
     ``global`` means nothing, is not a function)."""
     declared: dict[str, int] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            for inner in ast.walk(node):
-                if isinstance(inner, ast.Global):
-                    for name in inner.names:
-                        declared[name] = min(inner.lineno, declared.get(name, inner.lineno))
+    pending: list[tuple[ast.AST, bool]] = [(tree, False)]  # (node, inside a function)
+    while pending:  # one pass; a nested function's body is read once, not once per level
+        node, in_function = pending.pop()
+        if in_function and isinstance(node, ast.Global):
+            for name in node.names:
+                declared[name] = min(node.lineno, declared.get(name, node.lineno))
+        in_function = in_function or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        pending.extend((child, in_function) for child in ast.iter_child_nodes(node))
     return declared
 
 

@@ -242,7 +242,7 @@ class _Ways:
                 lines = lines if lines is not None else source.splitlines()
                 if self.prose(path, line, column):
                     continue
-                if not _undecorated_definition(lines, line - 1, word):
+                if not _a_definition(lines, line - 1, word):
                     accounted = False
                     break
                 defined += 1
@@ -287,7 +287,7 @@ _WORD = re.compile(rb"_\w+")
 DEFINITION = re.compile(rb"(?:async[ \t]+)?def[ \t]+(\w+)[ \t]*\(")
 
 
-def _undecorated_definition(lines: list[bytes], index: int, name: bytes) -> bool:
+def _a_definition(lines: list[bytes], index: int, name: bytes) -> bool:
     """Line ``index`` defines ``name`` at a module's level (no indentation) and the line
     before it is no decorator, or defines it indented right after ``@staticmethod``."""
     line = lines[index]

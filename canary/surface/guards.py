@@ -24,7 +24,7 @@ import ast
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeGuard
 
 from packaging.version import InvalidVersion, Version
 
@@ -570,20 +570,8 @@ def _major(node: ast.expr, names: Names) -> str | None:
 
 
 def _major_window(package: str, operator: str, major: object) -> Window | None:
-    """``major <op> N`` as version bounds: the smallest version with major N is
-    ``N.dev0`` (below its pre-releases), so ``major < N`` is ``< N.dev0`` exactly."""
-    if not isinstance(major, int) or isinstance(major, bool) or major < 0:
-        return None
-    low, high = f"{major}.dev0", f"{major + 1}.dev0"
-    bounds = {
-        "<": {(package, "<", low)},
-        "<=": {(package, "<", high)},
-        ">": {(package, ">=", high)},
-        ">=": {(package, ">=", low)},
-        "==": {(package, ">=", low), (package, "<", high)},
-        "!=": None,
-    }[operator]
-    return Window(frozenset(bounds)) if bounds else None
+    """``major <op> N`` as version bounds: the release's first number against ``(N,)``."""
+    return _prefix_window(package, operator, (major,)) if _a_number(major) else None
 
 
 def installed_release(  # noqa: PLR0911 - one return per form
@@ -706,7 +694,7 @@ def _prefix_length(node: ast.expr) -> int | None:
     return None
 
 
-def _a_number(value: object) -> bool:
+def _a_number(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
@@ -731,9 +719,8 @@ _SHORTER = {"<": "<=", ">=": ">", "<=": "<=", ">": ">"}
 def _release_window(
     release: InstalledRelease, operator: str, numbers: tuple[int, ...]
 ) -> Window | None:
-    """``t <op> numbers`` as version bounds, t the installed release's leading numbers. Of
-    equal length, ``t < (4, 41)`` is ``< 4.41.dev0`` (the smallest version whose numbers
-    begin 4.41) and ``t <= (4, 41)`` is ``< 4.42.dev0``. All of them (``.release``) are read
+    """``t <op> numbers`` as version bounds, t the installed release's leading numbers
+    (:func:`_prefix_window` once the lengths agree). All of them (``.release``) are read
     only for ``<`` and ``>=``, which give the same answer for any length from the literal's
     up; a release written shorter than the literal (4.56 against ``(4, 56, 0)``) is the one
     case where tuples and versions disagree, and transformers, trl and peft publish none."""
@@ -745,16 +732,22 @@ def _release_window(
         operator = _LONGER.get(operator, "")
     elif length < len(numbers):
         operator, numbers = _SHORTER.get(operator, ""), numbers[:length]
-    if not operator or operator == "!=":
-        return None
+    return _prefix_window(release.package, operator, numbers) if operator else None
+
+
+def _prefix_window(package: str, operator: str, numbers: tuple[int, ...]) -> Window | None:
+    """The release's first ``len(numbers)`` numbers ``<op> numbers``, as version bounds:
+    the smallest version whose numbers begin 4.41 is ``4.41.dev0`` (below its
+    pre-releases), so ``< (4, 41)`` is ``< 4.41.dev0`` and ``<= (4, 41)`` is ``<
+    4.42.dev0`` exactly; ``!=`` is no single window."""
     low = ".".join(map(str, numbers)) + ".dev0"
     high = ".".join(map(str, (*numbers[:-1], numbers[-1] + 1))) + ".dev0"
-    package = release.package
     bounds = {
         "<": {(package, "<", low)},
         ">=": {(package, ">=", low)},
         "<=": {(package, "<", high)},
         ">": {(package, ">=", high)},
         "==": {(package, ">=", low), (package, "<", high)},
+        "!=": None,
     }[operator]
-    return Window(frozenset(bounds))
+    return Window(frozenset(bounds)) if bounds else None
