@@ -56,6 +56,63 @@ def test_the_other_branch_of_a_presence_test_runs_only_where_it_is_absent(tmp_pa
     assert lacks(tmp_path, body, TARGET) == {()}
 
 
+# a try that binds one upstream object and its ImportError handler None: `is None` is its
+# absence (unsloth_zoo's block_swap: set_param_for_module's else patches the 4.x loader)
+LOOKED_UP = """\
+    try:
+        core = importlib.import_module("transformers.modeling_utils")
+        original = getattr(core, "_remap", None)
+    except ImportError:
+        core, original = None, None
+"""
+IMPORTED = """\
+    try:
+        from transformers.modeling_utils import _remap as original
+    except ImportError:
+        original = None
+"""
+OLD = "PreTrainedModel._old = 1"
+
+
+def none_fallback(tmp_path, tried: str, *, module_level: bool = False, after: str = "") -> set:
+    """What ``PreTrainedModel._old = 1`` lacks, in the ``else`` of ``original is not None``
+    after ``tried`` (a function's try, or the module's)."""
+    test = f"    if original is not None:\n        pass\n    else:\n        {OLD}\n{after}"
+    if module_level:
+        tried = "\n".join(line[4:] for line in tried.splitlines()) + "\n"
+        body = f"import importlib\n{tried}def patch():\n{test}"
+    else:
+        body = f"import importlib\ndef patch():\n{tried}{test}"
+    return lacks(tmp_path, body, f"{MODEL}._old")
+
+
+@pytest.mark.parametrize("tried", [LOOKED_UP, IMPORTED])
+@pytest.mark.parametrize("module_level", [False, True])
+def test_a_name_a_handler_sets_to_none_is_none_where_its_object_is_absent(
+    tmp_path, tried, module_level
+):
+    absent = "transformers.modeling_utils._remap"
+    assert none_fallback(tmp_path, tried, module_level=module_level) == {(absent,)}
+
+
+@pytest.mark.parametrize(
+    "tried",
+    [
+        # another import may be what failed: None says nothing of _remap
+        IMPORTED.replace("    try:\n", "    try:\n        import torchvision\n"),
+        IMPORTED.replace("original = None", "original = len"),  # a fallback of its own
+        IMPORTED.replace("ImportError", "ValueError"),  # an ImportError leaves it unbound
+    ],
+)
+def test_a_none_that_may_come_from_elsewhere_is_no_absence(tmp_path, tried):
+    assert none_fallback(tmp_path, tried) == {()}
+
+
+def test_a_module_name_a_function_may_set_to_none_is_no_absence(tmp_path):
+    resets = "def reset():\n    global original\n    original = None\n"
+    assert none_fallback(tmp_path, IMPORTED, module_level=True, after=resets) == {()}
+
+
 def test_a_test_of_a_name_the_project_puts_back_is_resolved_for_what_it_gates(tmp_path):
     # helical: `if not hasattr(g, "Greedy"): g.Greedy = g.Generate; g.Sample = g.Generate`
     body = (

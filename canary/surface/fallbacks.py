@@ -561,6 +561,14 @@ def _given(body: Sequence[ast.stmt]) -> Iterator[tuple[str, bool]]:
             yield from _given_by(statement.target, statement.value)
 
 
+def binds_none(body: Sequence[ast.stmt], name: str) -> bool:
+    """A handler's block binds ``name`` to None, once, at its top level, and nothing else
+    in it binds the name: where it went on, the name is None."""
+    given = [none for bound, none in _given(body) if bound == name]
+    stores = [bound for statement in body for bound in _stored(statement) if bound == name]
+    return given == [True] and len(stores) == 1
+
+
 def _given_by_try(statement: ast.Try) -> Iterator[tuple[str, bool]]:
     """The names a nested ``try`` binds wherever what follows it runs: its body binds them
     (its last statement reached means every one ran), and each handler either binds them

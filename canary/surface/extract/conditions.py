@@ -450,7 +450,7 @@ class Conditions(Values):
         if (tested := _tested_for_none(test, positive=positive)) is not None:
             # reason is None / probe() is None: where a reason probe returned success
             if isinstance(tested, ast.Name):
-                if (looked_up := self.scope.absent_if_none.get(tested.id)) is not None:
+                if (looked_up := self._absent_where_none(tested.id)) is not None:
                     return frozenset({f"-{looked_up}"})
                 bound = self.scope.value(tested.id)
                 return bound.false if isinstance(bound, Presence) else frozenset()
@@ -474,6 +474,17 @@ class Conditions(Values):
             if isinstance(binding, Upstream):  # None where its import failed
                 found.add(f"+{binding.path}")
         return frozenset(found)
+
+    def _absent_where_none(self, name: str) -> str | None:
+        """The upstream attribute ``name`` is None without here (None: none is known). A
+        module's name read in a function, only where no function declares it ``global``:
+        one may set it to None anywhere."""
+        if name in self.scope.names or self.scope is self.module_scope:
+            return self.scope.absent_if_none.get(name)
+        declared = re.compile(rb"\bglobal\b[^\n;]*\b" + re.escape(name.encode()) + rb"\b")
+        if declared.search(self.project.text(self.path)):
+            return None
+        return self.scope.absent_where_none(name)
 
     def _model_types(self, test: ast.expr, *, positive: bool) -> Iterator[str]:
         """A branch only a model of the types ``test`` names reaches (``config.model_type in

@@ -179,6 +179,18 @@ class Scope:
             scope = scope.parent
         return ()
 
+    def absent_where_none(self, name: str) -> str | None:
+        """The upstream attribute the binding ``name`` has here is None without (None:
+        none is known): this scope's, or an outer one's it does not shadow."""
+        scope: Scope | None = self
+        first = True
+        while scope is not None:
+            if (first or not scope.is_class) and name in scope.names:
+                return scope.absent_if_none.get(name)
+            first = False
+            scope = scope.parent
+        return None
+
     def lookup(self, name: str) -> object:
         scope: Scope | None = self
         first = True

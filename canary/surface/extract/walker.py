@@ -582,6 +582,7 @@ class Walker(Anchoring):
             with self.entered(branch=trying):
                 self.body(node.orelse, nested)
         self.body(node.finalbody, nested)
+        self.scope.absent_if_none.update(self._none_fallbacks(node))
         imported = self._upstream_imported(node.body)
         if not imported:
             return
@@ -594,6 +595,79 @@ class Walker(Anchoring):
             self.scope.values[flag] = succeeded  # type: ignore[assignment]
         if self.scope is self.module_scope and not self.function:
             self._key_flags(node, succeeded)
+
+    def _none_fallbacks(self, node: ast.Try) -> dict[str, str]:
+        """The names a ``try`` binds to one upstream object, past imports of that object or
+        its modules only, and a handler of their ImportError binds to None: where such a
+        name is None, the object is not there (unsloth_zoo's ``core = import_module(m);
+        original = getattr(core, "f", None)`` / ``except ImportError: core, original = None,
+        None``; ``from m import f`` / ``except ImportError: f = None``), as the name of a
+        lookup with a None default is (``Scope.absent_if_none``). A name the body binds
+        after another import, which may be what failed, is not one."""
+        if node.orelse or node.finalbody or not node.handlers:
+            return {}
+        if not all(fallbacks.catches_import_error(h) for h in node.handlers):
+            return {}
+        imported: list[str] = []
+        objects: dict[str, str] = {}  # name: the upstream object the body binds it to
+        for statement in node.body:
+            if isinstance(statement, ast.Pass):
+                continue
+            targets = self._imports_only([statement])
+            if targets:
+                imported += targets
+                objects.update(self._imported_names(statement))
+            elif (lookup := self._none_default_lookup(statement, objects)) is not None:
+                objects[lookup[0]] = lookup[1]
+            else:
+                return {}
+        return {
+            name: path
+            for name, path in objects.items()
+            if all(path == t or path.startswith(f"{t}.") for t in imported)
+            and any(fallbacks.binds_none(h.body, name) for h in node.handlers)
+            and all(
+                fallbacks.binds_none(h.body, name) or guards.exits(h.body) for h in node.handlers
+            )
+        }
+
+    def _imported_names(self, node: ast.stmt) -> dict[str, str]:
+        """The names an upstream import statement binds, each to the object it imports."""
+        if isinstance(node, ast.Import):
+            return {
+                alias.asname or alias.name.partition(".")[0]: (
+                    alias.name if alias.asname else alias.name.partition(".")[0]
+                )
+                for alias in node.names
+            }
+        if isinstance(node, ast.ImportFrom):
+            base = self._absolute(node)
+            return {alias.asname or alias.name: f"{base}.{alias.name}" for alias in node.names}
+        module = self._module_bound(node)
+        if not isinstance(node, ast.Assign) or module is None:
+            return {}
+        return {t.id: module for t in node.targets if isinstance(t, ast.Name)}
+
+    def _none_default_lookup(
+        self, node: ast.stmt, objects: Mapping[str, str]
+    ) -> tuple[str, str] | None:
+        """``name = getattr(x, "n", None)`` of an upstream ``x`` (one ``objects`` names, or
+        bound before): the name, and the attribute it is None without."""
+        if not (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Call)
+            and _defaults_to_none(node.value)
+        ):
+            return None
+        owner = node.value.args[0] if node.value.args else None
+        if isinstance(owner, ast.Name) and owner.id in objects:
+            name = self._literal_string(node.value.args[1]) if len(node.value.args) > 1 else None
+            path = f"{objects[owner.id]}.{name}" if name is not None else None
+        else:
+            path = self._looked_up(node.value)
+        return None if path is None else (node.targets[0].id, path)
 
     def _key_flags(self, node: ast.Try, succeeded: Presence) -> None:
         """Record the dict keys a module-level ``try`` sets after its upstream imports as
