@@ -96,12 +96,13 @@ import os
 import threading
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from canary.gcpause import no_collections
 from canary.surface import callers, importers
 from canary.surface.config import SourceRegistry
+from canary.surface.extract.installed import installed_modules
 from canary.surface.extract.project import Project
 from canary.surface.extract.uses import Use, backfilled, is_own, merge, own_targets
 from canary.surface.extract.walker import Walker
@@ -179,6 +180,8 @@ def survey(
         strings=walked.strings,
         walked=paths,
     )
+    installed = installed_modules(project.files, project.text, project.tree, project.is_upstream)
+    uses = [_installed_over(use, installed) for use in uses]
     own = own_targets(uses, project.own_tokens, tuple(own_attributes))
     # a presence test of a name the project puts back where it is absent still decides where
     # the code another test gates runs: resolved, where another site's conditions name it
@@ -189,6 +192,18 @@ def survey(
     )
     counts = Counter(why for why, _, _ in skipped)
     return Survey(references, dict(sorted(counts.items())))
+
+
+def _installed_over(use: Use, installed: Mapping[str, str]) -> Use:
+    """``use`` undecided where its target lies in a module the project puts its own module
+    under (``sys.modules[name] = m``): which of the two it reads there is not known."""
+    if use.undecided:
+        return use
+    for name, where in installed.items():
+        if use.target == name or use.target.startswith(f"{name}."):
+            why = f"{name} may be the project's own module, put under that name at {where}"
+            return replace(use, undecided=why)
+    return use
 
 
 # Fewer files than this are walked in this process: forking costs more than they do.
