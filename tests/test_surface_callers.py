@@ -237,3 +237,26 @@ def test_a_decorator_that_is_no_registration_under_model_types_leaves_it_as_it_w
 
 REGISTRY = "def register_loader(name, **options):\n    return lambda f: f\n"
 REGISTRY_FILE = {"proj/registry.py": REGISTRY}
+
+
+def test_a_helper_applied_to_a_source_takes_the_conditions_of_its_callers(tmp_path):
+    # unsloth_zoo's _add_suffix_match_to_bnb_skip, handed the source only past hasattr
+    body = (
+        "import inspect\n"
+        "MATCH = 'key == name'\n"
+        "def _widen(source):\n"
+        "    return source.replace(MATCH, 'key in names', 1)\n"
+        "try:\n"
+        "    from transformers.integrations import bitsandbytes as bnb\n"
+        "except ImportError:\n"
+        "    bnb = None\n"
+        "if bnb is not None and hasattr(bnb, '_replace'):\n"
+        "    source = inspect.getsource(bnb._replace)\n"
+        "    source = _widen(source)\n"
+    )
+    refs = project_surface(tmp_path, {"proj/__init__.py": "", "proj/m.py": body})
+    (anchor,) = [r for r in refs if r.anchor == "key == name"]
+    bnb = "transformers.integrations.bitsandbytes"
+    assert [(s.line, s.requires) for s in anchor.sites] == [
+        (4, ("transformers.integrations.bitsandbytes", f"{bnb}._replace"))
+    ]

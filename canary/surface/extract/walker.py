@@ -243,9 +243,15 @@ class Walker(Anchoring):
             depth=depth,
             function=id(node),
             function_node=node,
-            within=function.name if isinstance(function.definition, Definition) else "",
+            within=function.name if self._module_level(function) else "",
         ):
             self.block(node.body)
+
+    def _module_level(self, function: ProjectFunction) -> bool:
+        """``function`` is the module-level function of its name (callers.py carries the
+        conditions of the places that name it into its body), not a nested one."""
+        bound = self.project.exports(function.module).names.get(function.name)
+        return isinstance(bound, ProjectFunction) and bound.node.lineno == function.node.lineno
 
     def run_binding(self, node: ast.stmt) -> None:
         self.statement(node)
