@@ -10,7 +10,7 @@ import pytest
 
 from canary.surface.baseline import load_baseline, write_baseline
 from canary.surface.findings import ModelPackages, findings, model_package, with_inherited
-from canary.surface.model import Kind, Outcome, Reference, Resolved, Site, Target
+from canary.surface.model import NOT_READ, Kind, Outcome, Reference, Resolved, Site, Target
 from canary.symbols.lookup import member_miss
 
 GEMMA4 = "transformers.models.gemma4.modeling_gemma4.Gemma4ForCausalLM.forward"
@@ -501,6 +501,16 @@ def test_an_anchor_no_release_of_the_range_or_below_has_is_only_possible():
     )
     (finding,) = findings([raising], PROJECT)
     assert (finding.new, finding.fails) == (RELEASES[1:], True)
+
+
+def test_releases_where_another_source_is_read_say_nothing_of_an_anchor_that_never_matched():
+    # unsloth's KTO rewrite of trl.trainer's _compute_kl_logps: read up to 0.25 and from 1.8
+    # on; in between unsloth reads trl.experimental's class, and this one is not read
+    item = spelling("shift_logits = completion_logits", "mmoo")
+    item = replace(item, why={**item.why, **dict.fromkeys(RELEASES[2:], NOT_READ)})
+    (finding,) = findings([item], PROJECT)
+    assert (finding.new, finding.fails) == (RELEASES[1:2], False)
+    assert "on no release checked inside the declared range or below it" in finding.possible
 
 
 def test_a_tested_spelling_that_never_existed_alone_came_later_with_the_first_that_did():

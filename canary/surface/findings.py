@@ -902,7 +902,9 @@ def _below_floor(item: Resolved, declared: SpecifierSet | None) -> str:
     reference = item.reference
     if reference.kind is not Kind.ANCHOR or declared is None:
         return ""
-    there = [v for v, outcome in item.outcomes.items() if outcome is Outcome.OK]
+    # a release where the project reads another source (a registry's) says nothing here
+    read = {v: o for v, o in item.outcomes.items() if item.read_on(v)}
+    there = [v for v, outcome in read.items() if outcome is Outcome.OK]
     if there:
         if any(in_range(v, declared) for v in there):
             return ""
@@ -911,7 +913,7 @@ def _below_floor(item: Resolved, declared: SpecifierSet | None) -> str:
             "a rewrite for releases the project no longer supports, or one that stopped "
             "applying before its floor"
         )
-    inside = [o for v, o in item.outcomes.items() if in_range(v, declared)]
+    inside = [o for v, o in read.items() if in_range(v, declared)]
     if not inside or any(o is not Outcome.MISSING for o in inside):
         return ""
     if any(site.raises for site in reference.sites):
