@@ -514,3 +514,29 @@ def test_a_handler_that_sets_the_attribute_the_try_body_sets_takes_its_place(
         f"        {after}\n"
     )
     assert bool(handled(tmp_path, source)) is handled_there
+
+
+def reraised(tmp_path, source: str) -> list[tuple[bool, bool]]:
+    """(guarded, raises) of each site of FLASH's import in ``source``."""
+    refs = project_surface(tmp_path, {"proj/__init__.py": "", "proj/m.py": source})
+    found = next(r for r in refs if r.target == FLASH and r.kind is Kind.IMPORT)
+    return [(site.guarded, site.raises) for site in found.sites]
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        # lmfast's alignment: a message for the user, and the import still breaks the call
+        (fallback("raise ImportError('install transformers<4.48')"), (True, True)),
+        (fallback("LlamaFlashAttention2 = None"), (True, False)),  # a fallback
+        # an outer guard that goes on takes the raised error: the failure stays silent
+        (
+            "try:\n    "
+            + fallback("raise").replace("\n", "\n    ")
+            + "\nexcept Exception:\n    pass\n",
+            (True, False),
+        ),
+    ],
+)
+def test_an_import_whose_every_guard_raises_again_still_breaks(tmp_path, source, expected):
+    assert reraised(tmp_path, source) == [expected]

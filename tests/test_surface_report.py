@@ -377,3 +377,15 @@ def test_an_anchor_the_project_raises_without_breaks_one_it_rewrites_by_stops_ap
     assert (entry.section, entry.silently) == (report.HARD, False)
     (entry,) = report.build(result(resolved(ANCHOR, OK, OK, OK, MISSING, MISSING))).entries
     assert (entry.section, entry.silently) == (report.SILENT, True)
+
+
+def test_a_guarded_import_is_a_break_where_its_guard_raises_the_error_again():
+    def imported(*, raises: bool) -> Reference:
+        site = Site("proj/align.py", 32, guarded=True, raises=raises)
+        return Reference("trl", "trl.ORPOTrainer", Kind.IMPORT, (site,))
+
+    assert report.silent(imported(raises=False))  # it fails into its fallback
+    assert not report.silent(imported(raises=True))
+    assert report.sites(imported(raises=True)) == (
+        "proj/align.py:32 (guarded, its ImportError raised again)"
+    )

@@ -49,6 +49,7 @@ from canary.surface.model import (
     Outcome,
     Reference,
     Resolved,
+    Site,
     SurfaceResult,
     Target,
 )
@@ -206,15 +207,16 @@ def own_pins(result: SurfaceResult) -> dict[str, frozenset[str]]:
 def silent(reference: Reference, owner_missing: bool = False) -> bool:
     """A miss of this reference does not crash: the patch silently does nothing. An
     anchor that no longer matches (unless the project raises without it at every site: a
-    check), a guarded use, and an assignment that binds the name at every site (``X.f =
-    mine`` never raises while ``X`` is there; ``owner_missing``: it is not, and that
-    raises; ``X.f[k] = v`` and ``X.f += v`` read ``X.f`` first, and raise)."""
+    check), a guarded use (unless a guard raises its ImportError again), and an assignment
+    that binds the name at every site (``X.f = mine`` never raises while ``X`` is there;
+    ``owner_missing``: it is not, and that raises; ``X.f[k] = v`` and ``X.f += v`` read
+    ``X.f`` first, and raise)."""
     binds = bool(reference.sites) and all(site.replaces for site in reference.sites)
     if reference.kind is Kind.PATCH and binds and not owner_missing:
         return True
     if reference.kind is Kind.ANCHOR:
         return not (reference.sites and all(site.raises for site in reference.sites))
-    return reference.guarded
+    return reference.guarded and not any(site.raises for site in reference.sites)
 
 
 def build(
@@ -440,14 +442,18 @@ def heading(reference: Reference) -> str:
     return f"{reference.target} ({reference.kind})"
 
 
+def _guard(reference: Reference, site: Site) -> str:
+    if not site.guarded:
+        return ""
+    if reference.kind is Kind.IMPORT and site.raises:
+        return " (guarded, its ImportError raised again)"
+    return " (guarded)"
+
+
 def sites(reference: Reference) -> str:
     """Where the target uses it: ``unsloth/models/llama.py:12 (guarded), ...``."""
     # one line's sites under different conditions (a module's, once per importer) once
-    lines = list(
-        dict.fromkeys(
-            f"{s.path}:{s.line}{' (guarded)' if s.guarded else ''}" for s in reference.sites
-        )
-    )
+    lines = list(dict.fromkeys(f"{s.path}:{s.line}{_guard(reference, s)}" for s in reference.sites))
     shown = lines[:_SITES_SHOWN]
     if len(lines) > _SITES_SHOWN:
         shown.append(f"and {len(lines) - _SITES_SHOWN} more")

@@ -541,6 +541,8 @@ class Conditions(Values):
             if not through:
                 return
         bound = self._bound_at(node)
+        if kind is Kind.IMPORT and 0 < self.guarded == self.reraising:
+            raises = True  # every guard around it raises its ImportError again
         self.uses.append(
             Use(
                 kind=kind,

@@ -67,6 +67,8 @@ class WalkState:
         self.handled: dict[tuple[int, int], str] = {}
         # the function (0: the module) whose current try body an except ImportError ends
         self.catching: int | None = None
+        # the guards around that are tries whose every except ImportError raises again
+        self.reraising = 0
 
     def branched(self) -> Restore:
         """For the walk of one branch of an ``if``, ``try`` or loop: a branch of its own."""

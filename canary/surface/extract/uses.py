@@ -45,7 +45,9 @@ class Use:
     after: tuple[str, ...] = ()  # reached only after its function imported these
     handled: str = ""  # an import whose failure its try's handler takes the place of: why
     read_from: ReadFrom | None = None  # an anchor read only where its owner is the one read
-    raises: bool = False  # an anchor the project raises without (a check): its miss breaks
+    # an anchor the project raises without (a check), an import whose every guard raises
+    # its ImportError again: its miss breaks
+    raises: bool = False
     within: str = ""  # the module-level function it lies in ("": none; a method's is none)
 
     @property
@@ -150,7 +152,7 @@ def merge(uses: Iterable[Use]) -> tuple[Reference, ...]:
                     handled=use.handled,
                     exports=use.kind is Kind.PATCH and use.exports,
                     function=use.kind is Kind.PATCH and use.replaces and use.function,
-                    raises=use.kind is Kind.ANCHOR and use.raises,
+                    raises=use.kind in (Kind.ANCHOR, Kind.IMPORT) and use.raises,
                     constant=use.kind is Kind.PATCH and use.replaces and use.constant,
                     read_by=read_by.get(use, ()),
                     elsewhere=elsewhere.get(use, ()),

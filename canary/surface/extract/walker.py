@@ -559,12 +559,19 @@ class Walker(Anchoring):
                 }
             handled = self.project.handled[key]
         catches = any(fallbacks.catches_import_error(h) for h in node.handlers)
+        # except ImportError: raise ImportError("install x>=2"): its failure still breaks
+        reraises = catches and all(
+            h.body and isinstance(h.body[-1], ast.Raise)
+            for h in node.handlers
+            if fallbacks.catches_import_error(h)
+        )
         trying = (*self.branch, next(self.branches))  # its else runs after it: the same branch
         with self.entered(
             branch=trying,
             guarded=self.guarded + caught,
             handled={**self.handled, **handled} if handled else self.handled,
             catching=self.function if catches else self.catching,
+            reraising=self.reraising + reraises,
         ):
             self.body(node.body, nested)
         with self.entered(conditional=self.conditional + 1):
