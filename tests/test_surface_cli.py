@@ -417,6 +417,22 @@ def test_a_came_later_miss_that_runs_on_the_floor_fails(tmp_path, reference):
     assert "needs transformers>=2.0; counts on 1.0: fails the run" in render(run, "terminal")
 
 
+@pytest.mark.parametrize(("module", "possible"), [("gemma4", True), ("llama", False)])
+def test_a_miss_in_a_module_named_for_a_model_the_release_lacks_is_possible(
+    tmp_path, module, possible
+):
+    # flashrt-structures' graph_lowering/qwen3_vl.py: LlamaNew is a 2.0 name, used in code
+    # for a model 1.0 does not have; the model package is asked only to decide it
+    named = replace(in_function(LLAMA_NEW).sites[0], path=f"proj/{module}.py")
+    named = replace(named, named_for=f"transformers.models.{module}")
+    run = check_models(tmp_path, Reference("transformers", LLAMA_NEW, Kind.PATCH, (named,)))
+    (finding,) = run.findings
+    assert finding.new == ("1.0",)
+    assert bool(finding.possible) == possible
+    assert run.exit_status == (0 if possible else 1)
+    assert [r.reference.target for r in run.result.references] == [LLAMA_NEW]
+
+
 def test_an_output_on_a_full_disk_is_one_line_and_keeps_the_previous_file(
     project, capsys, monkeypatch
 ):

@@ -1191,3 +1191,19 @@ def test_a_namespace_package_is_part_of_its_modules_names_where_the_project_spel
     )
     found = one(refs, Kind.IMPORT, "transformers.integrations.moe")
     assert [dict(s.versions) for s in found.sites] == [{"transformers": ">=5.0.0"}]
+
+
+@pytest.mark.parametrize(
+    ("path", "target", "named_for"),
+    [
+        ("proj/lowering/qwen3_vl.py", "transformers.masking_utils", "transformers.models.qwen3_vl"),
+        ("proj/qwen3_vl/__init__.py", "transformers.masking_utils", "transformers.models.qwen3_vl"),
+        ("proj/lowering/qwen3_vl.py", "trl.core", ""),  # model packages are transformers'
+        ("proj/Qwen3VL.py", "transformers.masking_utils", ""),  # no model package's name
+    ],
+)
+def test_a_site_knows_the_model_its_module_is_named_for(tmp_path, path, target, named_for):
+    source = f"def lower():\n    import {target}\n"
+    refs = surface(tmp_path, {"proj/__init__.py": "", path: source})
+    (found,) = [r for r in refs if r.target == target]
+    assert [site.named_for for site in found.sites] == [named_for]

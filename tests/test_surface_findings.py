@@ -707,6 +707,26 @@ def test_a_registered_site_beside_one_reached_otherwise_is_proven():
     assert (found[MAPPING].new, found[MAPPING].possible) == (("5.0.0", "5.1.0"), "")
 
 
+@pytest.mark.parametrize(("model", "possible"), [("mmmo", True), ("oooo", False)])
+def test_a_miss_in_a_module_named_for_a_model_is_possible_where_the_release_lacks_it(
+    model, possible
+):
+    # flashrt-structures' graph_lowering/qwen3_vl.py imports masking_utils (4.53+)
+    package = resolved(QWEN35_MOE, model, kind=Kind.IMPORT)
+    named = replace(site(), named_for=QWEN35_MOE)
+    used = resolved(MAPPING, "mmmo", named, kind=Kind.IMPORT)
+    found = {f.reference.target: f for f in findings([package, used], PROJECT)}
+    assert found[MAPPING].new == ("5.0.0", "5.1.0")
+    assert bool(found[MAPPING].possible) == possible
+    if possible:
+        assert "in a module named for model qwen3_5_moe" in found[MAPPING].possible
+    # a site elsewhere runs wherever it is called: proven
+    elsewhere = resolved(MAPPING, "mmmo", named, site(20), kind=Kind.IMPORT)
+    found = {f.reference.target: f for f in findings([package, elsewhere], PROJECT)}
+    counted = found[MAPPING]
+    assert counted.possible == ""
+
+
 RFDETR = Target(
     "proj", "1.0", {"transformers": ">=5.0.0"}, extras={"rf-detr": {"transformers": ">=5.2.0"}}
 )

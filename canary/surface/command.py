@@ -235,10 +235,14 @@ def check_surfaces(
     # that class's member, read where the class last had it, and asked of every release.
     homes = _model_homes(found, sources, decide_only, memo)
     providers = _providers(found, by_key, sources, decide_only, memo)
+    named = _named_models(found)
     known = {ref.key for ref in references + extra}
     more = [
         ref
-        for ref in (Reference("transformers", p, Kind.IMPORT, ()) for p in set(homes.values()))
+        for ref in (
+            Reference("transformers", p, Kind.IMPORT, ())
+            for p in sorted(set(homes.values()) | named)
+        )
         if ref.key not in known
     ]
     more += [Reference(pkg, m, Kind.ATTRIBUTE, ()) for pkg, m in sorted(set(providers.values()))]
@@ -252,7 +256,7 @@ def check_surfaces(
             on_error=lambda case, exc: None if case in failed else errors.append((case, exc)),
             decide_only=decide_only,
         )
-    if homes:
+    if homes or named:
         found = _decide(surfaces, by_key, _absent(everything), baseline, homes)
     if providers:
         outcomes = {
@@ -434,6 +438,18 @@ def _model_homes(
         ):
             wanted.setdefault(("transformers", finding.since), set()).add(".".join(parts[:2]))
     return _located_once("home", wanted, _home_of, sources=sources, readable=readable, memo=memo)
+
+
+def _named_models(found: Sequence[Finding]) -> set[str]:
+    """The model packages the modules of counted findings' sites are named for
+    (``qwen3_vl.py``): asked of every release only for those, as few are models' names."""
+    return {
+        site.named_for
+        for finding in found
+        if finding.fails
+        for site in finding.reference.sites
+        if site.named_for
+    }
 
 
 def _home_of(name: str, subject: Subject | None) -> str:

@@ -752,21 +752,33 @@ def _undecided(finding: Finding, runs: Runs, gone: Gone) -> str:
     reference = finding.reference
     undecided = ""
     types: set[str] = set()
+    named: set[str] = set()
     for version in finding.new:
         for site in _may_break(reference, runs, version):
             lacking = next((r for r in site.registered if gone(r, version)), "")
-            if not site.undecided and not lacking:
+            model = site.named_for if site.named_for and gone(site.named_for, version) else ""
+            if not site.undecided and not lacking and not model:
                 return ""
             undecided = undecided or site.undecided
-            if lacking and not site.undecided:
+            if site.undecided:
+                continue
+            if lacking:
                 types.update(p.rsplit(".", 1)[1] for p in model_alternatives(lacking))
-    if not types:
-        return undecided  # "" where it misses nowhere new
-    return (
-        f"reached only through a registration under model type {' or '.join(sorted(types))}"
-        ", which those releases lack: it runs there only if the registry is looked up by"
-        " another name than the model's type"
-    )
+            else:
+                named.add(model.rsplit(".", 1)[1])
+    if types:
+        return (
+            f"reached only through a registration under model type {' or '.join(sorted(types))}"
+            ", which those releases lack: it runs there only if the registry is looked up by"
+            " another name than the model's type"
+        )
+    if named:
+        return (
+            f"in a module named for model {' and '.join(sorted(named))}, which those releases"
+            " lack: it holds that model's code, which no checkpoint of theirs loads, unless"
+            " the name says otherwise"
+        )
+    return undecided  # "" where it misses nowhere new
 
 
 def _may_break(reference: Reference, runs: Runs, version: str) -> Iterator[Site]:

@@ -11,7 +11,8 @@ a :class:`SurfaceResult` holds both and reads/writes the JSON other tools rely o
                      "guarded", "versions", "at_import", "undecided",
                      "fallback_of", "requires", "replaces", "aliases",
                      "alternatives", "after", "handled", "exports", "raises", "constant",
-                     "read_by", "lacks", "elsewhere", "function", "registered"}],
+                     "read_by", "lacks", "elsewhere", "function", "registered",
+                     "named_for"}],
                      "outcomes": {version: "ok" | "missing" | "unknown"}}]}
 """
 
@@ -135,7 +136,9 @@ class Site:
     # (``m.Version = Version``): where upstream never had the name, an export, not a patch
     exports: bool = False
     # an ANCHOR the project raises without (``if A not in src: raise``, ``assert``): a
-    # check, so its miss breaks there instead of silently skipping a rewrite
+    # check, so its miss breaks there instead of silently skipping a rewrite; an IMPORT
+    # whose every guard raises its ImportError again (``except ImportError: raise
+    # ImportError("install trl>=0.8")``): guarded, and still a break
     raises: bool = False
     # a PATCH site that binds a literal (``X.flag = True``): data, no code of the project's
     constant: bool = False
@@ -156,6 +159,10 @@ class Site:
     # model-type test's ``requires`` entry (``@register_loader("qwen3_5_moe")``): where
     # one's packages are all gone, it runs only if the registry is looked up by model type
     registered: tuple[str, ...] = ()
+    # the model its module is named for, as a model-type test's ``requires`` entry
+    # (``transformers.models.qwen3_vl`` of ``graph_lowering/qwen3_vl.py``): where that
+    # package is gone, the module holds code of a model no checkpoint of the release loads
+    named_for: str = ""
 
     def runs_on(self, package: str, label: str) -> bool:
         """Whether the site can run on release ``label`` of ``package``: every bound of its
@@ -208,6 +215,7 @@ class Site:
             tuple(str(t) for t in data.get("elsewhere") or ()),
             bool(data.get("function", False)),
             tuple(str(t) for t in data.get("registered") or ()),
+            str(data.get("named_for") or ""),
         )
 
 
@@ -229,6 +237,7 @@ _SAID_WHERE_SET = (
     "elsewhere",
     "function",
     "registered",
+    "named_for",
 )
 
 

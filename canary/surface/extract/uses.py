@@ -6,9 +6,18 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 
 from canary.surface import anchortests
-from canary.surface.model import Kind, Match, ReadFrom, Reference, Site, merge_references
+from canary.surface.model import (
+    Kind,
+    Match,
+    ReadFrom,
+    Reference,
+    Site,
+    merge_references,
+    model_requirement,
+)
 
 
 @dataclass(frozen=True)
@@ -123,6 +132,17 @@ def is_own(use: Use, own: frozenset[str]) -> bool:
     return False
 
 
+def _named_for(use: Use) -> str:
+    """The transformers model package a transformers use's module is named for, if its
+    name could be one (``qwen3_vl.py``, or ``qwen3_vl/__init__.py``): a package no release
+    has is never gone (findings.py), so a name that is no model's says nothing."""
+    if not use.target.startswith("transformers."):
+        return ""
+    path = PurePosixPath(use.path)
+    name = path.parent.name if path.stem == "__init__" else path.stem
+    return model_requirement([name]) if name.isidentifier() and name.islower() else ""
+
+
 def merge(uses: Iterable[Use]) -> tuple[Reference, ...]:
     uses = list(uses)
     alternatives = _alternatives(uses)
@@ -145,6 +165,7 @@ def merge(uses: Iterable[Use]) -> tuple[Reference, ...]:
                     requires=use.requires,
                     lacks=use.lacks,
                     registered=use.registered,
+                    named_for=_named_for(use),
                     replaces=use.kind is Kind.PATCH and use.replaces,
                     aliases=use.aliases if use.kind is Kind.PATCH else "",
                     alternatives=alternatives.get(use, ()),
