@@ -180,7 +180,7 @@ def survey(
         strings=walked.strings,
         walked=paths,
     )
-    installed = installed_modules(project.files, project.text, project.tree, project.is_upstream)
+    installed = installed_modules(project.files, project.text, project.is_upstream)
     uses = [_installed_over(use, installed) for use in uses]
     own = own_targets(uses, project.own_tokens, tuple(own_attributes))
     # a presence test of a name the project puts back where it is absent still decides where

@@ -3,97 +3,52 @@ module`` (a vendored model package, a compat alias): an import of one may give t
 
 from __future__ import annotations
 
-import ast
-from collections.abc import Callable, Iterable, Iterator
+import re
+from collections.abc import Callable, Iterable
 
-_MARK = b".modules["
+# sys.modules[<a literal or a name>] = ...: read from the text, as few files have one and
+# parsing the largest (unsloth's 12,000-line import_fixes.py) costs more than the walk
+_INSTALL = re.compile(rb"\b(\w+)\.modules\[\s*(?:([\"'])([\w.]+)\2|(\w+))\s*\]\s*=(?!=)")
+_SYS_ALIAS = re.compile(rb"\bimport[ \t]+sys[ \t]+as[ \t]+(\w+)")
+_SYS = re.compile(rb"(?m)^[ \t]*import[ \t]+(?:[\w.]+[ \t]*,[ \t]*)*sys\b(?![ \t]+as\b)")
+_LITERAL = re.compile(rb"[ \t]*([\"'])([\w.]+)\1[ \t]*(?:#.*)?")
 
 
 def installed_modules(
     files: Iterable[str],
     text: Callable[[str], bytes],
-    tree: Callable[[str], ast.Module],
     is_upstream: Callable[[str], bool],
 ) -> dict[str, str]:
     """Each upstream submodule name some file of ``files`` binds in ``sys.modules``, with
-    the first place it does so ("path:line"). The name is a literal, or a name its function
-    (or module) binds once, to a literal (prismaquant's ``pkg_name = "transformers.models.
+    the first place it does so ("path:line"). The name is a literal, or a name the file
+    binds once, to a literal (prismaquant's ``pkg_name = "transformers.models.
     deepseek_v4"``); any other key is not read. A whole package put there (unsloth's ``trl``
     stand-in where trl cannot be imported) is not one: canary reads installed upstream."""
     found: dict[str, str] = {}
     for path in files:
-        if _MARK not in text(path):
+        source = text(path)
+        if b"modules[" not in source:
             continue
-        module = tree(path)
-        names = _names_of_sys(module)
-        for scope in _scopes(module):
-            constants = _literals(scope)
-            for node in ast.walk(scope):
-                if not isinstance(node, ast.Assign):
-                    continue
-                for target in node.targets:
-                    name = _installed_name(target, names, constants)
-                    if name is not None and "." in name and is_upstream(name):
-                        found.setdefault(name, f"{path}:{node.lineno}")
+        names = {m.group(1) for m in _SYS_ALIAS.finditer(source)}
+        if _SYS.search(source):
+            names.add(b"sys")
+        for match in _INSTALL.finditer(source):
+            if match.group(1) not in names:
+                continue
+            literal = match.group(3)
+            key = literal if literal is not None else _bound_once(source, match.group(4))
+            name = key.decode() if key is not None else ""
+            if "." in name and is_upstream(name):
+                line = source.count(b"\n", 0, match.start()) + 1
+                found.setdefault(name, f"{path}:{line}")
     return found
 
 
-def _names_of_sys(module: ast.Module) -> frozenset[str]:
-    """The names the module's ``import sys [as x]`` statements bind it to."""
-    return frozenset(
-        alias.asname or alias.name
-        for node in ast.walk(module)
-        if isinstance(node, ast.Import)
-        for alias in node.names
-        if alias.name == "sys"
-    )
-
-
-def _scopes(module: ast.Module) -> Iterator[ast.AST]:
-    yield module
-    for node in ast.walk(module):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            yield node
-
-
-def _literals(scope: ast.AST) -> dict[str, str]:
-    """The names ``scope`` binds exactly once, each to a string literal."""
-    bound: dict[str, list[ast.expr | None]] = {}
-    for node in ast.walk(scope):
-        if isinstance(node, ast.Assign):
-            for target in node.targets:
-                for name in ast.walk(target):
-                    if isinstance(name, ast.Name) and isinstance(name.ctx, ast.Store):
-                        value = node.value if target is name else None
-                        bound.setdefault(name.id, []).append(value)
-        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.NamedExpr)):
-            for name in ast.walk(node.target):
-                if isinstance(name, ast.Name) and isinstance(name.ctx, ast.Store):
-                    bound.setdefault(name.id, []).append(None)
-    return {
-        name: values[0].value
-        for name, values in bound.items()
-        if len(values) == 1
-        and isinstance(values[0], ast.Constant)
-        and isinstance(values[0].value, str)
-    }
-
-
-def _installed_name(
-    target: ast.expr, names_of_sys: frozenset[str], constants: dict[str, str]
-) -> str | None:
-    """The module name ``target`` is ``sys.modules[name]`` of, where it is known."""
-    if not (
-        isinstance(target, ast.Subscript)
-        and isinstance(target.value, ast.Attribute)
-        and target.value.attr == "modules"
-        and isinstance(target.value.value, ast.Name)
-        and target.value.value.id in names_of_sys
-    ):
+def _bound_once(source: bytes, name: bytes) -> bytes | None:
+    """The string literal ``name`` is bound to, where the file binds it exactly once."""
+    binding = re.compile(rb"(?m)^[ \t]*" + re.escape(name) + rb"[ \t]*(?::[^=\n]*)?=(?!=)(.*)$")
+    bound = binding.findall(source)
+    if len(bound) != 1 or re.search(rb"\bfor[ \t]+" + re.escape(name) + rb"\b", source):
         return None
-    key = target.slice
-    if isinstance(key, ast.Constant) and isinstance(key.value, str):
-        return key.value
-    if isinstance(key, ast.Name):
-        return constants.get(key.id)
-    return None
+    literal = _LITERAL.fullmatch(bound[0])
+    return literal.group(2) if literal is not None else None
