@@ -61,3 +61,15 @@ def test_a_read_through_a_module_the_project_installs_is_undecided(tmp_path, reg
 )
 def test_no_module_installed_under_a_known_submodule_decides_nothing(tmp_path, register):
     assert set(undecided(tmp_path, register).values()) == {""}
+
+
+def test_a_name_each_function_binds_once_is_read_in_its_own_function(tmp_path):
+    # unsloth's import_fixes: `name = "transformers.conversion_mapping"` in one stub's
+    # installer, `name = "transformers.core_model_loading"` in the next
+    register = (
+        "import sys\n"
+        "def _other():\n    name = 'transformers.utils.x'\n    sys.modules[name] = 1\n"
+        f"def register():\n    name = '{VENDORED}'\n    if name:\n        sys.modules[name] = 2\n"
+    )
+    found = undecided(tmp_path, register)
+    assert found[READ].endswith("put under that name at proj/m.py:9")

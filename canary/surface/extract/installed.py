@@ -20,8 +20,8 @@ def installed_modules(
     is_upstream: Callable[[str], bool],
 ) -> dict[str, str]:
     """Each upstream submodule name some file of ``files`` binds in ``sys.modules``, with
-    the first place it does so ("path:line"). The name is a literal, or a name the file
-    binds once, to a literal (prismaquant's ``pkg_name = "transformers.models.
+    the first place it does so ("path:line"). The name is a literal, or a name its function
+    (or the module) binds once, to a literal (prismaquant's ``pkg_name = "transformers.models.
     deepseek_v4"``); any other key is not read. A whole package put there (unsloth's ``trl``
     stand-in where trl cannot be imported) is not one: canary reads installed upstream."""
     found: dict[str, str] = {}
@@ -36,7 +36,10 @@ def installed_modules(
             if match.group(1) not in names:
                 continue
             literal = match.group(3)
-            key = literal if literal is not None else _bound_once(source, match.group(4))
+            if literal is not None:
+                key: bytes | None = literal
+            else:
+                key = _bound_once(_function_around(source, match.start()), match.group(4))
             name = key.decode() if key is not None else ""
             if "." in name and is_upstream(name):
                 line = source.count(b"\n", 0, match.start()) + 1
@@ -44,8 +47,36 @@ def installed_modules(
     return found
 
 
+_DEF = re.compile(rb"[ \t]*(?:async[ \t]+)?def[ \t]")
+
+
+def _function_around(source: bytes, at: int) -> bytes:
+    """The text of the innermost ``def`` whose body holds position ``at`` (from the
+    ``def`` to its last line indented deeper), or the whole source at module level."""
+    lines = source.splitlines(keepends=True)
+    index = source.count(b"\n", 0, at)
+    depth = _indent(lines[index])
+    for start in range(index - 1, -1, -1):  # out block by block to a def, or the module
+        line = lines[start]
+        if not line.strip() or line.lstrip().startswith(b"#") or _indent(line) >= depth:
+            continue
+        depth = _indent(line)
+        if _DEF.match(line):
+            end = index + 1
+            while end < len(lines) and (not lines[end].strip() or _indent(lines[end]) > depth):
+                end += 1
+            return b"".join(lines[start:end])
+        if depth == 0:
+            break
+    return source
+
+
+def _indent(line: bytes) -> int:
+    return len(line) - len(line.lstrip(b" \t"))
+
+
 def _bound_once(source: bytes, name: bytes) -> bytes | None:
-    """The string literal ``name`` is bound to, where the file binds it exactly once."""
+    """The string literal ``name`` is bound to, where ``source`` binds it exactly once."""
     binding = re.compile(rb"(?m)^[ \t]*" + re.escape(name) + rb"[ \t]*(?::[^=\n]*)?=(?!=)(.*)$")
     bound = binding.findall(source)
     if len(bound) != 1 or re.search(rb"\bfor[ \t]+" + re.escape(name) + rb"\b", source):
