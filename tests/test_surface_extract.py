@@ -1207,3 +1207,37 @@ def test_a_site_knows_the_model_its_module_is_named_for(tmp_path, path, target, 
     refs = surface(tmp_path, {"proj/__init__.py": "", path: source})
     (found,) = [r for r in refs if r.target == target]
     assert [site.named_for for site in found.sites] == [named_for]
+
+
+@pytest.mark.parametrize(
+    ("package", "body", "named"),
+    [
+        ("", "import transformers.masking_utils\n", True),  # imported only when asked for
+        # editscore's backbones: the package imports the model's module inside a method
+        (
+            "def load():\n    from .qwen3_vl import lower\n",
+            "import transformers.masking_utils\n",
+            True,
+        ),
+        # brute-force-training's: every model's module with the package, whoever uses it
+        ("from .qwen3_vl import lower\n", "import transformers.masking_utils\n", False),
+        (
+            "from .qwen3_vl import lower\n",
+            "def lower():\n    import transformers.masking_utils\n",
+            True,
+        ),
+        # upstream's own model module imported there says nothing of the project's
+        (
+            "from transformers.models.qwen3_vl import X\n",
+            "import transformers.masking_utils\n",
+            True,
+        ),
+    ],
+)
+def test_a_module_level_site_is_named_for_the_model_unless_the_package_imports_it_eagerly(
+    tmp_path, package, body, named
+):
+    files = {"proj/__init__.py": package, "proj/qwen3_vl.py": body}
+    (found,) = [r for r in surface(tmp_path, files) if r.target == "transformers.masking_utils"]
+    expected = "transformers.models.qwen3_vl" if named else ""
+    assert [site.named_for for site in found.sites] == [expected]

@@ -756,9 +756,7 @@ def _undecided(finding: Finding, runs: Runs, gone: Gone) -> str:
     for version in finding.new:
         for site in _may_break(reference, runs, version):
             lacking = next((r for r in site.registered if gone(r, version)), "")
-            # a module-level import breaks whoever imports the module, the model aside
-            filed = site.named_for and not site.at_import
-            model = site.named_for if filed and gone(site.named_for, version) else ""
+            model = site.named_for if site.named_for and gone(site.named_for, version) else ""
             if not site.undecided and not lacking and not model:
                 return ""
             undecided = undecided or site.undecided

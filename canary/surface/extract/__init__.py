@@ -104,7 +104,14 @@ from canary.surface import callers, importers
 from canary.surface.config import SourceRegistry
 from canary.surface.extract.installed import installed_modules
 from canary.surface.extract.project import Project
-from canary.surface.extract.uses import Use, backfilled, is_own, merge, own_targets
+from canary.surface.extract.uses import (
+    Use,
+    backfilled,
+    is_own,
+    merge,
+    named_for_models,
+    own_targets,
+)
 from canary.surface.extract.walker import Walker
 from canary.surface.model import Reference
 
@@ -182,6 +189,7 @@ def survey(
     )
     installed = installed_modules(project.files, project.text, project.is_upstream)
     uses = [_installed_over(use, installed) for use in uses]
+    uses = named_for_models(uses, project.imported_eagerly)
     own = own_targets(uses, project.own_tokens, tuple(own_attributes))
     # a presence test of a name the project puts back where it is absent still decides where
     # the code another test gates runs: resolved, where another site's conditions name it

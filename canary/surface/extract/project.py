@@ -119,6 +119,7 @@ class Project:
             if "." in name:
                 self.children.setdefault(name.rpartition(".")[0], []).append(name)
         self._trees: dict[str, ast.Module] = {}
+        self._eager: dict[str, bool] = {}  # a module's last name -> imported at module level
         self._exports: dict[str, Exports] = {}
         self._summaries: dict[int, tuple[Value | None, tuple[str, ...]]] = {}
         self._helper_calls: dict[tuple, versiontests.Outcome | None] = {}
@@ -219,6 +220,20 @@ class Project:
         asked only of a name its module leaves harmless, so seldom."""
         word = name.encode()
         return any(word in self.text(other) for other in self.files if other != path)
+
+    def imported_eagerly(self, name: str) -> bool:
+        """Whether some file imports a module of that last name at its own module level: a
+        line of its text, unindented, importing it (``from .qwen25_vl import Trainer``).
+        Read from the text, so a file the walk skipped counts too."""
+        if name not in self._eager:
+            word = re.escape(name.encode())
+            line = re.compile(rb"(?m)^(?:from|import)[ \t]+([\w.]*).*\b" + word + rb"\b")
+            self._eager[name] = any(
+                not self.is_upstream(found.group(1).decode())  # upstream's own model module
+                for path in self.files
+                for found in line.finditer(self.text(path))
+            )
+        return self._eager[name]
 
     def text(self, path: str) -> bytes:
         if path not in self._text:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
 from canary.surface import anchortests
@@ -58,6 +58,7 @@ class Use:
     # its ImportError again: its miss breaks
     raises: bool = False
     within: str = ""  # the module-level function it lies in ("": none; a method's is none)
+    named_for: str = ""  # the model package its module is named for (Site.named_for)
 
     @property
     def backfills(self) -> bool:
@@ -132,15 +133,26 @@ def is_own(use: Use, own: frozenset[str]) -> bool:
     return False
 
 
-def _named_for(use: Use) -> str:
-    """The transformers model package a transformers use's module is named for, if its
-    name could be one (``qwen3_vl.py``, or ``qwen3_vl/__init__.py``): a package no release
-    has is never gone (findings.py), so a name that is no model's says nothing."""
+def named_for_models(uses: Iterable[Use], imported_eagerly: Callable[[str], bool]) -> list[Use]:
+    """Each transformers use with the model package its module is named for, where its name
+    could be one (``qwen3_vl.py``, ``qwen3_vl/__init__.py``): a package no release has is
+    never gone (findings.py), so a name that is no model's says nothing. Not one that runs
+    when its module is imported where the project imports that module at a module's level
+    (``imported_eagerly``: brute-force-training's package imports every model's trainer):
+    it breaks whoever imports the package, the model aside."""
+    return [replace(use, named_for=_model_named(use, imported_eagerly)) for use in uses]
+
+
+def _model_named(use: Use, imported_eagerly: Callable[[str], bool]) -> str:
     if not use.target.startswith("transformers."):
         return ""
     path = PurePosixPath(use.path)
     name = path.parent.name if path.stem == "__init__" else path.stem
-    return model_requirement([name]) if name.isidentifier() and name.islower() else ""
+    if not (name.isidentifier() and name.islower()):
+        return ""
+    if use.scope == 0 and imported_eagerly(name):
+        return ""
+    return model_requirement([name])
 
 
 def merge(uses: Iterable[Use]) -> tuple[Reference, ...]:
@@ -165,7 +177,7 @@ def merge(uses: Iterable[Use]) -> tuple[Reference, ...]:
                     requires=use.requires,
                     lacks=use.lacks,
                     registered=use.registered,
-                    named_for=_named_for(use),
+                    named_for=use.named_for,
                     replaces=use.kind is Kind.PATCH and use.replaces,
                     aliases=use.aliases if use.kind is Kind.PATCH else "",
                     alternatives=alternatives.get(use, ()),
