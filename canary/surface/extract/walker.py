@@ -674,12 +674,13 @@ class Walker(Anchoring):
             and _defaults_to_none(node.value)
         ):
             return None
-        owner = node.value.args[0] if node.value.args else None
+        call = node.value
+        owner = call.args[0] if self._builtin(call.func, "getattr") and call.args else None
         if isinstance(owner, ast.Name) and owner.id in objects:
-            name = self._literal_string(node.value.args[1]) if len(node.value.args) > 1 else None
+            name = self._literal_string(call.args[1]) if len(call.args) > 1 else None
             path = f"{objects[owner.id]}.{name}" if name is not None else None
         else:
-            path = self._looked_up(node.value)
+            path = self._looked_up(call)
         return None if path is None else (node.targets[0].id, path)
 
     def _key_flags(self, node: ast.Try, succeeded: Presence) -> None:
