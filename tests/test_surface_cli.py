@@ -479,6 +479,21 @@ def test_a_top_level_name_of_a_model_the_floor_lacks_came_later(tmp_path, target
         assert "transformers.models.gemma4 is not in the release" in finding.excused["1.0"]
 
 
+def test_a_top_level_name_in_a_module_named_for_its_model_is_excused_not_possible(tmp_path):
+    # lmdeploy's vl/model/qwen3_5.py: a model-named module first made the miss possible,
+    # and a possible finding's home package was never asked: it lost its excuse
+    trees = {"1.0": MODELS["1.0"], "2.1": GEMMA4_TOP}
+    site = replace(in_function("").sites[0], path="proj/gemma4.py")
+    site = replace(site, named_for="transformers.models.gemma4")
+    reference = Reference("transformers", "transformers.Gemma4ForCausalLM", Kind.PATCH, (site,))
+    # a use in models/gemma4 too: the package is known absent on 1.0 from the first pass
+    also = in_function(GEMMA4_FORWARD)
+    run = check_models(tmp_path, reference, also, trees=trees, tree=ReexportingTree)
+    (finding,) = [f for f in run.findings if f.reference == reference]
+    assert finding.new == ()
+    assert "transformers.models.gemma4 is not in the release" in finding.excused["1.0"]
+
+
 def test_the_imports_a_site_comes_after_are_in_its_json_only_where_there_are_some():
     site = Site("proj/load.py", 3, after=("transformers.Gemma4Model",))
     assert site.to_json()["after"] == ["transformers.Gemma4Model"]
