@@ -81,6 +81,11 @@ class Exports:
     alternatives: dict[str, tuple[Alternative, ...]] = field(default_factory=dict)
 
 
+# an unindented import statement's first line, and the module it starts from
+_IMPORT_LINE = re.compile(rb"(?m)^(?:from|import)[ \t]+([\w.]*).*$")
+_WORD = re.compile(rb"\w+")
+
+
 class Project:
     """A project's files and what walking them found out, each read once: module names,
     module-level bindings, helper summaries, version helpers evaluated per call."""
@@ -119,7 +124,7 @@ class Project:
             if "." in name:
                 self.children.setdefault(name.rpartition(".")[0], []).append(name)
         self._trees: dict[str, ast.Module] = {}
-        self._eager: dict[str, bool] = {}  # a module's last name -> imported at module level
+        self._eager: frozenset[str] | None = None  # the words of module-level import lines
         self._exports: dict[str, Exports] = {}
         self._summaries: dict[int, tuple[Value | None, tuple[str, ...]]] = {}
         self._helper_calls: dict[tuple, versiontests.Outcome | None] = {}
@@ -222,18 +227,18 @@ class Project:
         return any(word in self.text(other) for other in self.files if other != path)
 
     def imported_eagerly(self, name: str) -> bool:
-        """Whether some file imports a module of that last name at its own module level: a
-        line of its text, unindented, importing it (``from .qwen25_vl import Trainer``).
-        Read from the text, so a file the walk skipped counts too."""
-        if name not in self._eager:
-            word = re.escape(name.encode())
-            line = re.compile(rb"(?m)^(?:from|import)[ \t]+([\w.]*).*\b" + word + rb"\b")
-            self._eager[name] = any(
-                not self.is_upstream(found.group(1).decode())  # upstream's own model module
-                for path in self.files
-                for found in line.finditer(self.text(path))
-            )
-        return self._eager[name]
+        """Whether some file imports a module of that last name at its own module level: an
+        unindented import line of its text naming it (``from .qwen25_vl import Trainer``),
+        not one of upstream's modules. Read from the text, so a file the walk skipped counts
+        too; every file's import lines are read once, for every name."""
+        if self._eager is None:
+            words: set[str] = set()
+            for path in self.files:
+                for found in _IMPORT_LINE.finditer(self.text(path)):
+                    if not self.is_upstream(found.group(1).decode()):
+                        words.update(w.decode() for w in _WORD.findall(found.group(0)))
+            self._eager = frozenset(words)
+        return name in self._eager
 
     def text(self, path: str) -> bytes:
         if path not in self._text:
