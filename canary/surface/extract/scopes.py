@@ -157,50 +157,37 @@ class Scope:
     made_in: dict[str, Branch] = field(default_factory=dict)
     alternatives: dict[str, tuple[Alternative, ...]] = field(default_factory=dict)
 
-    def condition_of(self, name: str) -> Bound | None:
-        """Where the binding ``name`` has here is made (None: on every release)."""
+    def binder(self, name: str) -> Scope | None:
+        """The scope whose binding of ``name`` is the one seen here: this one, or an outer
+        one it does not shadow (a class body's names are not visible inside its methods)."""
         scope: Scope | None = self
         first = True
         while scope is not None:
             if (first or not scope.is_class) and name in scope.names:
-                return scope.conditions.get(name)
+                return scope
             first = False
             scope = scope.parent
         return None
+
+    def condition_of(self, name: str) -> Bound | None:
+        """Where the binding ``name`` has here is made (None: on every release)."""
+        scope = self.binder(name)
+        return scope.conditions.get(name) if scope is not None else None
 
     def alternatives_of(self, name: str) -> tuple[Alternative, ...]:
         """The other upstream objects the binding ``name`` has here may be."""
-        scope: Scope | None = self
-        first = True
-        while scope is not None:
-            if (first or not scope.is_class) and name in scope.names:
-                return scope.alternatives.get(name, ())
-            first = False
-            scope = scope.parent
-        return ()
+        scope = self.binder(name)
+        return scope.alternatives.get(name, ()) if scope is not None else ()
 
     def absent_where_none(self, name: str) -> str | None:
         """The upstream attribute the binding ``name`` has here is None without (None:
-        none is known): this scope's, or an outer one's it does not shadow."""
-        scope: Scope | None = self
-        first = True
-        while scope is not None:
-            if (first or not scope.is_class) and name in scope.names:
-                return scope.absent_if_none.get(name)
-            first = False
-            scope = scope.parent
-        return None
+        none is known)."""
+        scope = self.binder(name)
+        return scope.absent_if_none.get(name) if scope is not None else None
 
     def lookup(self, name: str) -> object:
-        scope: Scope | None = self
-        first = True
-        while scope is not None:
-            # a class body's names are not visible inside its methods
-            if (first or not scope.is_class) and name in scope.names:
-                return scope.names[name]
-            first = False
-            scope = scope.parent
-        return UNBOUND
+        scope = self.binder(name)
+        return scope.names[name] if scope is not None else UNBOUND
 
     def value(self, name: str) -> Value | None:
         scope: Scope | None = self
