@@ -481,8 +481,7 @@ class Conditions(Values):
         one may set it to None anywhere."""
         if name in self.scope.names or self.scope is self.module_scope:
             return self.scope.absent_if_none.get(name)
-        declared = re.compile(rb"\bglobal\b[^\n;]*\b" + re.escape(name.encode()) + rb"\b")
-        if declared.search(self.project.text(self.path)):
+        if name in self.project.declared_global(self.path):
             return None
         return self.scope.absent_where_none(name)
 

@@ -84,6 +84,7 @@ class Exports:
 # an unindented import statement's first line, and the module it starts from
 _IMPORT_LINE = re.compile(rb"(?m)^(?:from|import)[ \t]+([\w.]*).*$")
 _WORD = re.compile(rb"\w+")
+_GLOBAL = re.compile(rb"\bglobal\b([^\n;]*)")
 
 
 class Project:
@@ -125,6 +126,7 @@ class Project:
                 self.children.setdefault(name.rpartition(".")[0], []).append(name)
         self._trees: dict[str, ast.Module] = {}
         self._eager: frozenset[str] | None = None  # the words of module-level import lines
+        self._globals: dict[str, frozenset[str]] = {}  # path -> names its `global`s list
         self._exports: dict[str, Exports] = {}
         self._summaries: dict[int, tuple[Value | None, tuple[str, ...]]] = {}
         self._helper_calls: dict[tuple, versiontests.Outcome | None] = {}
@@ -225,6 +227,17 @@ class Project:
         asked only of a name its module leaves harmless, so seldom."""
         word = name.encode()
         return any(word in self.text(other) for other in self.files if other != path)
+
+    def declared_global(self, path: str) -> frozenset[str]:
+        """The names a ``global`` statement of ``path`` lists (any word after ``global`` on
+        its line, up to a ``;``), read from the text once per file."""
+        if path not in self._globals:
+            self._globals[path] = frozenset(
+                word.decode()
+                for found in _GLOBAL.finditer(self.text(path))
+                for word in _WORD.findall(found.group(1))
+            )
+        return self._globals[path]
 
     def imported_eagerly(self, name: str) -> bool:
         """Whether some file imports a module of that last name at its own module level: an

@@ -638,10 +638,7 @@ class Walker(Anchoring):
             name: path
             for name, path in objects.items()
             if all(path == t or path.startswith(f"{t}.") for t in imported)
-            and any(fallbacks.binds_none(h.body, name) for h in node.handlers)
-            and all(
-                fallbacks.binds_none(h.body, name) or guards.exits(h.body) for h in node.handlers
-            )
+            and _none_where_handled(node.handlers, name)
         }
 
     def _imported_names(self, node: ast.stmt) -> dict[str, str]:
@@ -1568,6 +1565,16 @@ def _named(value: ast.expr | None) -> bool:
 
 def _names(node: ast.expr, name: str) -> bool:
     return isinstance(node, ast.Name) and node.id == name
+
+
+def _none_where_handled(handlers: Iterable[ast.ExceptHandler], name: str) -> bool:
+    """Some handler binds ``name`` to None, and every other one leaves: past the ``try``,
+    the name is None exactly where a handler ran."""
+    handlers = list(handlers)
+    binds = [fallbacks.binds_none(h.body, name) for h in handlers]
+    return any(binds) and all(
+        bound or guards.exits(h.body) for bound, h in zip(binds, handlers, strict=True)
+    )
 
 
 def _defaults_to_none(lookup: ast.Call) -> bool:
