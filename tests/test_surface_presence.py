@@ -294,6 +294,10 @@ MAPPING = "transformers.conversion_mapping.get_checkpoint_conversion_mapping"
             "transformers.models.qwen3_5|transformers.models.qwen3_5_moe",
         ),
         ("cfg.model_type in TYPES", "transformers.models.llama4"),  # a constant names it
+        # ms-swift: _VLLM_CHECKPOINT_STYLE_PACKED_MOE_MODEL_TYPES = frozenset({'nemotron_h'})
+        ("cfg.model_type in FROZEN", "transformers.models.nemotron_h"),
+        ("cfg.model_type in LISTED", "transformers.models.qwen3_5|transformers.models.qwen3_vl"),
+        ("cfg.model_type in CHARS", None),  # set("abc"): the letters, no model type
         ('field(cfg, "model_type") == "gpt_oss"', "transformers.models.gpt_oss"),  # a helper
         ('"gemma" in cfg.model_type', None),  # a substring: no type
         ('cfg.model_type != "llama4"', None),  # every type but one
@@ -303,6 +307,9 @@ def test_a_branch_only_a_model_type_reaches_requires_one_of_its_packages(tmp_pat
     # amd-quark: if hf_model_config.get("model_type") == "deepseek_v4": ...
     body = f"""\
         TYPES = ("llama4",)
+        FROZEN = frozenset({{"nemotron_h"}})
+        LISTED = tuple(["qwen3_vl", "qwen3_5"])
+        CHARS = set("abc")
         def load(cfg, fa2, field):
             if {test}:
                 from transformers.conversion_mapping import get_checkpoint_conversion_mapping

@@ -68,6 +68,11 @@ RUNTIME_ATTRIBUTES = frozenset(
 _BUILTINS = frozenset(dir(builtins))
 
 
+# Builtins that make a container of their argument's items: a constant spelled
+# frozenset({...}) holds what the display does.
+_CONTAINERS = ("frozenset", "set", "tuple", "list")
+
+
 # str methods that return the text (still upstream's, with the project's edits).
 _TEXT_METHODS = frozenset({"replace", "strip", "lstrip", "rstrip", "expandtabs"})
 
@@ -320,8 +325,8 @@ class Values(WalkState):
             return _with_inserted(self.value(args[2]), self.value(args[1]))
         if isinstance(callee, ProjectFunction):
             return self.helper_result(callee, node)
-        if self._builtin(func, "str") and first is not None:
-            return self.value(first)
+        if isinstance(func, ast.Name) and first is not None and len(args) == 1:
+            return self._builtin_result(func, first)
         if isinstance(func, ast.Attribute):
             receiver = self.value(func.value)
             if isinstance(receiver, (Text, Param)) and func.attr in _TEXT_METHODS:
@@ -361,6 +366,21 @@ class Values(WalkState):
         if isinstance(inner, Param) and not inner.source:
             return Param(inner.index, source=True)
         return None
+
+    def _builtin_result(self, func: ast.Name, argument: ast.expr) -> Value | None:
+        """``str(x)``: x; ``frozenset({"a", "b"})``, ``tuple([...])``: the display's
+        members, a constant's as much as a literal's (``set("ab")`` is its letters: not
+        one)."""
+        if self._builtin(func, "str"):
+            return self.value(argument)
+        if func.id not in _CONTAINERS or not self._builtin(func, func.id):
+            return None
+        value = self.value(argument)
+        if not isinstance(value, Literals) or value.fragments:
+            return None
+        if not all(isinstance(v, (tuple, list)) for v in value.values):
+            return None
+        return Literals(tuple(tuple(v) for v in value.values))  # type: ignore[arg-type]
 
     def literal(self, node: ast.expr) -> object:
         """The Python value of a literal display (names of constants included), or
