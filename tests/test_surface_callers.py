@@ -260,3 +260,45 @@ def test_a_helper_applied_to_a_source_takes_the_conditions_of_its_callers(tmp_pa
     assert [(s.line, s.requires) for s in anchor.sites] == [
         (4, ("transformers.integrations.bitsandbytes", f"{bnb}._replace"))
     ]
+
+
+CALLED = "def install():\n    try:\n        _convert()\n    except {caught}:\n        pass\n"
+
+
+@pytest.mark.parametrize(
+    ("caller", "guarded"),
+    [
+        (CALLED.format(caught="Exception"), True),
+        (CALLED.format(caught="(ValueError, Exception)"), True),
+        (CALLED.replace("    except {caught}:", "    except:"), True),
+        (CALLED.format(caught="ValueError"), False),  # an ImportError passes it
+        # registered in the try, called later outside it
+        (CALLED.format(caught="Exception").replace("_convert()", "HOOKS.append(_convert)"), False),
+        # defined in the try, run when called: outside it
+        (
+            "def install():\n    try:\n        def later():\n            _convert()\n"
+            "    except Exception:\n        pass\n    return later\n",
+            False,
+        ),
+    ],
+)
+def test_a_helper_called_only_inside_a_try_catching_any_exception_is_guarded(
+    tmp_path, caller, guarded
+):
+    # unsloth's _patch_remote_code_module: its `from transformers import masking_utils`
+    # raises into `except Exception: pass` around every call of it
+    (site,) = sites(tmp_path, HELPER, "HOOKS = []", caller)
+    assert site.guarded is guarded
+
+
+def test_a_helper_caught_at_one_call_and_not_at_another_is_unguarded_where_not(tmp_path):
+    caught = CALLED.format(caught="Exception")
+    plain = "def other():\n    if hasattr(transformers, 'X'):\n        _convert()\n"
+    found = sites(tmp_path, HELPER, "import transformers", caught, plain)
+    assert sorted((s.guarded, bool(s.requires)) for s in found) == [(False, True), (True, False)]
+
+
+def test_a_helper_of_a_helper_called_inside_a_catching_try_is_guarded(tmp_path):
+    middle = "import transformers\ndef _middle():\n    transformers.logging\n    _convert()\n"
+    caller = CALLED.format(caught="Exception").replace("_convert", "_middle")
+    assert [s.guarded for s in sites(tmp_path, HELPER, middle, caller)] == [True]

@@ -42,6 +42,13 @@ in canary cannot see all of:
 
 A place inside the function itself (recursion) is no way in: it runs only once the function
 already did.
+
+A call in a ``try`` one of whose handlers catches any exception (bare, ``Exception``) is a
+way in where what fails inside the function fails into that handler: its copies are
+guarded, as a site in a ``try`` of its own is (auto-round's
+``_rebuild_gemma4_attention_mask``, called in ``try: ... except Exception: pass``). Only a
+call there is: a callback registered in the ``try``, or a function defined in it, runs
+later, outside it.
 """
 
 from __future__ import annotations
@@ -49,7 +56,7 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol, TypeVar
 
 from canary.surface.importers import Context, Load, Sited, conditioned, copies
@@ -90,10 +97,11 @@ class Mention:
     fallback_of: tuple[str, ...] = ()
     lacks: tuple[str, ...] = ()
     registered: tuple[str, ...] = ()  # a registration under these model types (the function's)
+    caught: bool = False  # called in a try one of whose handlers catches any exception
 
     @property
     def context(self) -> Context:
-        return Context.of(self)
+        return replace(Context.of(self), caught=self.caught)
 
 
 class Within(Protocol):

@@ -33,12 +33,18 @@ UNREAD = "read only after the import, inside the try body it leaves"
 IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
 
 
+ANY_ERRORS = frozenset({"Exception", "BaseException"})
 ATTRIBUTE_ERRORS = frozenset({"AttributeError", "Exception", "BaseException"})
 
 
 def catches_import_error(handler: ast.ExceptHandler) -> bool:
     """The handler catches the ImportError a failed import raises."""
     return guards.catches(handler, IMPORT_ERRORS)
+
+
+def catches_any(handler: ast.ExceptHandler) -> bool:
+    """The handler catches any exception code it calls may raise (bare, ``Exception``)."""
+    return guards.catches(handler, ANY_ERRORS)
 
 
 def catches_attribute_error(handler: ast.ExceptHandler) -> bool:

@@ -129,6 +129,9 @@ class Context:
     # the model types of a registration it is reached through (one of each): where one's
     # packages are all gone, it runs only if that registry is looked up by model type
     registered: tuple[str, ...] = ()
+    # reached only through a call a handler catching any exception stands around: what
+    # fails here fails into that handler, as in a try of its own (guarded)
+    caught: bool = False
 
     @classmethod
     def of(cls, place: Conditioned) -> Context:
@@ -161,6 +164,7 @@ class Context:
             self.handled or other.handled,
             tuple(sorted({*self.lacks, *other.lacks})),
             tuple(sorted({*self.registered, *other.registered})),
+            self.caught or other.caught,
         )
 
 
@@ -183,6 +187,7 @@ class Sited(Conditioned, Protocol):
     path: str
     scope: int
     handled: str
+    guarded: bool
 
 
 U = TypeVar("U", bound=Sited)
@@ -214,15 +219,18 @@ def copies(use: U, found: Sequence[Context] | None) -> list[U]:
     (a finding holds where any copy runs); as it is where ``found`` is empty. An import at
     its module's level that fails raises through the module's import: where a handler takes
     that import's place, it is handled too (a read raises AttributeError, a function's
-    import raises when called: neither reaches that handler)."""
+    import raises when called: neither reaches that handler). One reached through a call
+    a catch-all handler stands around is guarded there."""
     if not found:
         return [use]
     own = Context.of(use)
     raises_through = use.scope == 0 and use.kind is Kind.IMPORT
-    return [
-        _under(use, own & context, use.handled or (context.handled if raises_through else ""))
-        for context in found
-    ]
+    copied = []
+    for context in found:
+        handled = use.handled or (context.handled if raises_through else "")
+        copy = _under(use, own & context, handled)
+        copied.append(replace(copy, guarded=True) if context.caught else copy)  # type: ignore[type-var]
+    return copied
 
 
 def conditioned(load: Load, found: Sequence[Context] | None) -> list[Load]:

@@ -69,6 +69,10 @@ class WalkState:
         self.catching: int | None = None
         # the guards around that are tries whose every except ImportError raises again
         self.reraising = 0
+        # the try bodies around, in the function walked, one of whose handlers catches any
+        # exception: a project function called there raises no further (callers.py)
+        self.catching_any = 0
+        self.called: ast.expr | None = None  # the callee of the call walked
 
     def branched(self) -> Restore:
         """For the walk of one branch of an ``if``, ``try`` or loop: a branch of its own."""

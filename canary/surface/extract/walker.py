@@ -572,6 +572,7 @@ class Walker(Anchoring):
             handled={**self.handled, **handled} if handled else self.handled,
             catching=self.function if catches else self.catching,
             reraising=self.reraising + reraises,
+            catching_any=self.catching_any + any(map(fallbacks.catches_any, node.handlers)),
         ):
             self.body(node.body, nested)
         with self.entered(conditional=self.conditional + 1):
@@ -915,6 +916,7 @@ class Walker(Anchoring):
             imported=frozenset(),
             function_node=node,
             within=within,
+            catching_any=0,
         ):
             for arg in syntax.arguments(node.args):
                 self.scope.names[arg] = None
@@ -1120,6 +1122,7 @@ class Walker(Anchoring):
                 undecided=self.undecided,
                 fallback_of=bound.fallback_of,
                 lacks=self._lacked(),
+                caught=bool(self.catching_any) and self.called is node,
             )
         )
 
@@ -1438,7 +1441,8 @@ class Walker(Anchoring):
                     if argument is not None:
                         self._source(argument, node)
         self.anchors_of_call(node, callee)
-        self.expr(func)
+        with self.entered(called=func):
+            self.expr(func)
         for child in (*args, *(k.value for k in node.keywords)):
             self.expr(child)
 
