@@ -733,12 +733,23 @@ def test_a_backfill_under_a_name_bound_to_an_absence_test_is_the_projects_own(tm
                         from transformers.cache_utils import QuantizedCache, SinkCache
                     except ImportError:
                         cache_utils.QuantizedCache = type("Q", (), {})
+                    # unsloth_zoo: past a return where it is there and not empty, so where
+                    # it is not there; an `or` that does not need it gone leaves it open
+                    mapping = getattr(cache_utils, "MAPPING", None)
+                    if mapping is not None and len(mapping) > 0:
+                        return
+                    cache_utils.MAPPING = new
+                    if not (hasattr(cache_utils, "ALIAS") or new is None):
+                        cache_utils.ALIAS = new
+                    if hasattr(cache_utils, "OTHER") or new is None:
+                        cache_utils.OTHER = new
                 """
         },
     )
     assert targets(refs, Kind.PATCH) == {
         "transformers.cache_utils.OffloadedCache",
         "transformers.cache_utils.QuantizedCache",
+        "transformers.cache_utils.OTHER",
     }
 
 

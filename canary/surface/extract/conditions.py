@@ -28,6 +28,9 @@ from canary.surface.model import Kind, Match, ReadFrom, model_requirement
 from canary.surface.texts import Literals, elements
 
 _ORDERINGS = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+# a fact of a branch beside "+x" (there) and "-x" (not there): where x is not there, the
+# branch runs, and where it is, it may too
+ADMITS_ABSENT = "~"
 _CHECKING = re.compile(r"check|require|ensure|assert|verify|validate|raise|fail", re.IGNORECASE)
 
 
@@ -432,13 +435,21 @@ class Conditions(Values):
     def _present(self, test: ast.expr, *, positive: bool) -> frozenset[str]:
         """What holds about upstream attributes where ``test`` is ``positive``: "+x.y" (it is
         there), "-x.y" (it is not); of ``a and b`` holding (``a or b`` failing), what holds
-        of each."""
+        of each. Of ``a and b`` failing (``a or b`` holding), only "~x.y": where ``x.y`` is
+        not there, the branch runs (an operand needs it to go the other way), and where it
+        is, it may too (unsloth_zoo's ``if existing is not None and len(existing) > 0:
+        return`` before it sets the name)."""
         while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             test, positive = test.operand, not positive
         found = self._present_in(test, positive=positive)
-        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) == positive:
-            for value in test.values:
-                found |= self._present(value, positive=positive)
+        if isinstance(test, ast.BoolOp):
+            if isinstance(test.op, ast.And) == positive:
+                for value in test.values:
+                    found |= self._present(value, positive=positive)
+            else:
+                for value in test.values:
+                    needed = self._present(value, positive=not positive)
+                    found |= {f"{ADMITS_ABSENT}{p[1:]}" for p in needed if p[0] == "+"}
         return found
 
     def _present_in(self, test: ast.expr, *, positive: bool) -> frozenset[str]:
@@ -553,7 +564,7 @@ class Conditions(Values):
                 match=match,
                 scope=self.function,
                 presence=presence,
-                unset=f"-{target}" in self.present,
+                unset=self._admits_absent(target),
                 replaces=replaces,
                 aliases=aliases,
                 exports=exports,
@@ -582,7 +593,7 @@ class Conditions(Values):
                 replace(
                     use,
                     target=other,
-                    unset=f"-{other}" in self.present,
+                    unset=self._admits_absent(other),
                     versions=where.window.specifiers(),
                     fallback_of=where.fallback_of,
                     # the name holds that object only where it is there (its import worked)
@@ -612,6 +623,11 @@ class Conditions(Values):
                 Bound(self.window & bound.window, self.fallback_of or bound.fallback_of),
                 alternative.path,
             )
+
+    def _admits_absent(self, target: str) -> bool:
+        """The branch walked runs where ``target`` is not there: a test before it found it
+        absent, or failed as it must where it is absent ("~")."""
+        return f"-{target}" in self.present or f"{ADMITS_ABSENT}{target}" in self.present
 
     def _found(self) -> tuple[str, ...]:
         """The upstream things a test before here found there."""
