@@ -743,6 +743,14 @@ def test_a_backfill_under_a_name_bound_to_an_absence_test_is_the_projects_own(tm
                         cache_utils.ALIAS = new
                     if hasattr(cache_utils, "OTHER") or new is None:
                         cache_utils.OTHER = new
+                    current = getattr(cache_utils, "NESTED", None)
+                    if (current is None or len(current) == 0) and new is not None:
+                        cache_utils.NESTED = new
+                    # unsloth_zoo: a property put in only where the class has none
+                    if not isinstance(cache_utils.__dict__.get("PROP"), property):
+                        cache_utils.PROP = new
+                    if not isinstance(getattr(cache_utils, "TEXT", ""), str):  # '' is one
+                        cache_utils.TEXT = new
                 """
         },
     )
@@ -750,6 +758,7 @@ def test_a_backfill_under_a_name_bound_to_an_absence_test_is_the_projects_own(tm
         "transformers.cache_utils.OffloadedCache",
         "transformers.cache_utils.QuantizedCache",
         "transformers.cache_utils.OTHER",
+        "transformers.cache_utils.TEXT",
     }
 
 

@@ -29,11 +29,19 @@ def requires(tmp_path, body: str, kind: Kind = Kind.PATCH, target: str = TARGET)
         "vars(PreTrainedModel).get('_remap') is None",
         "'_remap' not in PreTrainedModel.__dict__",
         "not hasattr(PreTrainedModel, NAME)",  # a module constant names it
+        "not isinstance(getattr(PreTrainedModel, '_remap', None), type)",
+        "not isinstance(PreTrainedModel.__dict__.get('_remap'), property)",
     ],
 )
 def test_an_early_return_on_an_absent_attribute_requires_it(tmp_path, test):
     body = f"NAME = '_remap'\ndef patch():\n    if {test}:\n        return\n    {PATCH}"
     assert requires(tmp_path, body) == {(TARGET,)}
+
+
+def test_an_instance_test_of_a_lookup_that_may_find_its_default_requires_nothing(tmp_path):
+    test = "not isinstance(getattr(PreTrainedModel, '_remap', ''), str)"  # '' is a str
+    body = f"def patch():\n    if {test}:\n        return\n    {PATCH}"
+    assert requires(tmp_path, body) == {()}
 
 
 def lacks(tmp_path, body: str, target: str) -> set[tuple]:

@@ -55,6 +55,20 @@ def is_presence_call(node: ast.AST) -> bool:
     return own_dict_lookup(node) is not None
 
 
+def _none_if_absent(node: ast.expr) -> bool:
+    """A lookup that gives None where the attribute is not there: ``getattr(x, "y", None)``,
+    ``x.__dict__.get("y")`` (no default, or None)."""
+    if not isinstance(node, ast.Call):
+        return False
+    if own_dict_lookup(node) is not None:
+        default = node.args[1:]
+    elif _callee_name(node) == "getattr" and len(node.args) == 3 and not node.keywords:
+        default = node.args[2:]
+    else:
+        return False
+    return all(isinstance(d, ast.Constant) and d.value is None for d in default)
+
+
 def own_dict_lookup(node: ast.AST) -> tuple[ast.expr, ast.expr] | None:
     """``x.__dict__.get(name[, default])`` or ``vars(x).get(...)``: ``(x, name)``; ``x.y`` is
     there where it finds something (in ``x``'s own namespace, so on ``x`` too)."""
@@ -193,6 +207,9 @@ def presence_tested(
         name = name_of(test.left)
         if owner is not None and name is not None and isinstance(op, (ast.In, ast.NotIn)):
             yield owner, name, isinstance(op, ast.In) == positive
+    elif positive and _instance_test(test) and _none_if_absent(lookup := test.args[0]):  # type: ignore[attr-defined]
+        # isinstance(getattr(x, "y", None), T): x.y is there
+        yield from presence_tested(lookup, positive=True, name_of=name_of)
     elif is_presence_call(test) and isinstance(test, ast.Call):
         found = own_dict_lookup(test)
         obj, name_node = found if found else [*test.args, None, None][:2]
@@ -265,12 +282,17 @@ def _is_model_type(node: ast.expr) -> bool:
 
 def _instance_of_a_type(test: ast.expr) -> bool:
     """``isinstance(X, T)`` of a name, ``T`` no spelling of None's type."""
+    return _instance_test(test) and isinstance(test.args[0], ast.Name)  # type: ignore[attr-defined]
+
+
+def _instance_test(test: ast.expr) -> bool:
+    """``isinstance(e, T)``, ``T`` no spelling of None's type: true only of an ``e`` that
+    is not None."""
     if not (
         isinstance(test, ast.Call)
         and isinstance(test.func, ast.Name)
         and test.func.id == "isinstance"
         and len(test.args) == 2
-        and isinstance(test.args[0], ast.Name)
     ):
         return False
     return "None" not in ast.unparse(test.args[1])  # type(None), NoneType, (int, None.__class__)

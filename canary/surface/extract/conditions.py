@@ -435,21 +435,28 @@ class Conditions(Values):
     def _present(self, test: ast.expr, *, positive: bool) -> frozenset[str]:
         """What holds about upstream attributes where ``test`` is ``positive``: "+x.y" (it is
         there), "-x.y" (it is not); of ``a and b`` holding (``a or b`` failing), what holds
-        of each. Of ``a and b`` failing (``a or b`` holding), only "~x.y": where ``x.y`` is
-        not there, the branch runs (an operand needs it to go the other way), and where it
-        is, it may too (unsloth_zoo's ``if existing is not None and len(existing) > 0:
-        return`` before it sets the name)."""
+        of each. And "~x.y" where ``test`` (or one of those parts) going the other way needs
+        ``x.y`` there: it asked about ``x.y``, and its absence is a way into this branch
+        (unsloth_zoo's ``if existing is not None and len(existing) > 0: return`` before it
+        sets the name, ``if not isinstance(C.__dict__.get("n"), property):``)."""
+        while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test, positive = test.operand, not positive
+        found = self._certain(test, positive=positive)
+        other_way = self._certain(test, positive=not positive)
+        found |= {f"{ADMITS_ABSENT}{p[1:]}" for p in other_way if p[0] == "+"}
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) == positive:
+            for value in test.values:
+                found |= self._present(value, positive=positive)
+        return found
+
+    def _certain(self, test: ast.expr, *, positive: bool) -> frozenset[str]:
+        """ "+x.y" and "-x.y" of :meth:`_present`."""
         while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             test, positive = test.operand, not positive
         found = self._present_in(test, positive=positive)
-        if isinstance(test, ast.BoolOp):
-            if isinstance(test.op, ast.And) == positive:
-                for value in test.values:
-                    found |= self._present(value, positive=positive)
-            else:
-                for value in test.values:
-                    needed = self._present(value, positive=not positive)
-                    found |= {f"{ADMITS_ABSENT}{p[1:]}" for p in needed if p[0] == "+"}
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) == positive:
+            for value in test.values:
+                found |= self._certain(value, positive=positive)
         return found
 
     def _present_in(self, test: ast.expr, *, positive: bool) -> frozenset[str]:
