@@ -272,6 +272,9 @@ CALLED = "def install():\n    try:\n        _convert()\n    except {caught}:\n  
         (CALLED.format(caught="(ValueError, Exception)"), True),
         (CALLED.replace("    except {caught}:", "    except:"), True),
         (CALLED.format(caught="ValueError"), False),  # an ImportError passes it
+        # a handler that raises (again, or another error): the failure goes on
+        (CALLED.format(caught="Exception").replace("pass", "raise"), False),
+        (CALLED.format(caught="ImportError:\n        raise\n    except Exception"), False),
         # registered in the try, called later outside it
         (CALLED.format(caught="Exception").replace("_convert()", "HOOKS.append(_convert)"), False),
         # defined in the try, run when called: outside it

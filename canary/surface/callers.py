@@ -43,8 +43,9 @@ in canary cannot see all of:
 A place inside the function itself (recursion) is no way in: it runs only once the function
 already did.
 
-A call in a ``try`` one of whose handlers catches any exception (bare, ``Exception``) is a
-way in where what fails inside the function fails into that handler: its copies are
+A call in a ``try`` one of whose handlers catches any exception (bare, ``Exception``), and
+neither it nor one before it raises, is a way in where what fails inside the function
+fails into that handler: its copies are
 guarded, as a site in a ``try`` of its own is (auto-round's
 ``_rebuild_gemma4_attention_mask``, called in ``try: ... except Exception: pass``). Only a
 call there is: a callback registered in the ``try``, or a function defined in it, runs

@@ -42,9 +42,16 @@ def catches_import_error(handler: ast.ExceptHandler) -> bool:
     return guards.catches(handler, IMPORT_ERRORS)
 
 
-def catches_any(handler: ast.ExceptHandler) -> bool:
-    """The handler catches any exception code it calls may raise (bare, ``Exception``)."""
-    return guards.catches(handler, ANY_ERRORS)
+def swallows_any(node: ast.Try) -> bool:
+    """What the body of ``node`` raises ends in a handler that raises nothing: one catches
+    any exception (bare, ``Exception``), and neither it nor a handler before it (which may
+    be the one that catches) has a ``raise``."""
+    for handler in node.handlers:
+        if any(isinstance(n, ast.Raise) for n in ast.walk(handler)):
+            return False
+        if guards.catches(handler, ANY_ERRORS):
+            return True
+    return False
 
 
 def catches_attribute_error(handler: ast.ExceptHandler) -> bool:

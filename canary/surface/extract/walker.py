@@ -572,7 +572,7 @@ class Walker(Anchoring):
             handled={**self.handled, **handled} if handled else self.handled,
             catching=self.function if catches else self.catching,
             reraising=self.reraising + reraises,
-            catching_any=self.catching_any + any(map(fallbacks.catches_any, node.handlers)),
+            catching_any=self.catching_any + fallbacks.swallows_any(node),
         ):
             self.body(node.body, nested)
         with self.entered(conditional=self.conditional + 1):
