@@ -285,7 +285,7 @@ CALLED = "def install():\n    try:\n        _convert()\n    except {caught}:\n  
         ),
     ],
 )
-def test_a_helper_called_only_inside_a_try_catching_any_exception_is_guarded(
+def test_a_helper_called_only_inside_a_try_swallowing_any_exception_is_guarded(
     tmp_path, caller, guarded
 ):
     # unsloth's _patch_remote_code_module: its `from transformers import masking_utils`
@@ -301,7 +301,7 @@ def test_a_helper_caught_at_one_call_and_not_at_another_is_unguarded_where_not(t
     assert sorted((s.guarded, bool(s.requires)) for s in found) == [(False, True), (True, False)]
 
 
-def test_a_helper_of_a_helper_called_inside_a_catching_try_is_guarded(tmp_path):
+def test_a_helper_of_a_helper_called_inside_a_swallowing_try_is_guarded(tmp_path):
     middle = "import transformers\ndef _middle():\n    transformers.logging\n    _convert()\n"
     caller = CALLED.format(caught="Exception").replace("_convert", "_middle")
     assert [s.guarded for s in sites(tmp_path, HELPER, middle, caller)] == [True]

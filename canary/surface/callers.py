@@ -43,13 +43,12 @@ in canary cannot see all of:
 A place inside the function itself (recursion) is no way in: it runs only once the function
 already did.
 
-A call in a ``try`` one of whose handlers catches any exception (bare, ``Exception``), and
-neither it nor one before it raises, is a way in where what fails inside the function
-fails into that handler: its copies are
-guarded, as a site in a ``try`` of its own is (auto-round's
-``_rebuild_gemma4_attention_mask``, called in ``try: ... except Exception: pass``). Only a
-call there is: a callback registered in the ``try``, or a function defined in it, runs
-later, outside it.
+A call in a ``try`` whose handlers swallow any exception (one catches it, bare or
+``Exception``, and neither it nor one before it raises) is a way in where what fails inside
+the function fails into that handler: its copies are guarded, as a site in a ``try`` of its
+own is (auto-round's ``_rebuild_gemma4_attention_mask``, called in ``try: ... except
+Exception: pass``). Only a call there is: a callback registered in the ``try``, or a
+function defined in it, runs later, outside it.
 """
 
 from __future__ import annotations
@@ -98,7 +97,7 @@ class Mention:
     fallback_of: tuple[str, ...] = ()
     lacks: tuple[str, ...] = ()
     registered: tuple[str, ...] = ()  # a registration under these model types (the function's)
-    caught: bool = False  # called in a try one of whose handlers catches any exception
+    caught: bool = False  # called in a try whose handlers swallow any exception
 
     @property
     def context(self) -> Context:

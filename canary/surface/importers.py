@@ -129,8 +129,8 @@ class Context:
     # the model types of a registration it is reached through (one of each): where one's
     # packages are all gone, it runs only if that registry is looked up by model type
     registered: tuple[str, ...] = ()
-    # reached only through a call a handler catching any exception stands around: what
-    # fails here fails into that handler, as in a try of its own (guarded)
+    # reached only through a call in a try whose handlers swallow any exception: what fails
+    # here fails into that handler, as in a try of its own (guarded)
     caught: bool = False
 
     @classmethod
@@ -219,8 +219,8 @@ def copies(use: U, found: Sequence[Context] | None) -> list[U]:
     (a finding holds where any copy runs); as it is where ``found`` is empty. An import at
     its module's level that fails raises through the module's import: where a handler takes
     that import's place, it is handled too (a read raises AttributeError, a function's
-    import raises when called: neither reaches that handler). One reached through a call
-    a catch-all handler stands around is guarded there."""
+    import raises when called: neither reaches that handler). One reached through a call in
+    a ``try`` that swallows any exception is guarded there."""
     if not found:
         return [use]
     own = Context.of(use)

@@ -69,9 +69,9 @@ class WalkState:
         self.catching: int | None = None
         # the guards around that are tries whose every except ImportError raises again
         self.reraising = 0
-        # the try bodies around, in the function walked, one of whose handlers catches any
-        # exception: a project function called there raises no further (callers.py)
-        self.catching_any = 0
+        # the try bodies around, in the function walked, whose handlers swallow any exception
+        # (fallbacks.swallows_any): a project function called there raises no further
+        self.swallowing = 0
         self.called: ast.expr | None = None  # the callee of the call walked
 
     def branched(self) -> Restore:

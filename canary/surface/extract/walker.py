@@ -572,7 +572,7 @@ class Walker(Anchoring):
             handled={**self.handled, **handled} if handled else self.handled,
             catching=self.function if catches else self.catching,
             reraising=self.reraising + reraises,
-            catching_any=self.catching_any + fallbacks.swallows_any(node),
+            swallowing=self.swallowing + fallbacks.swallows_any(node),
         ):
             self.body(node.body, nested)
         with self.entered(conditional=self.conditional + 1):
@@ -916,7 +916,7 @@ class Walker(Anchoring):
             imported=frozenset(),
             function_node=node,
             within=within,
-            catching_any=0,
+            swallowing=0,
         ):
             for arg in syntax.arguments(node.args):
                 self.scope.names[arg] = None
@@ -1122,7 +1122,7 @@ class Walker(Anchoring):
                 undecided=self.undecided,
                 fallback_of=bound.fallback_of,
                 lacks=self._lacked(),
-                caught=bool(self.catching_any) and self.called is node,
+                caught=bool(self.swallowing) and self.called is node,
             )
         )
 
