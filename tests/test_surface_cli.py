@@ -147,6 +147,28 @@ def test_a_release_that_cannot_be_installed_beside_the_target_is_not_held(tmp_pa
         assert [f.new for f in run.findings] == [("2.0",)]
 
 
+def test_a_release_a_pinned_dependency_rules_out_is_not_held(tmp_path, monkeypatch):
+    # rapid-mlx pins mlx-vlm==0.7.2, which requires transformers>=5.14.0
+    asked = []
+
+    def index(pins, **_):
+        asked.append(dict(pins))
+        return {"vlmkit": {"toy": "<2"}}
+
+    monkeypatch.setattr("canary.surface.resolve.index_requirements", index)
+    pinned = Surface(replace(NEW.target, dependencies={"vlmkit": "==0.7.2"}), NEW.references)
+    run = check(tmp_path, [pinned])
+    assert run.findings == ()
+    why = "toy 2.0 cannot be installed beside new: its pin vlmkit==0.7.2 requires toy<2"
+    assert run.result.targets[0].uninstallable == {"toy": {"2.0": why}}
+    assert asked == [{"vlmkit": "0.7.2"}]
+    check(tmp_path, [pinned])
+    assert len(asked) == 1  # what a pin requires is kept
+    # a range is no pin: the resolver may pick a release that requires less
+    ranged = Surface(replace(NEW.target, dependencies={"vlmkit": ">=0.7"}), NEW.references)
+    assert [f.new for f in check(tmp_path, [ranged]).findings] == [("2.0",)]
+
+
 def test_json_is_the_contract(tmp_path):
     data = json.loads(render(check(tmp_path, [OLD, NEW]), "json"))
     assert set(data) == {"targets", "packages", "references", "findings"}

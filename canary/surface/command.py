@@ -46,6 +46,7 @@ from canary.surface.model import (
     merge_references,
     model_alternatives,
 )
+from canary.surface.pins import exact_pins, pinned_out
 from canary.surface.pipeline import TARGETS_FOLDER, Surface, open_surface
 from canary.surface.resolve import MakeTree, WorkspaceSources, release_of, resolve, salt
 from canary.tags import SHIPPED_TAGS, Tags
@@ -290,6 +291,8 @@ def _installable(
     for surface in surfaces:
         target = surface.target
         uninstallable: dict[str, dict[str, str]] = {}
+        pins = exact_pins(target.dependencies)
+        pinned: dict[str, dict[str, str]] | None = None  # read once a finding needs them
         for finding in found:
             if finding.target != target.name or not target.dependencies:
                 continue
@@ -299,6 +302,10 @@ def _installable(
                     asked[package, version] = sources.requirements(package, version)
                 release = asked[package, version]
                 why = conflict(target.dependencies, release) if release is not None else None
+                if why is None and pins:
+                    if pinned is None:
+                        pinned = sources.pinned_requirements(pins)
+                    why = pinned_out(pinned, pins, package, version)
                 if why is not None:
                     uninstallable.setdefault(package, {})[version] = (
                         f"{package} {version} cannot be installed beside {target.name}: {why}"

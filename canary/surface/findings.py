@@ -6,8 +6,9 @@ says ``transformers<4.50`` is not broken by 5.0 removing something) and the miss
 accepted (``expected_absent`` in its configuration, or a baseline). A package the project
 does not declare constrains nothing: it imports it, so every release of it counts. A
 release that cannot be installed beside the project (``Target.uninstallable``: a shared
-dependency both require with no version in common, :mod:`canary.surface.coinstall`) is
-outside it as well: no user of the project has it. ``unknown`` is never a finding.
+dependency both require with no version in common, :mod:`canary.surface.coinstall`, or a
+dependency it pins requires another, :mod:`canary.surface.pins`) is outside it as well: no
+user of the project has it. ``unknown`` is never a finding.
 
 Three narrowings, each exactly as wide as its reason:
 

@@ -28,10 +28,12 @@ from canary.surface.anchors import anchor_outcome, getsource_text
 from canary.surface.coinstall import metadata_requirements
 from canary.surface.memo import Memo, TextsMemo
 from canary.surface.model import NOT_READ, Kind, Match, Outcome, ReadFrom, Reference, Resolved
+from canary.surface.pins import index_requirements
 from canary.symbols import alltext
 from canary.workspace import Case, Workspace
 
 _REQUIREMENTS = "surface-requirements"  # the cache's blob namespace: a release's Requires-Dist
+_PINS = "surface-pins"  # ... and a project's pinned dependency's, as the index states them
 #: Bump when what an outcome means changes in a way the code digest below cannot see.
 RESOLUTION_FORMAT = 1
 #: Bump when what a remembered reading of a file's ``__all__`` means changes.
@@ -337,6 +339,41 @@ class WorkspaceSources:
         found = None if text is None else metadata_requirements(text)
         if keeps:
             cache.write_blob(_REQUIREMENTS, name, json.dumps(found).encode())
+        return found
+
+    def pinned_requirements(self, pins: Mapping[str, str]) -> dict[str, dict[str, str]]:
+        """The core requirements of each release ``pins`` names (name -> version), as the
+        package index states them (:func:`canary.surface.pins.index_requirements`), kept in
+        the cache. Offline, or where pip cannot read them, only those kept: a pin not read
+        narrows nothing (its misses count)."""
+        cache = self.workspace.cache
+        digests = {
+            name: hashlib.sha256(f"{name}\0{version}".encode()).hexdigest()
+            for name, version in pins.items()
+        }
+        found: dict[str, dict[str, str]] = {}
+        for name, digest in digests.items():
+            kept = _kept_requirements(cache.read_blob(_PINS, digest)) if cache else ()
+            if kept and kept[0] is not None:
+                found[name] = kept[0]
+        asked = {name: pins[name] for name in pins if name not in found}
+        if not asked or self.workspace.policy.offline:
+            return found
+        try:
+            read = index_requirements(asked)
+        except InfrastructureError:
+            # one pin pip cannot find fails the batch: ask each alone, keep what reads
+            read = {}
+            for name, version in asked.items():
+                try:
+                    read |= index_requirements({name: version})
+                except InfrastructureError:
+                    continue
+        for name, requirements in read.items():
+            if name in asked:
+                found[name] = requirements
+                if cache is not None:
+                    cache.write_blob(_PINS, digests[name], json.dumps(requirements).encode())
         return found
 
     def module(self, package: str, version: str, path: str) -> codeindex.Module | None:
