@@ -326,7 +326,7 @@ class WorkspaceSources:
             return None
         # a release's METADATA never changes: what it requires is kept (a read costs ~8 ms)
         cache, release = self.workspace.cache, release_of(case)
-        name = hashlib.sha256(f"{package}\0{release}".encode()).hexdigest()
+        name = _release_key(package, release or "")
         keeps = cache is not None and release is not None
         if keeps and (kept := _kept_requirements(cache.read_blob(_REQUIREMENTS, name))):
             return kept[0]
@@ -347,10 +347,7 @@ class WorkspaceSources:
         the cache. Offline, or where pip cannot read them, only those kept: a pin not read
         narrows nothing (its misses count)."""
         cache = self.workspace.cache
-        digests = {
-            name: hashlib.sha256(f"{name}\0{version}".encode()).hexdigest()
-            for name, version in pins.items()
-        }
+        digests = {name: _release_key(name, version) for name, version in pins.items()}
         found: dict[str, dict[str, str]] = {}
         for name, digest in digests.items():
             kept = _kept_requirements(cache.read_blob(_PINS, digest)) if cache else ()
@@ -384,6 +381,11 @@ class WorkspaceSources:
             return _CaseFiles(self.workspace, case).load(path)
         except InfrastructureError:
             return None
+
+
+def _release_key(package: str, release: str) -> str:
+    """The cache's name for what a release of a package requires."""
+    return hashlib.sha256(f"{package}\0{release}".encode()).hexdigest()
 
 
 def _kept_requirements(blob: bytes | None) -> tuple[dict[str, str] | None, ...]:

@@ -441,7 +441,8 @@ class Conditions(Values):
         sets the name, ``if not isinstance(C.__dict__.get("n"), property):``)."""
         while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             test, positive = test.operand, not positive
-        found = self._certain(test, positive=positive)
+        # an `and`'s parts are read below, with their own "~" facts: only the test's own here
+        found = self._present_in(test, positive=positive)
         other_way = self._certain(test, positive=not positive)
         found |= {f"{ADMITS_ABSENT}{p[1:]}" for p in other_way if p[0] == "+"}
         if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) == positive:

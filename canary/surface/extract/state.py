@@ -72,7 +72,9 @@ class WalkState:
         # the try bodies around, in the function walked, whose handlers swallow any exception
         # (fallbacks.swallows_any): a project function called there raises no further
         self.swallowing = 0
-        self.called: ast.expr | None = None  # the callee of the call walked
+        # the callee of the last call walked: a node is a callee wherever it is walked, so
+        # `called is node` needs no putting back (and calls are the walk's most frequent)
+        self.called: ast.expr | None = None
 
     def branched(self) -> Restore:
         """For the walk of one branch of an ``if``, ``try`` or loop: a branch of its own."""

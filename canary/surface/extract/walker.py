@@ -1441,8 +1441,8 @@ class Walker(Anchoring):
                     if argument is not None:
                         self._source(argument, node)
         self.anchors_of_call(node, callee)
-        with self.entered(called=func):
-            self.expr(func)
+        self.called = func
+        self.expr(func)
         for child in (*args, *(k.value for k in node.keywords)):
             self.expr(child)
 
