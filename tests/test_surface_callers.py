@@ -271,6 +271,9 @@ CALLED = "def install():\n    try:\n        _convert()\n    except {caught}:\n  
         (CALLED.format(caught="Exception"), True),
         (CALLED.format(caught="(ValueError, Exception)"), True),
         (CALLED.replace("    except {caught}:", "    except:"), True),
+        # the same, rewritten: the error named and logged, the call's value bound
+        (CALLED.format(caught="Exception as error").replace("pass", "print(error)"), True),
+        (CALLED.format(caught="Exception").replace("_convert()", "done = _convert()"), True),
         (CALLED.format(caught="ValueError"), False),  # an ImportError passes it
         # a handler that raises (again, or another error): the failure goes on
         (CALLED.format(caught="Exception").replace("pass", "raise"), False),

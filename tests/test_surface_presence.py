@@ -359,3 +359,28 @@ def test_an_import_of_a_shim_the_project_sets_where_upstream_lacks_it_is_its_own
     refs = project_surface(tmp_path, {"proj/__init__.py": "", "proj/m.py": SHIM.format(name=name)})
     imports = {r.target.rpartition(".")[2] for r in refs if r.kind is Kind.IMPORT}
     assert (name in imports) is upstream
+
+
+@pytest.mark.parametrize(
+    ("test", "patched"),
+    [
+        ("existing is not None and len(existing) > 0", False),
+        ("len(existing) > 0 and existing is not None", False),  # the parts swapped
+        ("not (existing is None or len(existing) == 0)", False),  # De Morgan's
+        ("existing is None and len(NEW) > 0", True),  # goes on where it is there: a patch
+    ],
+)
+def test_a_binding_past_a_test_its_absence_fails_puts_the_name_back(tmp_path, test, patched):
+    # unsloth_zoo's vision-mapping alias, and rewrites of its test that change nothing
+    body = (
+        "NEW = {}\n"
+        "def alias():\n"
+        "    existing = getattr(PreTrainedModel, 'OLD', None)\n"
+        f"    if {test}:\n"
+        "        return\n"
+        "    PreTrainedModel.OLD = NEW\n"
+    )
+    head = "from transformers.modeling_utils import PreTrainedModel\n"
+    refs = project_surface(tmp_path, {"proj/__init__.py": "", "proj/m.py": head + body})
+    found = {r.target for r in refs if r.kind is Kind.PATCH}
+    assert (f"{MODEL}.OLD" in found) is patched
