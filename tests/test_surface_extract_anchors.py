@@ -471,6 +471,28 @@ def test_an_anchor_the_project_raises_or_asserts_without_is_a_check(tmp_path):
     assert raises == {"a = 1": True, "b = 1": True, "c": False, "e = 1": False}
 
 
+def test_an_anchor_replaced_by_the_empty_string_is_a_deletion(tmp_path):
+    edits = """\
+        src = src.replace("a = 1", "")
+        src = re.sub(r"b\\s*=\\s*1", "", src)
+        counted = re.subn("c = 1", "", src)
+        src = re.compile("d = 1").sub("", src)
+        for pattern in ("e = 1", "f = 1"):
+            src = re.sub(pattern, "", src)
+        src = src.replace("g = 1", "g = 2")
+        src = re.sub("h = 1", "\\n", src)
+        src = re.sub("i = 1", "" if flag else "x", src)
+        found = re.search("j = 1", src)
+    """
+    text = PATCH_HEAD + textwrap.indent(textwrap.dedent(edits), " " * 8)
+    result = run(tmp_path, {"pkg/patch.py": text})
+    deletes = {r.anchor: r.sites[0].deletes for r in result.references if r.kind is Kind.ANCHOR}
+    assert deletes == {
+        "a = 1": True, r"b\s*=\s*1": True, "c = 1": True, "d = 1": True, "e = 1": True,
+        "f = 1": True, "g = 1": False, "h = 1": False, "i = 1": False, "j = 1": False,
+    }  # fmt: skip
+
+
 def test_a_test_on_something_other_than_the_source_guards_no_anchor(tmp_path):
     body = 'if name not in ("forward", "loss"):\n    return src\nsrc = src.replace("b", "c")\n'
     assert anchor_sites(tmp_path, body.replace("name", "src.__class__")) == {"b": [(8, False, ())]}

@@ -10,7 +10,16 @@ import pytest
 
 from canary.surface.baseline import load_baseline, write_baseline
 from canary.surface.findings import ModelPackages, findings, model_package, with_inherited
-from canary.surface.model import NOT_READ, Kind, Outcome, Reference, Resolved, Site, Target
+from canary.surface.model import (
+    NOT_READ,
+    TEXT_GONE,
+    Kind,
+    Outcome,
+    Reference,
+    Resolved,
+    Site,
+    Target,
+)
 from canary.symbols.lookup import member_miss
 
 GEMMA4 = "transformers.models.gemma4.modeling_gemma4.Gemma4ForCausalLM.forward"
@@ -779,3 +788,36 @@ def test_a_patch_of_a_member_its_class_only_inherited_is_possible_while_the_base
     (found,) = with_inherited(findings([patched], PROJECT), inherited)
     assert found.new == RELEASES[1:]
     assert bool(found.possible) == possible
+
+
+def deletion(outcomes: str, *sites: Site, gone: bool = True) -> Resolved:
+    """An anchor on TRAINING_STEP the project deletes at ``sites``; where it is missing,
+    ``gone`` says no spelling of it is left (a word of it is nowhere in the source)."""
+    item = resolved(TRAINING_STEP, outcomes, *sites, kind=Kind.ANCHOR)
+    if gone:
+        item = replace(
+            item, why={v: f"{w}; {TEXT_GONE} (its word 'x')" for v, w in item.why.items()}
+        )
+    return item
+
+
+def test_a_deleted_text_no_spelling_of_which_is_left_is_only_possible_not_a_reformatted_one():
+    # unsloth: re.sub(r"truncation\s*=\s*True,", "", function) for trl 0.24-0.25 only; trl
+    # 0.26 dropped the kwargs: nothing is left to delete (or upstream renamed it: undecided)
+    deleting = replace(site(), deletes=True)
+    (dropped,) = findings([deletion("oomm", deleting)], PROJECT)
+    assert (dropped.confidence, dropped.fails) == ("possible", False)
+    assert "deletes this text (proj/patch.py:10), and on 5.1.0" in dropped.possible
+    # every word still there: reformatted, the text the project deletes may be there
+    (reformatted,) = findings([deletion("oomm", deleting, gone=False)], PROJECT)
+    assert (reformatted.confidence, reformatted.fails) == ("proven", True)
+    # a site that puts something in its place needs the text: it counts
+    both = deletion("oomm", deleting, site(20))
+    assert findings([both], PROJECT)[0].fails
+    assert findings([deletion("oomm", site())], PROJECT)[0].fails
+
+
+def test_a_sites_deletion_survives_the_json_contract():
+    deleting = replace(site(), deletes=True)
+    assert Site.from_json(deleting.to_json()) == deleting
+    assert "deletes" not in site().to_json()

@@ -16,7 +16,16 @@ from canary.surface.anchors import anchor_outcome, getsource_text
 from canary.surface.baseline import load_baseline, write_baseline
 from canary.surface.findings import findings, in_range
 from canary.surface.memo import Memo, TextsMemo
-from canary.surface.model import Kind, Match, Outcome, Reference, Resolved, Site, Target
+from canary.surface.model import (
+    TEXT_GONE,
+    Kind,
+    Match,
+    Outcome,
+    Reference,
+    Resolved,
+    Site,
+    Target,
+)
 from canary.surface.resolve import _CaseFiles, candidate_paths, resolve, resolve_case
 from canary.workspace import Case, FetchPolicy, Workspace
 
@@ -251,6 +260,25 @@ def test_anchor_matching(anchor, match, outcome, why):
     assert found.value == outcome
     assert why in reason
     assert bool(reason) == bool(why)
+
+
+@pytest.mark.parametrize(
+    ("anchor", "match", "word"),
+    [
+        ("return  y", Match.EXACT, "'y'"),  # a word of it is nowhere: no spelling is there
+        ("return x", Match.EXACT, ""),  # every word is there: maybe only reformatted
+        (r"[\"']?zeta[\"']?\s*=\s*True", Match.REGEX, "'zeta'"),  # optional quotes aside
+        (r"(?P<i>\s*)x\.replace\((zeta)", Match.REGEX, "'zeta'"),  # in a group, required
+        (r"(?:zeta)?return\s+replace", Match.REGEX, ""),  # an optional word proves nothing
+        (r"(zeta|return)\s+replace", Match.REGEX, ""),  # nor one of alternatives
+        (r"(?i)ZETA", Match.REGEX, ""),  # nor a case-insensitive one
+    ],
+)
+def test_a_miss_says_where_no_spelling_of_the_text_is_left(anchor, match, word):
+    found, reason = anchor_outcome(SOURCE, anchor, match)
+    assert found is Outcome.MISSING
+    assert (TEXT_GONE in reason) == bool(word)
+    assert reason.endswith(f"(its word {word} is nowhere in it)") == bool(word)
 
 
 # -- findings: what is held against a project ---------------------------------------------

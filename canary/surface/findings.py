@@ -108,6 +108,7 @@ from canary import versions
 from canary.errors import ConfigError
 from canary.surface.model import (
     MODEL_PACKAGES,
+    TEXT_GONE,
     Kind,
     Outcome,
     Reference,
@@ -288,6 +289,7 @@ def findings(
             or _outside_extra(finding, runs, target)
             or _unknown_spelling(finding, runs, spellings)
             or _tested_anchor(finding, runs)
+            or _nothing_to_delete(finding, item, runs)
             or _never_had(item)
             or _recreated(item, finding, runs)
             or _below_floor(item, ranges[package])
@@ -1010,6 +1012,28 @@ def _tested_anchor(finding: Finding, runs: Runs) -> str:
     return (
         f"the project tests for this text ({site.path}:{site.line}) and goes on without it: "
         "the rewrite stops applying there, which its code provides for"
+    )
+
+
+def _nothing_to_delete(finding: Finding, item: Resolved, runs: Runs) -> str:
+    """Why an anchor's miss is only possible: on each of its releases, every site that runs
+    there deletes the text (``re.sub(p, "", s)``) and no spelling of it is left in the
+    source. Upstream dropped what the project removes (the rewrite has nothing left to do)
+    or renamed it (the rewrite stops applying): which, no reading of the source decides.
+    Where a word of it is still there the text may only be reformatted, and it counts."""
+    reference = finding.reference
+    if reference.kind is not Kind.ANCHOR:
+        return ""
+    for version in finding.new:
+        running = [s for s in reference.sites if runs(reference, s, version)]
+        gone = TEXT_GONE in item.why.get(version, "")
+        if not gone or not running or not all(site.deletes for site in running):
+            return ""
+    site = next(s for s in reference.sites if s.deletes)
+    first = finding.new[0]
+    return (
+        f"the project deletes this text ({site.path}:{site.line}), and on {first} "
+        f"{TEXT_GONE}: upstream dropped it (nothing is left to delete) or renamed it"
     )
 
 

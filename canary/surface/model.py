@@ -163,6 +163,10 @@ class Site:
     # (``transformers.models.qwen3_vl`` of ``graph_lowering/qwen3_vl.py``): where that
     # package is gone, the module holds code of a model no checkpoint of the release loads
     named_for: str = ""
+    # an ANCHOR the project deletes (``re.sub(p, "", s)``, ``s.replace(a, "")``): where no
+    # spelling of the text is left, upstream dropped it or renamed it; either way the
+    # rewrite has nothing to do, and whether it should have, the source does not say
+    deletes: bool = False
 
     def runs_on(self, package: str, label: str) -> bool:
         """Whether the site can run on release ``label`` of ``package``: every bound of its
@@ -216,6 +220,7 @@ class Site:
             bool(data.get("function", False)),
             tuple(str(t) for t in data.get("registered") or ()),
             str(data.get("named_for") or ""),
+            bool(data.get("deletes", False)),
         )
 
 
@@ -238,6 +243,7 @@ _SAID_WHERE_SET = (
     "function",
     "registered",
     "named_for",
+    "deletes",
 )
 
 
@@ -395,6 +401,8 @@ class Target:
 # The why of an ``ok`` on a release where a registry reads another of its sources: nothing
 # reads the reference there, so nothing fails through it, and it was not found there either.
 NOT_READ = "not read on this release"
+# in a missing anchor's ``why``: none of its spellings is there either (a word of it is gone)
+TEXT_GONE = "no spelling of the text is there"
 
 
 @dataclass(frozen=True)

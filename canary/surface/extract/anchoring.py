@@ -28,6 +28,10 @@ _RE_STRING_ARGUMENT = {
 }  # fmt: skip
 
 
+# re functions (and compiled patterns' methods) whose replacement is an argument.
+_RE_SUBSTITUTES = frozenset({"sub", "subn"})
+
+
 _RE_FLAGS_ARGUMENT = {
     "sub": 4, "subn": 4, "search": 2, "match": 2, "fullmatch": 2, "findall": 2,
     "finditer": 2, "split": 3,
@@ -96,7 +100,8 @@ class Anchoring(Conditions):
         if isinstance(func, ast.Attribute) and func.attr in _ANCHOR_METHODS and args:
             text = self.value(func.value)
             if isinstance(text, Text):
-                self.anchors(text, self.value(args[0]), node, regex=False)
+                deletes = func.attr == "replace" and self._empty(node, 1, "new")
+                self.anchors(text, self.value(args[0]), node, regex=False, deletes=deletes)
                 return
         if isinstance(callee, Stdlib) and callee.path.startswith("re."):
             name = callee.path.removeprefix("re.")
@@ -105,7 +110,10 @@ class Anchoring(Conditions):
                 text = self.value(args[position])
                 if isinstance(text, Text):
                     flags = syntax.argument_or_keyword(node, _RE_FLAGS_ARGUMENT[name], "flags")
-                    self.anchors(text, self.value(args[0]), node, regex=True, flags=flags)
+                    deletes = name in _RE_SUBSTITUTES and self._empty(node, 1, "repl")
+                    self.anchors(
+                        text, self.value(args[0]), node, regex=True, flags=flags, deletes=deletes
+                    )
             return
         if isinstance(func, ast.Attribute) and func.attr in _RE_STRING_ARGUMENT:
             pattern = self.value(func.value)
@@ -113,7 +121,22 @@ class Anchoring(Conditions):
             if isinstance(pattern, Pattern) and len(args) > position:
                 text = self.value(args[position])
                 if isinstance(text, Text):
-                    self.anchors(text, Literals(pattern.patterns), node, regex=True)
+                    deletes = func.attr in _RE_SUBSTITUTES and self._empty(node, 0, "repl")
+                    self.anchors(
+                        text, Literals(pattern.patterns), node, regex=True, deletes=deletes
+                    )
+
+    def _empty(self, node: ast.Call, position: int, keyword: str) -> bool:
+        """Whether the call's replacement (argument ``position`` or ``keyword``) is the
+        empty string and nothing else: it deletes what it matches."""
+        argument = syntax.argument_or_keyword(node, position, keyword)
+        value = None if argument is None else self.value(argument)
+        return (
+            isinstance(value, Literals)
+            and not value.fragments
+            and bool(value.values)
+            and all(v == "" for v in value.values)
+        )
 
     def anchors(
         self,
@@ -123,6 +146,7 @@ class Anchoring(Conditions):
         *,
         regex: bool,
         flags: ast.expr | None = None,
+        deletes: bool = False,
     ) -> None:
         if not isinstance(anchor, Literals) or (regex and anchor.fragments):
             return
@@ -171,4 +195,5 @@ class Anchoring(Conditions):
                     partners=partners,
                     read_from=origins[origin],
                     raises=role is anchortests.Role.RAISES,
+                    deletes=deletes,
                 )

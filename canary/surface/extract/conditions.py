@@ -548,6 +548,7 @@ class Conditions(Values):
         partners: tuple[anchortests.Spot, ...] = (),
         read_from: ReadFrom | None = None,
         raises: bool = False,
+        deletes: bool = False,
     ) -> None:
         if not self.emit:
             return
@@ -590,6 +591,7 @@ class Conditions(Values):
                 partners=partners,
                 read_from=read_from,
                 raises=raises,
+                deletes=deletes,
                 within=self.within,
                 after=tuple(sorted(self.imported - {target})),
                 handled=self._handled_import(node) if kind is Kind.IMPORT else "",

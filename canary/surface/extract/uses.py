@@ -57,6 +57,7 @@ class Use:
     # an anchor the project raises without (a check), an import whose every guard raises
     # its ImportError again: its miss breaks
     raises: bool = False
+    deletes: bool = False  # an anchor the project deletes (``re.sub(p, "", s)``)
     within: str = ""  # the module-level function it lies in ("": none; a method's is none)
     named_for: str = ""  # the model package its module is named for (Site.named_for)
 
@@ -186,6 +187,7 @@ def merge(uses: Iterable[Use]) -> tuple[Reference, ...]:
                     exports=use.kind is Kind.PATCH and use.exports,
                     function=use.kind is Kind.PATCH and use.replaces and use.function,
                     raises=use.kind in (Kind.ANCHOR, Kind.IMPORT) and use.raises,
+                    deletes=use.kind is Kind.ANCHOR and use.deletes,
                     constant=use.kind is Kind.PATCH and use.replaces and use.constant,
                     read_by=read_by.get(use, ()),
                     elsewhere=elsewhere.get(use, ()),
