@@ -233,6 +233,48 @@ def test_the_false_side_of_such_a_flag_runs_where_its_import_failed(tmp_path, br
     assert [site.fallback_of for site in found.sites] == [(dtensor,)]
 
 
+EXPERTS = "transformers.models.qwen3_moe.modeling_qwen3_moe.Qwen3MoeExperts"
+READ_FLAG = """\
+import transformers.models.qwen3_moe.modeling_qwen3_moe as qm
+def patch():
+    old = True
+    try:
+        {attempt}
+        old = False
+    except {caught}:
+        old = {handler}
+    if old:
+        qm.Qwen3MoeSparseMoeBlock.forward = None
+    else:
+        qm.Qwen3MoeExperts.forward = None
+"""
+
+
+@pytest.mark.parametrize(
+    ("attempt", "caught", "handler", "required"),
+    [
+        # unsloth_zoo's qwen3_moe: `New transformers has this`, so old = False after it
+        ("qm.Qwen3MoeExperts", "Exception", "True", (EXPERTS,)),
+        ("cls = qm.Qwen3MoeExperts", "AttributeError", "True", (EXPERTS,)),
+        ("from transformers.models.qwen3_moe.modeling_qwen3_moe import Qwen3MoeExperts",
+         "ImportError", "True", (EXPERTS,)),
+        ("qm.Qwen3MoeExperts", "ImportError", "True", ()),  # a read raises no ImportError
+        ("qm.Qwen3MoeExperts", "Exception", "False", ()),  # no flag: the same value either way
+        ("qm.Qwen3MoeExperts()", "Exception", "True", ()),  # a call may fail otherwise
+    ],
+)  # fmt: skip
+def test_a_flag_cleared_after_a_read_and_set_by_its_handler_is_a_presence_test(
+    tmp_path, attempt, caught, handler, required
+):
+    body = READ_FLAG.format(attempt=attempt, caught=caught, handler=handler)
+    got = requires(tmp_path, body, Kind.PATCH, f"{EXPERTS}.forward")
+    assert got == {required}
+    # its other side runs where the read failed, as the handler does
+    refs = project_surface(tmp_path, {"proj/__init__.py": "", "proj/m.py": body})
+    (old,) = [r for r in refs if r.target.endswith("Qwen3MoeSparseMoeBlock.forward")]
+    assert [site.fallback_of for site in old.sites] == [required]
+
+
 REGISTRY = """\
 classes = {}
 try:

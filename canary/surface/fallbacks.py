@@ -59,24 +59,28 @@ def catches_attribute_error(handler: ast.ExceptHandler) -> bool:
     return guards.catches(handler, ATTRIBUTE_ERRORS)
 
 
-def presence_flag(node: ast.Try) -> str | None:
-    """The name a ``try`` sets to ``True`` after its imports and to ``False`` in every
-    handler, each of which catches ImportError (``try: from x import y; HAS_Y = True
-    except ImportError: HAS_Y = False``): true exactly where every import of the body
-    succeeded. None: no such flag."""
-    if not node.handlers or not all(catches_import_error(h) for h in node.handlers):
+def presence_flag(node: ast.Try, attempted: Callable[[ast.stmt], bool]) -> tuple[str, bool] | None:
+    """The name a ``try`` sets to a constant after its attempts (the statements
+    ``attempted`` says every handler catches the failure of: imports, reads of upstream
+    attributes) and to the other constant in every handler (``try: from x import y; HAS_Y
+    = True except ImportError: HAS_Y = False``; unsloth_zoo's ``try: m.Qwen3MoeExperts;
+    old = False except Exception: old = True``), with the value it holds exactly where
+    every attempt succeeded. None: no such flag."""
+    if not node.handlers:
         return None
-    after_imports = False
-    candidates = set()
+    after_attempts = False
+    candidates: dict[str, bool] = {}
     for statement in node.body:
-        if isinstance(statement, (ast.Import, ast.ImportFrom)):
-            after_imports = True
-        elif after_imports and (name := _set_to(statement, True)) is not None:
-            candidates.add(name)
+        if attempted(statement):
+            after_attempts = True
+            continue
+        for value in (True, False):
+            if after_attempts and (name := _set_to(statement, value)) is not None:
+                candidates[name] = value
     found = [
-        name
-        for name in sorted(candidates)
-        if all(any(_set_to(s, False) == name for s in h.body) for h in node.handlers)
+        (name, value)
+        for name, value in sorted(candidates.items())
+        if all(any(_set_to(s, not value) == name for s in h.body) for h in node.handlers)
     ]
     return found[0] if len(found) == 1 else None
 

@@ -391,13 +391,14 @@ class Conditions(Values):
         return self._literal_string(node)
 
     def _failed(self, test: ast.expr, *, positive: bool) -> tuple[str, ...]:
-        """The upstream imports one of which failed where ``test`` is ``positive``: the
-        false side of a flag a ``try`` sets after them (peft's ``if not
-        is_transformers_dtensor_tp:``); (): it says no such thing."""
+        """The upstream imports or reads one of which failed where ``test`` is
+        ``positive``: the side of a flag a ``try`` sets after them that its handlers set
+        (peft's ``if not is_transformers_dtensor_tp:``, unsloth_zoo's ``if
+        old_transformers:``); (): it says no such thing."""
         while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             test, positive = test.operand, not positive
-        flag, positive = self._flag(test, positive=positive)
-        if positive or flag is None:
+        flag, holds = self._flag(test, positive=positive)
+        if flag is None or holds != flag.failed_if:
             return ()
         return flag.failed
 

@@ -104,12 +104,13 @@ class Bound:
 class Presence:
     """A name bound to a presence test (``added = not hasattr(x, "y")``): what holds about
     upstream attributes where it is true, and where it is false ("+x.y", "-x.y"); for a
-    flag a ``try`` sets after its imports, the imports one of which failed where it is
-    false (its branch runs as their ``except ImportError`` does)."""
+    flag a ``try`` sets after its imports or reads, those one of which failed where it is
+    ``failed_if`` (its branch runs as their ``except`` does)."""
 
     true: frozenset[str]
     false: frozenset[str]
     failed: tuple[str, ...] = ()
+    failed_if: bool = False
 
 
 @dataclass(frozen=True)

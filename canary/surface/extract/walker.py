@@ -597,18 +597,57 @@ class Walker(Anchoring):
                 self.body(node.orelse, nested)
         self.body(node.finalbody, nested)
         self.scope.absent_if_none.update(self._none_fallbacks(node))
-        imported = self._upstream_imported(node.body)
-        if not imported:
+        attempts = self._attempts(node)
+        if not attempts:
             return
-        # what the body sets after its imports (HAS_Y = True, REG["k"] = ...) holds exactly
-        # where they all succeeded: a presence test of them
-        found = frozenset(f"+{target}" for target in imported)
-        succeeded = Presence(found, frozenset(), tuple(sorted(imported)))
-        flag = fallbacks.presence_flag(node)
+        # what the body sets after its imports or reads (HAS_Y = True, REG["k"] = ...) holds
+        # exactly where they all succeeded: a presence test of them
+        attempted = tuple(sorted({t for targets in attempts.values() for t in targets}))
+        found = frozenset(f"+{target}" for target in attempted)
+        flag = fallbacks.presence_flag(node, lambda statement: id(statement) in attempts)
         if flag is not None:
-            self.scope.values[flag] = succeeded  # type: ignore[assignment]
-        if self.scope is self.module_scope and not self.function:
-            self._key_flags(node, succeeded)
+            name, where_succeeded = flag
+            if where_succeeded:
+                presence = Presence(found, frozenset(), attempted)
+            else:  # old = False after the reads, old = True in the handler
+                presence = Presence(frozenset(), found, attempted, failed_if=True)
+            self.scope.values[name] = presence  # type: ignore[assignment]
+        imported = self._upstream_imported(node.body)
+        if imported and self.scope is self.module_scope and not self.function:
+            succeeded = frozenset(f"+{target}" for target in imported)
+            self._key_flags(node, Presence(succeeded, frozenset(), tuple(sorted(imported))))
+
+    def _attempts(self, node: ast.Try) -> dict[int, tuple[str, ...]]:
+        """The statements of a ``try`` body whose failure every handler catches, by ``id``,
+        each with the upstream things it needs: its upstream imports (the handlers catch
+        ImportError), its reads of upstream attributes (they catch AttributeError: a bare
+        ``m.Qwen3MoeExperts``, or one read into names)."""
+        handlers = node.handlers
+        if not handlers:
+            return {}
+        imports = all(fallbacks.catches_import_error(h) for h in handlers)
+        reads = all(fallbacks.catches_attribute_error(h) for h in handlers)
+        found: dict[int, tuple[str, ...]] = {}
+        for statement in node.body:
+            if imports and isinstance(statement, (ast.Import, ast.ImportFrom)):
+                targets = self._upstream_imported([statement])
+            elif reads and (path := self._read_alone(statement)) is not None:
+                targets = (path,)
+            else:
+                continue
+            if targets:
+                found[id(statement)] = targets
+        return found
+
+    def _read_alone(self, statement: ast.stmt) -> str | None:
+        """The upstream attribute a statement only reads (``m.X``, ``cls = m.X``), if any."""
+        named = isinstance(statement, ast.Assign) and all(
+            isinstance(t, ast.Name) for t in statement.targets
+        )
+        if not (isinstance(statement, ast.Expr) or named):
+            return None
+        value = statement.value  # type: ignore[attr-defined]
+        return self.upstream_path(value) if isinstance(value, ast.Attribute) else None
 
     def _none_fallbacks(self, node: ast.Try) -> dict[str, str]:
         """The names a ``try`` binds to one upstream object, past imports of that object or
