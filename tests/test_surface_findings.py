@@ -792,11 +792,15 @@ def test_a_patch_of_a_member_its_class_only_inherited_is_possible_while_the_base
 
 def deletion(outcomes: str, *sites: Site, gone: bool = True) -> Resolved:
     """An anchor on TRAINING_STEP the project deletes at ``sites``; where it is missing,
-    ``gone`` says no spelling of it is left (a word of it is nowhere in the source)."""
+    ``gone`` says no spelling of it is left (none of its names is in the source)."""
     item = resolved(TRAINING_STEP, outcomes, *sites, kind=Kind.ANCHOR)
     if gone:
         item = replace(
-            item, why={v: f"{w}; {TEXT_GONE} (its word 'x')" for v, w in item.why.items()}
+            item,
+            why={
+                v: f"{w}; {TEXT_GONE} (none of its names is in it: 'x')"
+                for v, w in item.why.items()
+            },
         )
     return item
 
@@ -808,7 +812,7 @@ def test_a_deleted_text_no_spelling_of_which_is_left_is_only_possible_not_a_refo
     (dropped,) = findings([deletion("oomm", deleting)], PROJECT)
     assert (dropped.confidence, dropped.fails) == ("possible", False)
     assert "deletes this text (proj/patch.py:10), and on 5.1.0" in dropped.possible
-    # every word still there: reformatted, the text the project deletes may be there
+    # a name of it still there: reformatted or edited, the text it deletes may be there
     (reformatted,) = findings([deletion("oomm", deleting, gone=False)], PROJECT)
     assert (reformatted.confidence, reformatted.fails) == ("proven", True)
     # a site that puts something in its place needs the text: it counts

@@ -263,22 +263,24 @@ def test_anchor_matching(anchor, match, outcome, why):
 
 
 @pytest.mark.parametrize(
-    ("anchor", "match", "word"),
+    ("anchor", "match", "names"),
     [
-        ("return  y", Match.EXACT, "'y'"),  # a word of it is nowhere: no spelling is there
-        ("return x", Match.EXACT, ""),  # every word is there: maybe only reformatted
+        ("return  y", Match.EXACT, "'y'"),  # its one name is nowhere: no spelling is there
+        ("return x", Match.EXACT, ""),  # every name is there: maybe only reformatted
+        ("return x.clip(y)", Match.EXACT, ""),  # one name still there: maybe only edited
         (r"[\"']?zeta[\"']?\s*=\s*True", Match.REGEX, "'zeta'"),  # optional quotes aside
-        (r"(?P<i>\s*)x\.replace\((zeta)", Match.REGEX, "'zeta'"),  # in a group, required
-        (r"(?:zeta)?return\s+replace", Match.REGEX, ""),  # an optional word proves nothing
-        (r"(zeta|return)\s+replace", Match.REGEX, ""),  # nor one of alternatives
+        (r"(?P<i>\s*)(zeta)\.omega\(self", Match.REGEX, "'zeta', 'omega'"),  # a group's too
+        (r"(?:zeta)?return\s+replace", Match.REGEX, ""),  # an optional name proves nothing
+        (r"(zeta|omega)\s+replace", Match.REGEX, ""),  # nor one of alternatives
         (r"(?i)ZETA", Match.REGEX, ""),  # nor a case-insensitive one
+        (r"\s+return\s+\(", Match.REGEX, ""),  # nor a text without names
     ],
 )
-def test_a_miss_says_where_no_spelling_of_the_text_is_left(anchor, match, word):
+def test_a_miss_says_where_no_spelling_of_the_text_is_left(anchor, match, names):
     found, reason = anchor_outcome(SOURCE, anchor, match)
     assert found is Outcome.MISSING
-    assert (TEXT_GONE in reason) == bool(word)
-    assert reason.endswith(f"(its word {word} is nowhere in it)") == bool(word)
+    assert (TEXT_GONE in reason) == bool(names)
+    assert reason.endswith(f"(none of its names is in it: {names})") == bool(names)
 
 
 # -- findings: what is held against a project ---------------------------------------------

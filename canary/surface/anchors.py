@@ -4,12 +4,14 @@ A project rewrites upstream code with ``inspect.getsource(f).replace(old, new)``
 ``old in source``, or ``re.sub``): when ``old`` is gone the patch silently does nothing.
 ``.replace`` is exact, so an anchor found only after collapsing whitespace is a miss (the
 reason says so, since that is the usual cause: upstream reformatted); a regex is searched
-as a regex. A miss also says where no spelling of the text is left at all (one of its
-words is nowhere in the source), which decides nothing alone but matters to a deletion.
+as a regex. A miss also says where no spelling of the text is left at all (none of the
+names it mentions is anywhere in the source), which decides nothing alone but matters to a
+deletion.
 """
 
 from __future__ import annotations
 
+import keyword
 import re
 import textwrap
 
@@ -71,13 +73,20 @@ def _why_not_exact(text: str, anchor: str, *, dedented: bool) -> str:
 
 
 def _gone(text: str, literals: list[str]) -> str:
-    """Where a word of the text (an identifier every match contains) is nowhere in the
-    source: no spelling of it is there, however reformatted (quotes, spaces, line breaks)."""
-    for literal in literals:
-        for word in _WORD.findall(literal):
-            if word not in text:
-                return f"; {TEXT_GONE} (its word {word!r} is nowhere in it)"
-    return ""
+    """Where none of the names the text mentions (identifiers every match contains, but
+    keywords and ``self``/``cls``, which any method has) is anywhere in the source: no
+    spelling of it is there, however reformatted, nor any edit that kept one of its names.
+    A text with no such name says nothing ("")."""
+    names = [
+        name
+        for literal in literals
+        for name in dict.fromkeys(_WORD.findall(literal))
+        if not keyword.iskeyword(name) and name not in _EVERY_METHODS
+    ]
+    if not names or any(name in text for name in names):
+        return ""
+    shown = ", ".join(repr(name) for name in dict.fromkeys(names))
+    return f"; {TEXT_GONE} (none of its names is in it: {shown})"
 
 
 def _required_literals(pattern: str) -> list[str]:
@@ -124,6 +133,7 @@ def _collect_literals(items: list[tuple[object, object]], found: list[str]) -> N
 
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_EVERY_METHODS = frozenset({"self", "cls"})
 
 
 def _collapsed(text: str) -> str:

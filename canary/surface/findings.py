@@ -1020,7 +1020,8 @@ def _nothing_to_delete(finding: Finding, item: Resolved, runs: Runs) -> str:
     there deletes the text (``re.sub(p, "", s)``) and no spelling of it is left in the
     source. Upstream dropped what the project removes (the rewrite has nothing left to do)
     or renamed it (the rewrite stops applying): which, no reading of the source decides.
-    Where a word of it is still there the text may only be reformatted, and it counts."""
+    Where one of its names is still there the text may only be reformatted or edited, and
+    it counts."""
     reference = finding.reference
     if reference.kind is not Kind.ANCHOR:
         return ""
