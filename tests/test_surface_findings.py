@@ -525,7 +525,23 @@ def test_releases_where_another_source_is_read_say_nothing_of_an_anchor_that_nev
 def test_a_tested_spelling_that_never_existed_alone_came_later_with_the_first_that_did():
     # "a=1" is never there; the group first is in 5.1.0: a tested miss before it is expected
     later = (spelling("a=1", "mmmm", "a = 1", guarded=True), spelling("a = 1", "mmoo", "a=1"))
-    assert held_anchors(*later) == {"a = 1": ("5.0.0",)}
+    new = {f.reference.anchor: (f.new, f.confidence) for f in findings(later, PROJECT) if f.new}
+    # and a text that came later is only possible before it (_anchor_came_later)
+    assert new == {"a = 1": (("5.0.0",), "possible")}
+
+
+def test_an_anchor_missing_only_before_its_text_came_is_possible_unless_it_raises():
+    # unsloth's CPO rewrite of `if processing_class.pad_token is None:`, trl 0.28's text
+    (finding,) = findings([spelling("pad = 0", "mmoo")], PROJECT)
+    assert (finding.new, finding.fails) == (("5.0.0",), False)
+    assert finding.possible.startswith("the text came in 5.1.0: before it the rewrite")
+    # there, then gone, then back: a release where it stopped applying counts
+    assert held_anchors(spelling("pad = 0", "omoo")) == {"pad = 0": ("5.0.0",)}
+    # a check the project raises without breaks before it came
+    raising = spelling("pad = 0", "mmoo")
+    sites = (replace(site(), raises=True),)
+    raising = replace(raising, reference=replace(raising.reference, sites=sites))
+    assert findings([raising], PROJECT)[0].fails
 
 
 def test_an_alternative_that_cannot_be_decided_makes_the_miss_only_possible():

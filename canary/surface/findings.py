@@ -293,6 +293,7 @@ def findings(
             or _never_had(item)
             or _recreated(item, finding, runs)
             or _below_floor(item, ranges[package])
+            or _anchor_came_later(finding)
             or _bound_elsewhere(finding, runs, known)
         )
         finding = replace(finding, possible=possible, proof=_proof(finding, runs))
@@ -936,6 +937,26 @@ def _below_floor(item: Resolved, declared: SpecifierSet | None) -> str:
     return (
         "the text is on no release checked inside the declared range or below it: a "
         "rewrite for releases older than those, or one that never matched"
+    )
+
+
+def _anchor_came_later(finding: Finding) -> str:
+    """Why an anchor's miss is only possible: its text came in a release of the declared
+    range, and it is missing only on releases before that one. There the rewrite has
+    nothing of that text to rewrite: upstream's older code lacks what it changes (a fix of
+    code that release introduced), or says it otherwise and the project has no spelling for
+    it. Which, no reading of source decides; nothing stopped applying that once applied
+    (the other side of :func:`_below_floor`). A rewrite the project raises without is no
+    silent one: it breaks there, and counts."""
+    reference = finding.reference
+    if reference.kind is not Kind.ANCHOR or finding.since is None or not finding.new:
+        return ""
+    later = set(finding.came_later)
+    if any(v not in later for v in finding.new) or any(s.raises for s in reference.sites):
+        return ""
+    return (
+        f"the text came in {finding.since}: before it the rewrite has nothing of it to "
+        "rewrite, as upstream's older code lacks what it changes or spells it otherwise"
     )
 
 
