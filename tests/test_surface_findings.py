@@ -841,24 +841,3 @@ def test_a_sites_deletion_survives_the_json_contract():
     deleting = replace(site(), deletes=True)
     assert Site.from_json(deleting.to_json()) == deleting
     assert "deletes" not in site().to_json()
-
-
-@pytest.mark.parametrize(
-    ("path", "held"),
-    [
-        ("tests/test_patch.py", False),  # tunelabs-zoo ships its test suite in the wheel
-        ("proj/tests/helpers.py", False),
-        ("test/conftest.py", False),
-        ("conftest.py", False),
-        ("proj/train/test_utils.py", True),  # llamafactory's: a module of the package
-        ("proj/testing.py", True),
-    ],
-)
-def test_a_miss_only_the_projects_own_tests_reach_is_handled_not_held(path, held):
-    tested = replace(site(), path=path)
-    (finding,) = findings([resolved(TRAINING_STEP, "oomm", tested, kind=Kind.ANCHOR)], PROJECT)
-    assert finding.fails is held
-    assert bool(finding.handled) is not held
-    # one site of the package beside it is enough to hold it
-    both = resolved(TRAINING_STEP, "oomm", tested, site(20), kind=Kind.ANCHOR)
-    assert findings([both], PROJECT)[0].fails

@@ -67,6 +67,23 @@ def test_a_wheel_gives_name_version_requires_and_files(tmp_path):
     assert again.root == loaded.root
 
 
+def test_a_wheel_that_ships_its_test_suite_leaves_it_out_of_the_surface(tmp_path):
+    # tunelabs-zoo's wheel: 117 files of tests beside its package, run by its CI only
+    wheel = tmp_path / "toyproj-1.0.0-py3-none-any.whl"
+    with zipfile.ZipFile(build_wheel(wheel), "a") as archive:
+        archive.writestr("tests/test_patch.py", CODE)
+        archive.writestr("tests/unit/helpers.py", CODE)
+        archive.writestr("toyproj/test/data.py", CODE)
+        archive.writestr("conftest.py", CODE)
+        archive.writestr("toyproj/train/test_utils.py", CODE)  # llamafactory's: a module
+    loaded = open_target(str(wheel), download_dir=tmp_path / "dl")
+    assert loaded.files == (
+        "toyproj/__init__.py",
+        "toyproj/patch.py",
+        "toyproj/train/test_utils.py",
+    )
+
+
 def test_requirement_ranges_rules():
     assert declared(["transformers"], ["transformers"]).ranges == {"transformers": ""}
     # extras that disagree: the smallest range holding each (no install through an extra

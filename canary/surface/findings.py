@@ -160,8 +160,7 @@ class Finding:
     # evaluate decides); "": proven, the site runs there
     possible: str = ""
     proof: str = ""  # what makes it true: upstream lacks it there, and where a site runs
-    # missing where every site that runs is an import whose failure is handled, or in the
-    # project's tests -> why
+    # missing where every site that runs is an import whose failure is handled -> why
     handled: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -374,16 +373,13 @@ def _first_ok(resolved: Sequence[Resolved]) -> dict[str, str]:
 
 
 def _handled(reference: Reference, version: str, runs: Runs) -> str:
-    """Why a miss breaks nothing of the project's users on ``version``: every site that
-    runs there is an import whose failure is handled, or lies in the project's test suite,
-    which only its own test runs reach ("": some site may break)."""
+    """Why a miss breaks nothing on ``version``: every site that runs there is an import
+    whose failure is handled ("": some site may break)."""
     running = [site for site in reference.sites if runs(reference, site, version)]
-    if not running or not all(site.handled or site.in_tests for site in running):
+    if not running or not all(site.handled for site in running):
         return ""
-    site = next((s for s in running if s.handled), running[0])
-    if site.handled:
-        return f"{site.path}:{site.line}: {site.handled}"
-    return f"{site.path}:{site.line} is in the project's tests: a miss fails them, not its users"
+    site = running[0]
+    return f"{site.path}:{site.line}: {site.handled}"
 
 
 Runs = Callable[[Reference, Site, str], bool]

@@ -168,13 +168,6 @@ class Site:
     # rewrite has nothing to do, and whether it should have, the source does not say
     deletes: bool = False
 
-    @property
-    def in_tests(self) -> bool:
-        """It lies in the project's test suite (a ``tests``/``test`` folder, a
-        ``conftest.py``): pytest runs it, the project's users do not."""
-        *folders, name = self.path.split("/")
-        return name == "conftest.py" or any(f in _TEST_FOLDERS for f in folders)
-
     def runs_on(self, package: str, label: str) -> bool:
         """Whether the site can run on release ``label`` of ``package``: every bound of its
         window holds there, compared as the project's own test compares (``packaging``
@@ -232,9 +225,6 @@ class Site:
 
 
 # The fields of a site its JSON carries only where they are set, in the contract's order.
-_TEST_FOLDERS = frozenset({"tests", "test"})
-
-
 _SAID_WHERE_SET = (
     "undecided",
     "fallback_of",

@@ -111,8 +111,7 @@ def open_target(
 
 
 def _with_config(loaded: LoadedTarget, config: SurfaceConfig) -> LoadedTarget:
-    files = tuple(f for f in _python_files(loaded.root) if not config.excludes(f))
-    return LoadedTarget(loaded.target, loaded.root, files, config)
+    return LoadedTarget(loaded.target, loaded.root, _project_files(loaded.root, config), config)
 
 
 @contextlib.contextmanager
@@ -172,7 +171,7 @@ def _wheel(wheel: Path, download_dir: Path, packages: Collection[str]) -> Loaded
         metadata_requirements(metadata),
         extras=found.extras,
     )
-    return LoadedTarget(target, root, _python_files(root), SurfaceConfig())
+    return LoadedTarget(target, root, _project_files(root, SurfaceConfig()), SurfaceConfig())
 
 
 def _dist_info_metadata(root: Path) -> str | None:
@@ -347,8 +346,7 @@ def _folder(root: Path, packages: Collection[str]) -> LoadedTarget:
         dependencies,
         extras=first.found.extras,
     )
-    files = tuple(f for f in _python_files(root) if not config.excludes(f))
-    return LoadedTarget(target, root, files, config)
+    return LoadedTarget(target, root, _project_files(root, config), config)
 
 
 def _from_pyproject(project: Mapping[str, Any]) -> list[str]:
@@ -453,6 +451,23 @@ def _literal(node: ast.expr | None, literals: dict[str, object]) -> object:
 
 def _lines(value: str) -> list[str]:
     return [line.strip() for line in value.splitlines() if line.strip()]
+
+
+def _project_files(root: Path, config: SurfaceConfig) -> tuple[str, ...]:
+    """The ``.py`` files of the project's code under ``root``: none the configuration
+    excludes, and none of its test suite (a ``tests``/``test`` folder, a ``conftest.py``:
+    pytest runs them for the project, never its users; tunelabs-zoo's wheel ships 117)."""
+    return tuple(f for f in _python_files(root) if not config.excludes(f) and not in_test_suite(f))
+
+
+def in_test_suite(path: str) -> bool:
+    """Whether ``path`` (relative, "/"-separated) lies in a project's test suite: a file of
+    a ``tests`` or ``test`` folder, or a ``conftest.py`` (``train/test_utils.py`` is code)."""
+    *folders, name = path.split("/")
+    return name == "conftest.py" or any(folder in _TEST_FOLDERS for folder in folders)
+
+
+_TEST_FOLDERS = frozenset({"tests", "test"})
 
 
 def _python_files(root: Path) -> tuple[str, ...]:
