@@ -130,7 +130,8 @@ def test_a_run_killed_mid_download_leaves_nothing_a_later_run_trusts(tmp_path, f
         IndexSource("toy", "1.0.0", wheel_dir=wheels).fetch(["toy/core.py"])
         """
     )
-    env = {**os.environ, "FAKE_PIP_MODE": "hang"}
+    # a killed run cannot clean its temporary files: they go to this test's folder
+    env = {**os.environ, "FAKE_PIP_MODE": "hang", "TMPDIR": str(tmp_path)}
     child = subprocess.Popen([sys.executable, "-c", fetch], env=env, start_new_session=True)
     deadline = time.monotonic() + 30
     while not list(cache.rglob("*.whl")) and time.monotonic() < deadline:
