@@ -91,9 +91,12 @@ another function is another patch; a literal bound to two names is two stubs.
 is there, or catches the rewrite's failure) that vanished is only *possible*: the rewrite
 stops applying, a state the project's own code provides for, and whether upstream still
 needs it there (or fixed what it rewrote) is a fact of upstream's behaviour, not of either
-side's source. An anchor a site applies untested (a plain ``replace``) is assumed there:
-its miss is counted, the rewrite silently stops applying. A guarded *use* of a name is not
-an anchor: its removal still counts (the patch used to apply and stopped).
+side's source. So, for the same reason, is an anchor every running site deletes where no
+name of its text is left in the source (:func:`_nothing_to_delete`), and one missing only
+before the release its text came in (:func:`_anchor_came_later`). An anchor a site applies
+untested (a plain ``replace``) is assumed there: its miss is counted, the rewrite silently
+stops applying. A guarded *use* of a name is not an anchor: its removal still counts (the
+patch used to apply and stopped).
 """
 
 from __future__ import annotations
