@@ -35,6 +35,9 @@ class FakeTree:
         self.import_name = import_name
         self.load = load
 
+    def star_exports(self, dotted: str) -> frozenset[str] | None:
+        return None  # a fake module lists no __all__: a star import takes its public names
+
     def lookup(self, dotted: str, *, bound_only: bool = False) -> FakeLookup:  # noqa: PLR0911
         # bound_only: the real tree may skip parsing; a fake has nothing to skip.
         FakeTree.lookups.append(dotted)

@@ -175,6 +175,34 @@ def test_names_bound_by_project_modules_and_star_imports(tmp_path):
     assert not any(t.startswith("trl") for t in attrs)  # private names are not star-exported
 
 
+def test_a_name_only_an_upstream_star_import_binds_is_read_through_it(tmp_path):
+    # lsg-converter: `from transformers.models.bert.modeling_bert import *`, then
+    # `class LSGBertEmbeddings(BertEmbeddings)`: 4.48's __all__ leaves BertEmbeddings out
+    refs = surface(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/bert.py": """\
+                from __future__ import annotations
+                from transformers.models.bert.modeling_bert import *
+                from transformers import BertConfig
+
+                class Embeddings(BertEmbeddings):
+                    def forward(self, x: BertSelfOutput) -> BertConfig:
+                        return x / math.sqrt(2)
+
+                def helper(config):
+                    local = config
+                    return local, logger
+                """,
+        },
+    )
+    star = "transformers.models.bert.modeling_bert"
+    read = {r.target: r.star for r in refs if r.kind is Kind.ATTRIBUTE}
+    assert read == {f"{star}.{name}": star for name in ("BertEmbeddings", "math.sqrt", "logger")}
+    assert one(refs, Kind.IMPORT, "transformers.BertConfig").star is None  # bound by an import
+
+
 def test_a_module_read_inside_an_import_cycle_is_walked_with_the_cycle_complete(tmp_path):
     # reading b's names reads a's, which sees b partly initialised (no helper_alias yet);
     # a's functions run later, when b is complete

@@ -4,6 +4,7 @@ results remembered by the digests of the files they were decided from, errors by
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -134,6 +135,35 @@ def test_an_anchor_on_a_module_reads_the_whole_file(tmp_path):
     found = resolve([anchored, gone], CASES, workspace(tmp_path, TREES), make_tree=FakeTree)
     assert set(found[0].outcomes.values()) == {Outcome.OK}
     assert set(found[1].outcomes.values()) == {Outcome.MISSING}
+
+
+def test_a_name_read_through_a_star_import_is_there_only_where_the_star_gives_it(tmp_path):
+    # a model file that gains an __all__ keeps its classes and imports, but a star import
+    # of it no longer gives the ones the list leaves out (transformers 4.48's modeling_bert)
+    modeling = b"import math\n\n\nclass Embeddings:\n    pass\n\n\nclass Model:\n    pass\n"
+    listed = modeling + b'\n__all__ = ["Model"]\n'
+    trees = {
+        "1.0": {"toy/__init__.py": b"", "toy/modeling.py": modeling},
+        "2.0": {"toy/__init__.py": b"", "toy/modeling.py": listed},
+    }
+    cases = {"toy": [Case("toy", label, "index") for label in trees]}
+
+    def starred(name: str) -> Reference:
+        return replace(ref(f"toy.modeling.{name}"), star="toy.modeling")
+
+    refs = [starred("Embeddings"), starred("math.sqrt"), starred("Model"), ref("toy.modeling.math")]
+    decided = resolve(refs, cases, workspace(tmp_path, trees))
+    found = {(r.reference.target, r.reference.star): r for r in decided}
+    gone = found["toy.modeling.Embeddings", "toy.modeling"]
+    assert [gone.outcomes[v] for v in trees] == [Outcome.OK, Outcome.MISSING]
+    assert gone.why["2.0"] == (
+        "from toy.modeling import * does not bind 'Embeddings': its __all__ does not list it"
+    )
+    assert found["toy.modeling.math.sqrt", "toy.modeling"].outcomes["2.0"] is Outcome.MISSING
+    assert set(found["toy.modeling.Model", "toy.modeling"].outcomes.values()) == {Outcome.OK}
+    # read as the module's attribute (`import toy.modeling`), its globals are all there
+    assert found["toy.modeling.math", None].outcomes["2.0"] is not Outcome.MISSING
+    assert Resolved.from_json(gone.to_json()) == gone  # the JSON keeps which star import
 
 
 def test_a_release_is_resolved_once_ever(tmp_path):

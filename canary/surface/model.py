@@ -7,7 +7,8 @@ a :class:`SurfaceResult` holds both and reads/writes the JSON other tools rely o
     {"targets": [{"name", "version", "requires": {pkg: specifier}}],
      "packages": {pkg: [versions checked]},
      "references": [{"package", "target", "kind", "anchor",
-                     "read_from"?: {"owners", "follow_shims"}, "sites": [{"path", "line",
+                     "read_from"?: {"owners", "follow_shims"}, "star"?: module,
+                     "sites": [{"path", "line",
                      "guarded", "versions", "at_import", "undecided",
                      "fallback_of", "requires", "replaces", "aliases",
                      "alternatives", "after", "handled", "exports", "raises", "constant",
@@ -307,12 +308,17 @@ class Reference:
     # ANCHOR of a registry with several sources: read only on the releases where its
     # owner is the one read (None: read wherever it is)
     read_from: ReadFrom | None = None
+    # a name the project reads bare, bound by its ``from <star> import *``: the star import
+    # gives it only where ``star`` exports it (its ``__all__``), not wherever ``star`` binds it
+    star: str | None = None
 
     @property
     def key(self) -> tuple[Any, ...]:
         """What makes two references the same one (their sites are merged): where it is
-        read from too, as that decides its outcomes."""
+        read from, and through which star import, too, as those decide its outcomes."""
         plain = (self.package, self.target, self.kind.value, self.anchor)
+        if self.star is not None:
+            plain = (*plain, f"*{self.star}")
         if self.read_from is None:
             return plain  # as before: what was remembered under it still applies
         return (*plain, self.read_from.owners, self.read_from.follow_shims)
@@ -428,6 +434,7 @@ class Resolved:
             "anchor": ref.anchor,
             "match": ref.match.value if ref.match else None,
             **({"read_from": ref.read_from.to_json()} if ref.read_from else {}),
+            **({"star": ref.star} if ref.star else {}),
             "sites": [site.to_json() for site in ref.sites],
             "outcomes": {version: outcome.value for version, outcome in self.outcomes.items()},
             "why": dict(self.why),
@@ -444,6 +451,7 @@ class Resolved:
             anchor=data.get("anchor"),
             match=Match(match) if match else None,
             read_from=ReadFrom.from_json(data["read_from"]) if data.get("read_from") else None,
+            star=str(data["star"]) if data.get("star") else None,
         )
         outcomes = {str(v): Outcome(o) for v, o in data["outcomes"].items()}
         return cls(reference, outcomes, dict(data.get("why") or {}))

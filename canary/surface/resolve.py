@@ -63,6 +63,8 @@ class Lookup(Protocol):
 class PackageTree(Protocol):
     def lookup(self, dotted: str, *, bound_only: bool = False) -> Lookup: ...
 
+    def star_exports(self, dotted: str) -> frozenset[str] | None: ...
+
     def mro(self, path: str, class_qualname: str) -> tuple[tuple[str, Any] | str, ...]: ...
 
 
@@ -472,7 +474,22 @@ def _decide(
             return Outcome.UNKNOWN, why
         if chosen != ref.target.rpartition(".")[0]:
             return Outcome.OK, f"{NOT_READ}: {why or f'{chosen} is read instead'}"
+    if ref.star is not None and (unexported := _not_star_exported(ref.star, ref.target, tree)):
+        return Outcome.MISSING, unexported
     return _outcome(ref, tree.lookup(ref.target, bound_only=_bound_only(ref)), files)
+
+
+def _not_star_exported(star: str, target: str, tree: PackageTree) -> str:
+    """Why ``from star import *`` does not bind the first name of ``target`` past it
+    ("": it may; the lookup then decides): the module lists what it exports (its literal
+    ``__all__``), and not that name. A module's own globals (``math``, ``logger``, the
+    classes a model file keeps to itself) are attributes of it, but no star import gives
+    them where ``__all__`` leaves them out."""
+    name = target[len(star) + 1 :].partition(".")[0]
+    exported = tree.star_exports(star)
+    if exported is not None and name not in exported:
+        return f"from {star} import * does not bind {name!r}: its __all__ does not list it"
+    return ""
 
 
 def owner_read(read_from: ReadFrom, tree: PackageTree) -> tuple[str | None, str]:

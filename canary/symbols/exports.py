@@ -289,6 +289,15 @@ class Resolver:
             undecided = undecided or answer
         return undecided
 
+    def star_exports(self, dotted: str) -> frozenset[str] | None:
+        """What ``from dotted import *`` binds, where the module says it exactly: its
+        literal ``__all__``. None where it has none (every public name), where it is lazy
+        (its ``__all__`` is built when it is imported) or not in the package."""
+        module = self.files.module(dotted)
+        if module is None or self._lazy_of(module) is not None:
+            return None
+        return self._exported(dotted)
+
     def _exported(self, dotted: str) -> frozenset[str] | None:
         """A module's literal ``__all__`` (what a star import takes), None without one."""
         if dotted not in self._all:

@@ -69,6 +69,11 @@ class PackageTree:
             found = self._step(found, part, ".".join(parts[:i]), bound_only=last)
         return found
 
+    def star_exports(self, dotted: str) -> frozenset[str] | None:
+        """The names ``from dotted import *`` binds, where the module lists them exactly
+        (a literal ``__all__``); None where it takes every public name, or cannot be told."""
+        return self._resolver.star_exports(dotted)
+
     def member(self, path: str, class_qualname: str, name: str) -> Lookup:
         """``name`` on the class ``class_qualname`` of ``path``, through its static MRO."""
         cls = self._class(path, class_qualname)

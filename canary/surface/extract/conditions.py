@@ -563,6 +563,7 @@ class Conditions(Values):
         bound = self._bound_at(node)
         if kind is Kind.IMPORT and 0 < self.guarded == self.reraising:
             raises = True  # every guard around it raises its ImportError again
+        star = self.star_of(_root(node), target)
         self.uses.append(
             Use(
                 kind=kind,
@@ -591,6 +592,7 @@ class Conditions(Values):
                 spot=spot,
                 partners=partners,
                 read_from=read_from,
+                star=star,
                 raises=raises,
                 deletes=deletes,
                 within=self.within,

@@ -32,6 +32,7 @@ class WalkState:
         self.module_scope = Scope()
         self.scope = self.module_scope
         self.upstream_stars: list[str] = []  # the module's `from <upstream> import *`
+        self.annotating = False  # in a type hint: postponed annotations are never evaluated
         self.guarded = 0
         self.window = guards.EVERY_RELEASE  # the releases the current branch runs on
         # the tests of an if/elif chain before the elif walked next, all false there

@@ -54,6 +54,7 @@ class Use:
     after: tuple[str, ...] = ()  # reached only after its function imported these
     handled: str = ""  # an import whose failure its try's handler takes the place of: why
     read_from: ReadFrom | None = None  # an anchor read only where its owner is the one read
+    star: str | None = None  # its first name read bare, bound by ``from <star> import *``
     # an anchor the project raises without (a check), an import whose every guard raises
     # its ImportError again: its miss breaks
     raises: bool = False
@@ -196,6 +197,7 @@ def merge(uses: Iterable[Use]) -> tuple[Reference, ...]:
             use.anchor,
             use.match,
             use.read_from,
+            use.star,
         )
         for use in uses
     )

@@ -157,13 +157,26 @@ class Values(WalkState):
                 return binding, steps, index == len(parts)
         return binding, steps, True
 
+    def star_of(self, name: ast.Name | None, target: str | None = None) -> str | None:
+        """The module whose ``from <module> import *`` binds ``name`` (None: a scope binds
+        it, it is a builtin, or the module has no single upstream star import to give it);
+        with ``target``, only where that is the name's upstream path or in it."""
+        if name is None or self.scope.lookup(name.id) is not UNBOUND:
+            return None
+        if name.id in _BUILTINS or len(self.upstream_stars) != 1:
+            return None
+        star = self.upstream_stars[0]
+        path = f"{star}.{name.id}"
+        if target is not None and target != path and not target.startswith(f"{path}."):
+            return None
+        return star
+
     def root(self, node: ast.expr) -> Binding | None:
         if isinstance(node, ast.Name):
             found = self.scope.lookup(node.id)
             if found is UNBOUND:
-                if node.id in _BUILTINS or len(self.upstream_stars) != 1:
-                    return None
-                return Upstream(f"{self.upstream_stars[0]}.{node.id}")
+                star = self.star_of(node)
+                return None if star is None else Upstream(f"{star}.{node.id}")
             return found  # type: ignore[return-value]
         if isinstance(node, ast.Call):
             if (module := self._imported_module(node)) is not None:

@@ -430,7 +430,8 @@ class Walker(Anchoring):
 
     def s_annotated(self, node: ast.AnnAssign, nested: bool) -> None:
         if nested:
-            self.expr(node.annotation)
+            with self.entered(annotating=True):
+                self.expr(node.annotation)
         if node.value is not None:
             if nested:
                 self.expr(node.value)
@@ -937,8 +938,9 @@ class Walker(Anchoring):
             return
         for child in (*node.decorator_list, *syntax.defaults(node.args)):
             self.expr(child)
-        for annotation in syntax.annotations(node):
-            self.expr(annotation)
+        with self.entered(annotating=True):
+            for annotation in syntax.annotations(node):
+                self.expr(annotation)
         if self.summarising or self._skippable(node):
             return  # a helper's nested functions are not its return value
         self.registration(node)
@@ -1337,6 +1339,13 @@ class Walker(Anchoring):
         if kind is ast.Name:
             if node.id in self.functions:  # type: ignore[attr-defined]
                 self.mention(node, self.root(node), node.id)  # type: ignore[arg-type]
+            elif (
+                not self.annotating
+                and type(node.ctx) is ast.Load  # type: ignore[attr-defined]
+                and (star := self.star_of(node)) is not None  # type: ignore[arg-type]
+            ):
+                # bound by no statement to see: its star import is read where it is used
+                self.use(Kind.ATTRIBUTE, f"{star}.{node.id}", node)  # type: ignore[attr-defined]
             return  # most expressions: a bare name is its binding's reference, made there
         if kind is ast.Constant:
             value = node.value  # type: ignore[attr-defined]
