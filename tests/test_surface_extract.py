@@ -203,6 +203,21 @@ def test_a_name_only_an_upstream_star_import_binds_is_read_through_it(tmp_path):
     assert one(refs, Kind.IMPORT, "transformers.BertConfig").star is None  # bound by an import
 
 
+def test_a_star_import_of_a_project_module_gives_on_what_its_upstream_star_gave_it(tmp_path):
+    # `from pkg.base import *` gives base's globals, those its own star import bound too
+    refs = surface(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/base.py": "from transformers.models.bert.modeling_bert import *\n",
+            "pkg/user.py": "from pkg.base import *\n\nclass E(BertEmbeddings): ...\n",
+        },
+    )
+    star = "transformers.models.bert.modeling_bert"
+    read = one(refs, Kind.ATTRIBUTE, f"{star}.BertEmbeddings")
+    assert (read.star, [s.path for s in read.sites]) == (star, ["pkg/user.py"])
+
+
 def test_a_module_read_inside_an_import_cycle_is_walked_with_the_cycle_complete(tmp_path):
     # reading b's names reads a's, which sees b partly initialised (no helper_alias yet);
     # a's functions run later, when b is complete

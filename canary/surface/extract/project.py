@@ -692,14 +692,21 @@ class Project:
             for name, binding in self.exports(self.module_of[path]).names.items()
             if isinstance(binding, Upstream)
         }
+        # a star import of a module whose own upstream star import gives it names gives
+        # them on: any name may then be upstream's
+        stars_given = any(self.exports(self.module_of[path]).upstream_stars for path in walked)
         for path in rest:
             text = self.text(path)
             if not imports_project.search(b"\n" + text):
                 continue
             if (
-                any(name in text for name in reexported)
-                and reexported & set(_IDENTIFIER.findall(text))
-            ) or (b"egist" in text and _REGISTRATION.search(text)):
+                (
+                    any(name in text for name in reexported)
+                    and reexported & set(_IDENTIFIER.findall(text))
+                )
+                or (stars_given and b"import *" in text)
+                or (b"egist" in text and _REGISTRATION.search(text))
+            ):
                 # a registration's function that imports the project's modules is the way
                 # into them, under the model types it is filed under (callers.py)
                 yield path

@@ -1039,6 +1039,11 @@ class Walker(Anchoring):
         public = [n for n in exports.names if not n.startswith("_")]
         for name in public:
             self.bind(name, exports.names[name])
+        if self.scope is self.module_scope:
+            # what its own upstream star imports gave it, a star import of it gives on
+            for star in exports.upstream_stars:
+                if star not in self.upstream_stars:
+                    self.upstream_stars.append(star)
         for name, value in exports.values.items():
             if not name.startswith("_"):
                 self.scope.values[name] = value
