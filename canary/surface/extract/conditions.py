@@ -519,7 +519,7 @@ class Conditions(Values):
         the name it goes through had (``H`` bound to ``trl.CPOTrainer`` under ``trl<0.29``
         is that object only there)."""
         here = Bound(self.window, self.fallback_of)
-        root = _root(node)
+        root = syntax.root_name(node)
         if root is None:
             return here
         bound = self.scope.condition_of(root.id)
@@ -563,7 +563,7 @@ class Conditions(Values):
         bound = self._bound_at(node)
         if kind is Kind.IMPORT and 0 < self.guarded == self.reraising:
             raises = True  # every guard around it raises its ImportError again
-        star = self.star_of(_root(node), target)
+        star = self.star_of(node, target)
         self.uses.append(
             Use(
                 kind=kind,
@@ -620,7 +620,7 @@ class Conditions(Values):
         hold (:class:`Alternative`: ``X`` imported from a new home in a ``try`` and from
         its old one in the ``except ImportError``), where that binding is made, and that
         object."""
-        root = _root(node)
+        root = syntax.root_name(node)
         if root is None:
             return
         primary = self.scope.lookup(root.id)
@@ -702,10 +702,3 @@ _COMPARISONS = {
     "operator.eq": "==",
     "operator.ne": "!=",
 }
-
-
-def _root(node: ast.AST) -> ast.Name | None:
-    """The name an attribute chain, subscript or call starts from (None: none)."""
-    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
-        node = node.func if isinstance(node, ast.Call) else node.value
-    return node if isinstance(node, ast.Name) else None

@@ -16,6 +16,13 @@ def absolute_module(module: str, is_package: bool, node: ast.ImportFrom) -> str 
     return importers.absolute(module, is_package, node.level, node.module)
 
 
+def root_name(node: ast.AST) -> ast.Name | None:
+    """The name an attribute chain, subscript or call starts from (None: none)."""
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node if isinstance(node, ast.Name) else None
+
+
 def positional(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
     return [a.arg for a in (*node.args.posonlyargs, *node.args.args)]
 

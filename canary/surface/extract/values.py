@@ -157,13 +157,15 @@ class Values(WalkState):
                 return binding, steps, index == len(parts)
         return binding, steps, True
 
-    def star_of(self, name: ast.Name | None, target: str | None = None) -> str | None:
-        """The module whose ``from <module> import *`` binds ``name`` (None: a scope binds
-        it, it is a builtin, or the module has no single upstream star import to give it);
-        with ``target``, only where that is the name's upstream path or in it."""
-        if name is None or self.scope.lookup(name.id) is not UNBOUND:
+    def star_of(self, node: ast.AST, target: str | None = None) -> str | None:
+        """The module whose ``from <module> import *`` binds the name ``node`` is or starts
+        from (None: the module has no single upstream star import to give it, it is a
+        builtin, or a scope binds it); with ``target``, only where that is the name's
+        upstream path or in it. Asked of every name walked: the cheap test goes first."""
+        if len(self.upstream_stars) != 1:
             return None
-        if name.id in _BUILTINS or len(self.upstream_stars) != 1:
+        name = syntax.root_name(node)
+        if name is None or name.id in _BUILTINS or self.scope.lookup(name.id) is not UNBOUND:
             return None
         star = self.upstream_stars[0]
         path = f"{star}.{name.id}"

@@ -1347,7 +1347,7 @@ class Walker(Anchoring):
             elif (
                 not self.annotating
                 and type(node.ctx) is ast.Load  # type: ignore[attr-defined]
-                and (star := self.star_of(node)) is not None  # type: ignore[arg-type]
+                and (star := self.star_of(node)) is not None
             ):
                 # bound by no statement to see: its star import is read where it is used
                 self.use(Kind.ATTRIBUTE, f"{star}.{node.id}", node)  # type: ignore[attr-defined]
