@@ -355,6 +355,44 @@ def test_a_binding_of_the_projects_own_object_under_its_own_name_is_an_export(tm
     }  # fmt: skip
 
 
+def test_a_private_function_bound_under_its_own_name_and_called_nowhere_is_uncalled(tmp_path):
+    # fastckpt: LlamaModel._prepare_decoder_attention_mask = _prepare_decoder_attention_mask,
+    # a method 4.36 dropped; named again only in a comment
+    refs = surface(
+        tmp_path,
+        {
+            "patch.py": """                import transformers
+                from transformers.models.llama import modeling_llama as ml
+
+                def _prepare(self, mask):  # _prepare keeps the mask as it is
+                    return mask
+
+                def _shared(self):
+                    return 1
+
+                def _other(self):
+                    return self._shared()
+
+                def public(self):
+                    return 1
+
+                ml.LlamaModel._prepare = _prepare
+                ml.LlamaModel._shared = _shared
+                ml.LlamaModel._other = _other
+                setattr(ml.LlamaModel, "public", public)
+                """,
+            "use.py": """                def run(model):
+                    return model._other()
+                """,
+        },
+    )
+    uncalled = {
+        r.target.rpartition(".")[2]: r.sites[0].uncalled for r in refs if r.kind is Kind.PATCH
+    }
+    # the project calls _shared through self, _other from another file; public is anyone's
+    assert uncalled == {"_prepare": True, "_shared": False, "_other": False, "public": False}
+
+
 def test_a_binding_the_projects_own_method_bound_beside_it_reads_through_self(tmp_path):
     # axolotl: FalconH1Mixer.forward = patched_mixer_forward, which calls the
     # self.cuda_kernels_forward it binds beside it

@@ -377,6 +377,24 @@ def test_code_bound_on_a_class_under_a_name_no_release_has_is_only_possible():
     # a module's name (liger's modeling_llama4.CrossEntropyLoss) stays held: above
 
 
+def test_a_private_method_the_project_never_calls_bound_under_a_name_no_release_has_is_held():
+    # fastckpt: LlamaModel._prepare_decoder_attention_mask = _prepare_decoder_attention_mask;
+    # 4.36 dropped the method, so no release checked calls it: the patch does nothing
+    name = "_prepare_decoder_attention_mask"
+    owner = resolved(LLAMA, "oooo", kind=Kind.IMPORT)
+    uncalled = replace(binding(), exports=True, function=True, uncalled=True)
+    member = resolved(f"{LLAMA}.{name}", "mmmm", uncalled)
+    member = replace(member, why=dict.fromkeys(RELEASES, member_miss(name, "A")))
+    (finding,) = findings([owner, member], PROJECT)
+    assert (finding.new, finding.possible, finding.fails) == (RELEASES[1:], "", True)
+    # one the project calls itself (through self) is an export, its own: added
+    called = replace(
+        member, reference=replace(member.reference, sites=(replace(uncalled, uncalled=False),))
+    )
+    (finding,) = findings([owner, called], PROJECT)
+    assert (finding.new, list(finding.added)) == ((), list(RELEASES[1:]))
+
+
 MIXER = "transformers.models.falcon_h1.modeling_falcon_h1.FalconH1Mixer"
 
 

@@ -565,7 +565,10 @@ def _own_attributes(resolved: Sequence[Resolved]) -> frozenset[str]:
     back itself (not a presence test: ``getattr(x, "n", None)`` before a patch is how a
     patch keeps upstream's original), or binds only upstream's own objects to them (no code
     of its own that upstream was meant to run). A binding of its own code that it never
-    reads is a patch of a name upstream dropped before the oldest release checked."""
+    reads is a patch of a name upstream dropped before the oldest release checked, and so is
+    one of its private functions it binds under its own name and calls nowhere itself
+    (:attr:`Site.uncalled`): an export is named for what it is, but a private function is
+    no one else's to call."""
     read = {
         item.reference.target
         for item in resolved
@@ -580,7 +583,7 @@ def _own_attributes(resolved: Sequence[Resolved]) -> frozenset[str]:
         and all(outcome is Outcome.MISSING for outcome in item.outcomes.values())
         and (
             reference.target in read
-            or all(site.aliases or site.exports for site in reference.sites)
+            or all(site.aliases or (site.exports and not site.uncalled) for site in reference.sites)
         )
     )
 
@@ -972,8 +975,12 @@ def _never_had(item: Resolved) -> str:
     ``_supports_flash_attn_2``). Code bound on a class is a member anyone holding an
     instance may call (lightning-thunder's ``LlamaRMSNorm.reset_parameters``, called by its
     meta-device materialization), or a method upstream dropped before then. The releases
-    checked prove neither. Code bound on a module is held: only that module's code reads its
-    names, so nothing but upstream would run it there (liger's ``CrossEntropyLoss``)."""
+    checked prove neither, except of a private function the project binds under its own
+    name and never calls (:attr:`Site.uncalled`): no one else calls a private member, and
+    upstream, lacking the name, does not; it is held (fastckpt's
+    ``LlamaModel._prepare_decoder_attention_mask``, a method 4.36 dropped). Code bound on
+    a module is held: only that module's code reads its names, so nothing but upstream
+    would run it there (liger's ``CrossEntropyLoss``)."""
     reference = item.reference
     if not _replaces(reference) or not item.outcomes:
         return ""
@@ -984,6 +991,8 @@ def _never_had(item: Resolved) -> str:
             "no release checked ever had it: the literal is a flag of the project's own, or "
             "one upstream dropped before the oldest release checked"
         )
+    if all(site.uncalled for site in reference.sites):
+        return ""  # a private method nothing calls where no release has the name
     if all(is_member_miss(item.why.get(version, "")) for version in item.outcomes):
         return (
             "no release checked ever had it on the class: a member the project adds, called "

@@ -13,7 +13,7 @@ a :class:`SurfaceResult` holds both and reads/writes the JSON other tools rely o
                      "fallback_of", "requires", "replaces", "aliases",
                      "alternatives", "after", "handled", "exports", "raises", "constant",
                      "read_by", "lacks", "elsewhere", "function", "registered",
-                     "named_for"}],
+                     "named_for", "deletes", "uncalled"}],
                      "outcomes": {version: "ok" | "missing" | "unknown"}}]}
 """
 
@@ -168,6 +168,11 @@ class Site:
     # spelling of the text is left, upstream dropped it or renamed it; either way the
     # rewrite has nothing to do, and whether it should have, the source does not say
     deletes: bool = False
+    # a PATCH site binding a private function of the project's under its own name, which
+    # the project's text names nowhere else but in prose: the project never calls it, so
+    # only upstream runs it, through the name bound. Where no release has that name on the
+    # class, nothing does: the binding is a patch of a method upstream dropped
+    uncalled: bool = False
 
     def runs_on(self, package: str, label: str) -> bool:
         """Whether the site can run on release ``label`` of ``package``: every bound of its
@@ -222,6 +227,7 @@ class Site:
             tuple(str(t) for t in data.get("registered") or ()),
             str(data.get("named_for") or ""),
             bool(data.get("deletes", False)),
+            bool(data.get("uncalled", False)),
         )
 
 
@@ -245,6 +251,7 @@ _SAID_WHERE_SET = (
     "registered",
     "named_for",
     "deletes",
+    "uncalled",
 )
 
 

@@ -104,6 +104,7 @@ from canary.surface import callers, importers
 from canary.surface.config import SourceRegistry
 from canary.surface.extract.installed import installed_modules
 from canary.surface.extract.project import Project
+from canary.surface.extract.uncalled import mark_uncalled
 from canary.surface.extract.uses import (
     Use,
     backfilled,
@@ -176,6 +177,7 @@ def survey(
         uses.extend(project.registered_anchors(registry))
     uses.extend(project.drain_applied())
     skipped |= project.skipped
+    uses = mark_uncalled(uses, project.files, project.text, project.in_prose)
     uses, loads = callers.carry(
         uses, walked.loads, walked.mentions, project.module_of, project.text, prose=project.in_prose
     )

@@ -38,6 +38,7 @@ class Use:
     aliases: str = ""  # ... with upstream's own object Y (X.n = Y): Y's dotted path
     exports: bool = False  # ... with the project's own object of that name (X.n = n)
     function: bool = False  # ... to a function of the project's: code it puts in upstream's way
+    uncalled: bool = False  # ... a private one of its own name, which the project never calls
     bound_object: str = ""  # ... to a name or attribute: its text (X.a = f; X.b = f)
     stash: str | None = None  # X._orig_f = X.f: the original it keeps beside it (X.f)
     constant: bool = False  # set to a literal (True, a name): a marker
@@ -187,6 +188,7 @@ def merge(uses: Iterable[Use]) -> tuple[Reference, ...]:
                     handled=use.handled,
                     exports=use.kind is Kind.PATCH and use.exports,
                     function=use.kind is Kind.PATCH and use.replaces and use.function,
+                    uncalled=use.kind is Kind.PATCH and use.uncalled,
                     raises=use.kind in (Kind.ANCHOR, Kind.IMPORT) and use.raises,
                     deletes=use.kind is Kind.ANCHOR and use.deletes,
                     constant=use.kind is Kind.PATCH and use.replaces and use.constant,
