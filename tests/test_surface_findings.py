@@ -377,6 +377,18 @@ def test_code_bound_on_a_class_under_a_name_no_release_has_is_only_possible():
     # a module's name (liger's modeling_llama4.CrossEntropyLoss) stays held: above
 
 
+def test_a_member_no_release_has_is_judged_on_the_releases_its_class_is_there():
+    # trl: GenericForSequenceClassification._keys_to_ignore_on_load_missing = [...]; the
+    # mixin came in 4.56, the project's floor: the 4.5x misses before are its module's
+    mixin = "transformers.modeling_layers.GenericForSequenceClassification"
+    owner = resolved(mixin, "mooo", kind=Kind.IMPORT)
+    member = resolved(f"{mixin}.keys", "mmmm", binding())
+    why = {v: member_miss("keys", "GenericForSequenceClassification") for v in RELEASES[1:]}
+    member = replace(member, why={RELEASES[0]: "modeling_layers does not bind it", **why})
+    (finding,) = findings([owner, member], PROJECT)
+    assert (finding.fails, "on the class" in finding.possible) == (False, True)
+
+
 def test_a_private_method_the_project_never_calls_bound_under_a_name_no_release_has_is_held():
     # fastckpt: LlamaModel._prepare_decoder_attention_mask = _prepare_decoder_attention_mask;
     # 4.36 dropped the method, so no release checked calls it: the patch does nothing

@@ -598,15 +598,15 @@ def test_the_action_with_a_baseline_fails_only_on_new_findings(world, action, in
     assert job.result == "success", job.log
     assert "canary: all clear (1 accepted finding(s))" in job.summary
 
-    # A break the baseline never saw fails: the project now also patches Engine.stop,
+    # A break the baseline never saw fails: the project now also imports toy.core.Gear,
     # which no release has.
     def new_break(folder: Path) -> None:
         with_baseline(folder)
         with (folder / "downstream" / "patch.py").open("a") as patch:
-            patch.write("\n\nEngine.stop = run\n")
+            patch.write("\n\nfrom toy.core import Gear\n")
 
     _, job = downstream_run(world, action, day=2, make=new_break)
     assert job.result == "failure"
     surface = job.step("canary surface: Run the surface")
     assert "file=downstream/patch.py,line=11" in surface.output, surface.output
-    assert "toy.core.Engine.stop" in surface.output
+    assert "toy.core.Gear" in surface.output

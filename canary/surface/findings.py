@@ -293,7 +293,7 @@ def findings(
             or _unknown_spelling(finding, runs, spellings)
             or _tested_anchor(finding, runs)
             or _nothing_to_delete(finding, item, runs)
-            or _never_had(item)
+            or _never_had(item, finding)
             or _recreated(item, finding, runs)
             or _below_floor(item, ranges[package])
             or _anchor_came_later(finding)
@@ -966,7 +966,7 @@ def _anchor_came_later(finding: Finding) -> str:
     )
 
 
-def _never_had(item: Resolved) -> str:
+def _never_had(item: Resolved, finding: Finding) -> str:
     """Why a binding of a name no release checked ever had is only possible: it cannot
     raise (what it binds on is there, or the miss is that owner's), and nothing upstream
     defined there stops being replaced. A literal is a flag of the project's own, read back
@@ -980,7 +980,9 @@ def _never_had(item: Resolved) -> str:
     upstream, lacking the name, does not; it is held (fastckpt's
     ``LlamaModel._prepare_decoder_attention_mask``, a method 4.36 dropped). Code bound on
     a module is held: only that module's code reads its names, so nothing but upstream
-    would run it there (liger's ``CrossEntropyLoss``)."""
+    would run it there (liger's ``CrossEntropyLoss``). A member is judged on the releases
+    of the finding: where the class itself is missing (trl's
+    ``GenericForSequenceClassification`` before 4.56), the miss is its module's."""
     reference = item.reference
     if not _replaces(reference) or not item.outcomes:
         return ""
@@ -993,7 +995,10 @@ def _never_had(item: Resolved) -> str:
         )
     if all(site.uncalled for site in reference.sites):
         return ""  # a private method nothing calls where no release has the name
-    if all(is_member_miss(item.why.get(version, "")) for version in item.outcomes):
+    # on the class where the finding is (releases without the class are that import's)
+    if finding.missing and all(
+        is_member_miss(item.why.get(version, "")) for version in finding.missing
+    ):
         return (
             "no release checked ever had it on the class: a member the project adds, called "
             "through instances by whoever holds one (its own code, torch), or one upstream "
