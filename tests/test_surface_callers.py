@@ -145,6 +145,18 @@ def test_a_way_in_canary_cannot_see_all_of_leaves_it_as_it_was(tmp_path, modules
     assert [s.versions for s in sites(tmp_path, *modules, extra=extra)] == [()]
 
 
+def test_functions_naming_each_other_round_take_the_conditions_of_the_way_in_from_outside(
+    tmp_path,
+):
+    # _a calls _b, _b calls _a back; only install() calls in, under the v5 test
+    cycle = (
+        "def _convert():\n    from transformers.core_model_loading import WeightConverter\n"
+        "    _b()\n"
+        "def _b():\n    _convert()\n"
+    )
+    assert {s.versions for s in sites(tmp_path, cycle, V5)} == {WINDOW}
+
+
 STATIC = (
     "import transformers\n"
     "from packaging import version\n"

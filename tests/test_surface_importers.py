@@ -3,6 +3,9 @@ conditions, on small project trees written here."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import textwrap
 
 import pytest
@@ -129,6 +132,54 @@ def test_a_module_in_an_import_cycle_is_left_as_it_was(tmp_path):
     )
     (site,) = one(refs, Kind.IMPORT, f"{GEMMA4}.modeling_gemma4.Gemma4Model").sites
     assert site.after == ()
+
+
+# peft: utils/save_and_load.py imports the v5 conversion module in a function, under a v5
+# flag; that module imports save_and_load back at its top
+CYCLE = {
+    "proj/__init__.py": "",
+    "proj/flags.py": (
+        "import transformers\nfrom packaging import version\n"
+        'IS_V5 = version.parse(transformers.__version__) >= version.parse("5.0.0")\n'
+    ),
+    "proj/conv.py": (
+        "from transformers.conversion_mapping import get_model_conversion_mapping\n"
+        "from proj import saver\n"
+    ),
+    "proj/saver.py": (
+        "import transformers\nfrom proj.flags import IS_V5\n\n"
+        "def save():\n    if IS_V5:\n        from proj import conv\n"
+    ),
+    "proj/main.py": "from proj import saver\n",
+}
+READ_CYCLE = """\
+import sys
+from pathlib import Path
+from canary.surface.extract import extract
+refs = extract(Path(sys.argv[1]), sorted(sys.argv[2:]), upstream=("transformers",))
+print([(r.target, [s.versions for s in r.sites]) for r in refs if "conversion" in r.target])
+"""
+
+
+def test_an_import_cycle_reads_the_same_whatever_the_hash_seed(tmp_path):
+    # which module of a cycle the reading met first decided where the others run, and that
+    # order was a set's: two runs of one project could disagree
+    for name, text in CYCLE.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    read = [
+        subprocess.run(
+            [sys.executable, "-c", READ_CYCLE, str(tmp_path), *CYCLE],
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in range(6)
+    ]
+    # the v5 module runs only where saver's function imports it: where the flag holds
+    mapping = "transformers.conversion_mapping.get_model_conversion_mapping"
+    assert set(read) == {f"[('{mapping}', [(('transformers', '>=5.0.0'),)])]\n"}, read
 
 
 def test_a_site_in_a_function_of_the_module_takes_its_importers_conditions_too(tmp_path):

@@ -38,10 +38,12 @@ in canary cannot see all of:
   it as it is, its module's ``__all__`` (the public way in, kept above), prose (a comment or
   a docstring), or a recorded place;
 - some place that names it runs under no condition, or there are more than
-  :data:`MAX_CONTEXTS` of them, or the places go round a cycle of such functions.
+  :data:`MAX_CONTEXTS` of them.
 
 A place inside the function itself (recursion) is no way in: it runs only once the function
-already did.
+already did. Functions that name each other round a cycle are read together, as
+:mod:`canary.surface.importers` reads an import cycle: one of them runs first through a way
+in from outside the cycle, so the places round it add only what those bring.
 
 A call in a ``try`` whose handlers swallow any exception (one catches it, bare or
 ``Exception``, and neither it nor one before it raises) is a way in where what fails inside
@@ -59,6 +61,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol, TypeVar
 
+from canary.surface.cycles import on_cycles
 from canary.surface.importers import Context, Load, Sited, conditioned, copies
 
 MAX_CONTEXTS = 16  # more ways in than this: left as it is
@@ -174,22 +177,96 @@ class _Ways:
         self.module_of = module_of
         self.text = text
         self._contexts: dict[Function, tuple[Context, ...] | None] = {}
+        self._cycles: dict[Function, frozenset[Function]] | None = None
+        self._cycle_reads: dict[
+            frozenset[Function], dict[Function, tuple[Context, ...] | None]
+        ] = {}
         self._accounted: dict[str, bool] = {}
         self._defined: dict[str, int] = {}  # name -> how many definitions the text has
         self._words: dict[str, frozenset[bytes]] | None = None  # path -> its ``_`` words
 
-    def contexts(
-        self, function: Function, seen: frozenset[Function] = frozenset()
-    ) -> tuple[Context, ...]:
+    def contexts(self, function: Function) -> tuple[Context, ...]:
         """The conditions of each way into ``function`` (): it runs wherever called)."""
         if function not in self._contexts:
-            self._contexts[function] = self._read(function, seen | {function})
+            self._contexts[function] = self._read(function)
         return self._contexts[function] or ()
 
-    def _read(self, function: Function, seen: frozenset[Function]) -> tuple[Context, ...] | None:
-        module, qualified = function
+    def _read(self, function: Function) -> tuple[Context, ...] | None:
+        if self._ways_in(function) is None:
+            return None
+        cycle = self._cyclic().get(function)
+        if cycle is not None:
+            return self._read_cycle(cycle).get(function)
+        found = self._found(function, {})
+        if not found or any(c.none for c in found) or len(found) > MAX_CONTEXTS:
+            return None
+        outside = self._outside(function)
+        if outside is None:
+            return None
+        return tuple(sorted(found | outside, key=repr))
+
+    def _found(self, function: Function, cycle: Mapping[Function, set[Context]]) -> set[Context]:
+        """The conditions of the places that name ``function``: each place's own, and those
+        of the function it lies in (one of ``cycle``: as known so far)."""
+        found: set[Context] = set()
+        for mention in self._ways_in(function) or ():
+            if not mention.within:
+                found.add(mention.context)
+                continue
+            outer = (self.module_of.get(mention.path, ""), mention.within)
+            if outer in cycle:
+                around: Iterable[Context] = cycle[outer]
+            else:
+                around = self.contexts(outer) or (Context(),)
+            found.update(mention.context & context for context in around)
+        return found
+
+    def _outside(self, function: Function) -> set[Context] | None:
+        """The ways in canary does not see: none (an empty set), one undecided (a public
+        function code outside the project may call), or any (None: a place names it that
+        is not recorded). Last, as it reads every file's text; a static method must be its
+        name's one definition: another class's ``m`` may be what ``self.m`` finds."""
+        qualified = function[1]
         name = _bare(qualified)  # a static method's own name (``C._m``: ``_m``)
-        if not carried(name) or module not in self.path_of:
+        if not self._all_recorded(name) or (qualified != name and self._defined[name] != 1):
+            return None
+        if not private(name):
+            outside = f"{qualified}() is public: code outside the project may call it"
+            return {Context(undecided=outside)}
+        return set()
+
+    def _read_cycle(self, cycle: frozenset[Function]) -> dict[Function, tuple[Context, ...] | None]:
+        """The functions of a cycle of functions naming each other, read together: one of
+        them runs first through a way in from outside the cycle (a place outside it, or one
+        canary does not see), so the places round it add only what those bring (the least
+        fixed point). Too many ways in: each left as it is."""
+        if cycle in self._cycle_reads:
+            return self._cycle_reads[cycle]
+        found: dict[Function, set[Context]] = {}
+        for function in cycle:
+            outside = self._outside(function)
+            found[function] = {Context()} if outside is None else outside
+        changed = True
+        while changed:
+            changed = False
+            for function in sorted(cycle):
+                now = found[function] | self._found(function, found)
+                if len(now) > MAX_CONTEXTS:
+                    self._cycle_reads[cycle] = dict.fromkeys(cycle)
+                    return self._cycle_reads[cycle]
+                if now != found[function]:
+                    found[function], changed = now, True
+        self._cycle_reads[cycle] = {
+            function: None if not now or any(c.none for c in now) else tuple(sorted(now, key=repr))
+            for function, now in found.items()
+        }
+        return self._cycle_reads[cycle]
+
+    def _ways_in(self, function: Function) -> list[Mention] | None:
+        """The places that name ``function`` and may call it (None: canary cannot count
+        them, and it runs wherever called)."""
+        module, qualified = function
+        if not carried(_bare(qualified)) or module not in self.path_of:
             return None
         mentions = [
             m
@@ -198,28 +275,21 @@ class _Ways:
         ]
         if not mentions or any(m.role is Role.RENAMES for m in mentions):
             return None
-        found: set[Context] = set()
-        for mention in mentions:
-            if mention.role in (Role.BINDS, Role.EXPORTS):
-                continue
-            outer = (self.module_of.get(mention.path, ""), mention.within)
-            if not mention.within:
-                found.add(mention.context)
-            elif outer in seen:
-                return None  # a cycle of functions naming each other: nothing certain
-            else:
-                around = self.contexts(outer, seen) or (Context(),)
-                found.update(mention.context & context for context in around)
-        if not found or any(c.none for c in found) or len(found) > MAX_CONTEXTS:
-            return None
-        # last, as it reads every file's text; a static method must be its name's one
-        # definition: another class's ``m`` may be what ``self.m`` finds
-        if not self._all_recorded(name) or (qualified != name and self._defined[name] != 1):
-            return None
-        if not private(name):
-            outside = f"{qualified}() is public: code outside the project may call it"
-            found.add(Context(undecided=outside))
-        return tuple(sorted(found, key=repr))
+        return [m for m in mentions if m.role not in (Role.BINDS, Role.EXPORTS)]
+
+    def _cyclic(self) -> dict[Function, frozenset[Function]]:
+        """The functions on a cycle of functions naming each other, each with its cycle's:
+        read together, so the same whichever function the reading starts from."""
+        if self._cycles is None:
+            self._cycles = on_cycles(sorted(self.by_function), self._callers)
+        return self._cycles
+
+    def _callers(self, function: Function) -> list[Function]:
+        return [
+            (self.module_of.get(m.path, ""), m.within)
+            for m in self._ways_in(function) or ()
+            if m.within
+        ]
 
     def _all_recorded(self, name: str) -> bool:
         """Every occurrence of ``name`` in the project's text is a recorded place or a

@@ -20,7 +20,15 @@ What leaves a module as it is (its sites run wherever imported, as before):
   entry point), or one does whose conditions are none (an import extraction did not walk,
   in a file or function that names nothing upstream, has none of its own: it runs where
   its module does);
-- an import cycle through it, or more than ``_MAX_CONTEXTS`` ways in.
+- more than ``_MAX_CONTEXTS`` ways in.
+
+The modules of an import cycle are read together: one of them runs first through a way in
+from outside the cycle, so the ways round it add only what those bring (peft's v5
+conversion module, imported in a function of ``save_and_load`` under its v5 flag, imports
+``save_and_load`` back). Read one at a time, whichever module was met first decided where
+the others run, and that order was a set's: two runs of one project could disagree. A
+module of a cycle the project may also load by name passes its undecided copy to no other
+module of the cycle.
 
 An import inside ``if TYPE_CHECKING:`` never runs: it is no way in; nor is an import of a
 package (``from . import x``, ``from .patch import f`` loads it) inside its own submodules:
@@ -45,10 +53,11 @@ which are what canary holds against it.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol, TypeVar
 
+from canary.surface.cycles import on_cycles
 from canary.surface.model import Kind
 
 _IMPORT_STATEMENT = re.compile(
@@ -319,12 +328,14 @@ class _Ways:
         self._named: set[str] | None = None
         self._files: set[str] | None = None  # the file names (``x.py``) strings spell
         self._contexts: dict[str, tuple[Context, ...] | None] = {}
+        self._cycles: dict[str, frozenset[str]] | None = None
+        self._cycle_reads: dict[frozenset[str], dict[str, tuple[Context, ...] | None]] = {}
 
-    def contexts(self, module: str, seen: frozenset[str] = frozenset()) -> tuple[Context, ...]:
+    def contexts(self, module: str) -> tuple[Context, ...]:
         """The conditions of each way into ``module`` (): it runs wherever imported)."""
         if module in self._contexts:
             return self._contexts[module] or ()
-        found = self._read(module, seen | {module}) or ()
+        found = self._read(module) or ()
         if not found and (why := self._only_by_name(module)):
             found = (Context(undecided=why),)
         elif found and (why := self._loaded_by_name(module)):
@@ -350,12 +361,51 @@ class _Ways:
                 return found
             found -= unconditional
 
-    def _read(self, module: str, seen: frozenset[str]) -> tuple[Context, ...] | None:
-        statements = self.statements.get(module)
-        if not statements:
+    def _read(self, module: str) -> tuple[Context, ...] | None:
+        if not self.statements.get(module):
             return None  # its users import it
+        cycle = self._cyclic().get(module)
+        if cycle is not None:
+            return self._read_cycle(cycle).get(module)
+        return _final(self._found(module, {}))
+
+    def _found(self, module: str, cycle: Mapping[str, set[Context]]) -> set[Context]:
+        """The conditions of the ways into ``module``: each import's own, and its module's
+        (those in ``cycle`` as known so far)."""
         found: set[Context] = set()
-        for path, line in statements:
+        for outer, loads in self._ways_in(module):
+            # in a function or not, an import runs only once its module was imported
+            if outer in cycle:
+                around: Iterable[Context] = cycle[outer]
+            else:
+                around = self.contexts(outer) or (Context(),)
+            for load in loads:
+                found.update(load.context & context for context in around)
+        return found
+
+    def _read_cycle(self, cycle: frozenset[str]) -> dict[str, tuple[Context, ...] | None]:
+        """The modules of an import cycle, read together: a module of it runs first through
+        a way in from outside it, so the ways round it add only what those bring (the least
+        fixed point, from none). Too many ways in: each left as it is."""
+        if cycle not in self._cycle_reads:
+            found: dict[str, set[Context]] = {module: set() for module in cycle}
+            changed = True
+            while changed:
+                changed = False
+                for module in sorted(cycle):
+                    now = self._found(module, found)
+                    if len(now) > _MAX_CONTEXTS:
+                        self._cycle_reads[cycle] = dict.fromkeys(cycle)
+                        return self._cycle_reads[cycle]
+                    if now != found[module]:
+                        found[module], changed = now, True
+            self._cycle_reads[cycle] = {module: _final(found[module]) for module in cycle}
+        return self._cycle_reads[cycle]
+
+    def _ways_in(self, module: str) -> Iterator[tuple[str, list[Load]]]:
+        """Each import statement of ``module`` that runs before it can: the module it lies
+        in, and the loads the walk recorded there."""
+        for path, line in self.statements.get(module, ()):
             if _within(self.module_of.get(path, ""), module):
                 continue  # the package itself, or a submodule of it: it ran first
             loads = self.loads.get((module, path, line))
@@ -365,16 +415,16 @@ class _Ways:
                 # not walked (in a file, or a function, that names nothing upstream): its
                 # own conditions are not known, and could only narrow where it runs
                 loads = [Load(module, path, line, at_import=(path, line) in self.top)]
-            for load in loads:
-                # in a function or not, an import runs only once its module was imported
-                outer = self.module_of[path]
-                if outer in seen:
-                    return None  # an import cycle: nothing certain
-                around = self.contexts(outer, seen) or (Context(),)
-                found.update(load.context & context for context in around)
-        if not found or any(context.none for context in found) or len(found) > _MAX_CONTEXTS:
-            return None
-        return tuple(sorted(found, key=repr))
+            yield self.module_of[path], loads
+
+    def _cyclic(self) -> dict[str, frozenset[str]]:
+        """The modules on an import cycle, each with its cycle's: read together, so the same
+        whichever module the reading starts from."""
+        if self._cycles is None:
+            self._cycles = on_cycles(
+                sorted(self.statements), lambda m: [outer for outer, _ in self._ways_in(m)]
+            )
+        return self._cycles
 
     def _only_by_name(self, module: str) -> str:
         """Why the project loads ``module`` only by its name in a string (a lazy registry,
@@ -554,6 +604,14 @@ def _statements(source: str) -> Iterable[re.Match[str]]:
         if match:
             last = start
             yield match
+
+
+def _final(found: set[Context]) -> tuple[Context, ...] | None:
+    """The ways in, in order; None where one runs under no condition or there are too many
+    to follow: the module runs wherever it is imported."""
+    if not found or any(context.none for context in found) or len(found) > _MAX_CONTEXTS:
+        return None
+    return tuple(sorted(found, key=repr))
 
 
 def _within(importer: str, module: str) -> bool:
