@@ -344,14 +344,39 @@ _GAVE_UP = (
         ),
         (_GAVE_UP.format("0.9.0, 1.0.1"), pipfailure.NOT_FOUND, "no such version"),
         (_GAVE_UP.format("none"), pipfailure.NO_RELEASES, "no version of the package listed"),
+        (
+            "ERROR: Cannot install torchvision==0.29.2 because these package versions have "
+            "conflicting dependencies.\n\nThe conflict is caused by:\n    The user requested "
+            "torchvision==0.29.2\n    The user requested (constraint) torchvision<=0.29.1\n"
+            "ERROR: ResolutionImpossible: for help visit https://pip.example/",
+            pipfailure.CONSTRAINED,
+            "a constraint allows only torchvision<=0.29.1",
+        ),
+        (  # the same under --quiet, as canary runs it: the conflict's lines are left out
+            "ERROR: Cannot install torchvision==0.29.2 because these package versions have "
+            "conflicting dependencies.\nERROR: ResolutionImpossible: for help visit ...",
+            pipfailure.CONSTRAINED,
+            "a constraint rules out torchvision==0.29.2",
+        ),
         ("ERROR: THESE PACKAGES DO NOT MATCH THE HASHES", pipfailure.OTHER, "failed"),
     ],
-    ids=["refused", "dns", "tls", "timeout", "proxy", "no such version", "none listed", "other"],
+    ids=[
+        "refused",
+        "dns",
+        "tls",
+        "timeout",
+        "proxy",
+        "no such version",
+        "none listed",
+        "constraint",
+        "constraint, quiet",
+        "other",
+    ],
 )
 def test_pips_output_tells_an_unreachable_index_from_a_missing_version(output, kind, reason):
     # The unreachable cases end with the same "No matching distribution" as a typo does.
     failure = pipfailure.classify(f"{output}\n{_GAVE_UP.format('none')}")
-    if kind in (pipfailure.NOT_FOUND, pipfailure.OTHER):
+    if kind in (pipfailure.NOT_FOUND, pipfailure.CONSTRAINED, pipfailure.OTHER):
         failure = pipfailure.classify(output)
     assert (failure.kind, failure.reason) == (kind, reason)
 

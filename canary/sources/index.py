@@ -262,6 +262,14 @@ class IndexSource:
                 f"pointing at the index you meant (`pip config list`)? pip said: {tail}",
                 cause=cause,
             )
+        if failure.kind == pipfailure.CONSTRAINED:
+            raise FetchError(
+                f"pip will not download {requirement}: {failure.reason}, from a constraints "
+                f"file in your pip configuration (`pip config list`, or PIP_CONSTRAINT). "
+                f"canary only reads the wheel: download it without the constraint and pass "
+                f"its unpacked folder as the target. pip said: {failure.evidence}",
+                cause=f"{failure.reason} (a pip constraint)",
+            )
         if failure.kind == pipfailure.NOT_FOUND:
             raise RefNotFound(
                 f"{requirement} has no wheel on the package index: is the version right? "

@@ -16,6 +16,7 @@ UNREACHABLE = "unreachable"  # no answer from the index: the next release will n
 NO_RELEASES = "no releases"  # the index answered but lists nothing of the package at all
 NOT_FOUND = "not found"  # the index lists the package, but not this version
 NO_SPACE = "no space"  # the disk pip downloads to is full: no release will fare better
+CONSTRAINED = "constrained"  # a constraint in pip's configuration rules the version out
 OTHER = "other"
 _NO_SPACE = re.compile(r"No space left on device|\[Errno 28\]|ENOSPC", re.IGNORECASE)
 
@@ -50,6 +51,10 @@ _NOT_ON_INDEX = re.compile(
     r"No matching distribution found|Could not find a version that satisfies", re.IGNORECASE
 )
 _NO_VERSIONS = re.compile(r"\(from versions: none\)", re.IGNORECASE)
+# One requirement downloaded without its dependencies conflicts only with a constraint, the
+# user's own (``global.constraint``, ``PIP_CONSTRAINT``); pip names it where not --quiet
+_CONFLICT = re.compile(r"Cannot install (\S+) because these package versions have conflicting")
+_CONSTRAINT = re.compile(r"The user requested \(constraint\) (\S+)")
 
 
 _EVIDENCE_LIMIT = 200  # characters of pip's line kept as evidence
@@ -57,7 +62,7 @@ _EVIDENCE_LIMIT = 200  # characters of pip's line kept as evidence
 
 @dataclass(frozen=True)
 class PipFailure:
-    kind: str  # one of UNREACHABLE, NO_RELEASES, NOT_FOUND, NO_SPACE, OTHER
+    kind: str  # one of UNREACHABLE, NO_RELEASES, NOT_FOUND, NO_SPACE, CONSTRAINED, OTHER
     reason: str  # pip's reason in a few words: "connection refused"
     evidence: str = ""  # the line of pip's output that says so (network failures)
 
@@ -69,6 +74,9 @@ def classify(output: str) -> PipFailure:
     for reason, pattern in _NETWORK:
         if match := pattern.search(output):
             return PipFailure(UNREACHABLE, reason, _line_around(output, match))
+    if match := _CONSTRAINT.search(output) or _CONFLICT.search(output):
+        says = "allows only" if match.re is _CONSTRAINT else "rules out"
+        return PipFailure(CONSTRAINED, f"a constraint {says} {match.group(1)}", match[0])
     if _NOT_ON_INDEX.search(output):
         if _NO_VERSIONS.search(output):
             return PipFailure(NO_RELEASES, "no version of the package listed")
