@@ -146,6 +146,23 @@ def test_a_kept_wheel_is_downloaded_once_and_read_for_every_later_file(fake_pip,
     assert [p.name for p in source.kept_wheel.parent.iterdir()] == ["pkg-1.2.3.whl"]
 
 
+def test_a_kept_wheel_is_found_whichever_spelling_of_the_name_asks(fake_pip, wheel, tmp_path):
+    # FlagEmbedding==1.4.2 kept as flagembedding: one project, one wheel, also offline
+    source = fake_pip("ok")
+    source.wheel_dir = tmp_path / "wheels"
+    source.fetch(["pkg/__init__.py"])
+    for spelling in ("PKG", "Pkg"):
+        again = IndexSource(spelling, "1.2.3", wheel_dir=source.wheel_dir, offline=True)
+        assert again.kept_wheel == source.kept_wheel
+        assert again.fetch(["pkg/__init__.py"]) == {"pkg/__init__.py": INIT}
+    # a wheel an older canary kept under the name as asked is still read, offline
+    older = tmp_path / "older"
+    (older / "Pkg").mkdir(parents=True)
+    source.kept_wheel.rename(older / "Pkg" / "Pkg-1.2.3.whl")
+    again = IndexSource("Pkg", "1.2.3", wheel_dir=older, offline=True)
+    assert again.fetch(["pkg/__init__.py"]) == {"pkg/__init__.py": INIT}
+
+
 def test_a_damaged_kept_wheel_is_downloaded_again_not_trusted(fake_pip, wheel, tmp_path):
     source = fake_pip("ok")
     source.wheel_dir = tmp_path / "wheels"

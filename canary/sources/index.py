@@ -26,6 +26,8 @@ import zipfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
+from packaging.utils import canonicalize_name
+
 from canary.atomic import writing
 from canary.errors import CacheDamaged, FetchError, IndexUnreachable, OfflineMiss, RefNotFound
 from canary.sources import folder_index, pin, pipfailure
@@ -84,7 +86,13 @@ class IndexSource:
         """Where this release's wheel is kept (whether or not it is there yet)."""
         if self.wheel_dir is None or pin.problem(self.package, self.ref) is not None:
             return None  # never a path built from text that is no name and version
-        return self.wheel_dir / self.package / f"{self.package}-{self.ref}.whl"
+        # the index's own spelling of the name: FlagEmbedding, flagembedding and flag_embedding
+        # are one project, so one wheel, whichever a target names
+        name = canonicalize_name(self.package)
+        kept = self.wheel_dir / name / f"{name}-{self.ref}.whl"
+        # a cache written before names were read so keeps the name as it was asked for
+        asked = self.wheel_dir / self.package / f"{self.package}-{self.ref}.whl"
+        return asked if not kept.is_file() and asked.is_file() else kept
 
     @property
     def keeps_release(self) -> bool:
