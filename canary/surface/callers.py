@@ -61,8 +61,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol, TypeVar
 
-from canary.surface.cycles import on_cycles
-from canary.surface.importers import Context, Load, Sited, conditioned, copies
+from canary.surface.cycles import least_fixed_point, on_cycles
+from canary.surface.importers import Context, Load, Sited, conditioned, copies, final
 
 MAX_CONTEXTS = 16  # more ways in than this: left as it is
 
@@ -181,6 +181,7 @@ class _Ways:
         self._cycle_reads: dict[
             frozenset[Function], dict[Function, tuple[Context, ...] | None]
         ] = {}
+        self._ways: dict[Function, list[Mention] | None] = {}
         self._accounted: dict[str, bool] = {}
         self._defined: dict[str, int] = {}  # name -> how many definitions the text has
         self._words: dict[str, frozenset[bytes]] | None = None  # path -> its ``_`` words
@@ -198,7 +199,7 @@ class _Ways:
         if cycle is not None:
             return self._read_cycle(cycle).get(function)
         found = self._found(function, {})
-        if not found or any(c.none for c in found) or len(found) > MAX_CONTEXTS:
+        if final(found, MAX_CONTEXTS) is None:
             return None
         outside = self._outside(function)
         if outside is None:
@@ -240,31 +241,29 @@ class _Ways:
         them runs first through a way in from outside the cycle (a place outside it, or one
         canary does not see), so the places round it add only what those bring (the least
         fixed point). Too many ways in: each left as it is."""
-        if cycle in self._cycle_reads:
-            return self._cycle_reads[cycle]
-        found: dict[Function, set[Context]] = {}
-        for function in cycle:
-            outside = self._outside(function)
-            found[function] = {Context()} if outside is None else outside
-        changed = True
-        while changed:
-            changed = False
-            for function in sorted(cycle):
-                now = found[function] | self._found(function, found)
-                if len(now) > MAX_CONTEXTS:
-                    self._cycle_reads[cycle] = dict.fromkeys(cycle)
-                    return self._cycle_reads[cycle]
-                if now != found[function]:
-                    found[function], changed = now, True
-        self._cycle_reads[cycle] = {
-            function: None if not now or any(c.none for c in now) else tuple(sorted(now, key=repr))
-            for function, now in found.items()
-        }
+        if cycle not in self._cycle_reads:
+            found = least_fixed_point(cycle, self._seen_from_outside, self._found, MAX_CONTEXTS)
+            self._cycle_reads[cycle] = (
+                dict.fromkeys(cycle)
+                if found is None
+                else {function: final(found[function], MAX_CONTEXTS) for function in cycle}
+            )
         return self._cycle_reads[cycle]
+
+    def _seen_from_outside(self, function: Function) -> set[Context]:
+        """The ways into a function of a cycle canary does not see, as conditions: any (a
+        place not recorded) is one under no condition."""
+        outside = self._outside(function)
+        return {Context()} if outside is None else outside
 
     def _ways_in(self, function: Function) -> list[Mention] | None:
         """The places that name ``function`` and may call it (None: canary cannot count
-        them, and it runs wherever called)."""
+        them, and it runs wherever called); read once: a cycle's are read on every round."""
+        if function not in self._ways:
+            self._ways[function] = self._read_ways_in(function)
+        return self._ways[function]
+
+    def _read_ways_in(self, function: Function) -> list[Mention] | None:
         module, qualified = function
         if not carried(_bare(qualified)) or module not in self.path_of:
             return None

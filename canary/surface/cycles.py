@@ -3,7 +3,7 @@ other round, and its functions that name each other round."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Generic, TypeVar
 
 N = TypeVar("N", bound=Hashable)
@@ -71,3 +71,28 @@ class _Tarjan(Generic[N]):
         if len(component) > 1 or root in self.loops:
             cycle = frozenset(component)
             self.found.update(dict.fromkeys(cycle, cycle))
+
+
+V = TypeVar("V")
+
+
+def least_fixed_point(
+    cycle: frozenset[N],
+    start: Callable[[N], set[V]],
+    step: Callable[[N, Mapping[N, set[V]]], set[V]],
+    limit: int,
+) -> dict[N, set[V]] | None:
+    """Each node of ``cycle`` with the least set that holds ``start(node)`` and
+    ``step(node, sets so far)``, grown until none changes (``step`` only grows as the sets
+    do); None where one would hold more than ``limit``."""
+    found = {node: start(node) for node in cycle}
+    changed = True
+    while changed:
+        changed = False
+        for node in sorted(cycle):  # type: ignore[type-var]
+            now = found[node] | step(node, found)
+            if len(now) > limit:
+                return None
+            if now != found[node]:
+                found[node], changed = now, True
+    return found

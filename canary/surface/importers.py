@@ -57,7 +57,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, S
 from dataclasses import dataclass, replace
 from typing import Protocol, TypeVar
 
-from canary.surface.cycles import on_cycles
+from canary.surface.cycles import least_fixed_point, on_cycles
 from canary.surface.model import Kind
 
 _IMPORT_STATEMENT = re.compile(
@@ -330,6 +330,7 @@ class _Ways:
         self._contexts: dict[str, tuple[Context, ...] | None] = {}
         self._cycles: dict[str, frozenset[str]] | None = None
         self._cycle_reads: dict[frozenset[str], dict[str, tuple[Context, ...] | None]] = {}
+        self._ways: dict[str, list[tuple[str, list[Load]]]] = {}
 
     def contexts(self, module: str) -> tuple[Context, ...]:
         """The conditions of each way into ``module`` (): it runs wherever imported)."""
@@ -367,7 +368,7 @@ class _Ways:
         cycle = self._cyclic().get(module)
         if cycle is not None:
             return self._read_cycle(cycle).get(module)
-        return _final(self._found(module, {}))
+        return final(self._found(module, {}))
 
     def _found(self, module: str, cycle: Mapping[str, set[Context]]) -> set[Context]:
         """The conditions of the ways into ``module``: each import's own, and its module's
@@ -388,23 +389,23 @@ class _Ways:
         a way in from outside it, so the ways round it add only what those bring (the least
         fixed point, from none). Too many ways in: each left as it is."""
         if cycle not in self._cycle_reads:
-            found: dict[str, set[Context]] = {module: set() for module in cycle}
-            changed = True
-            while changed:
-                changed = False
-                for module in sorted(cycle):
-                    now = self._found(module, found)
-                    if len(now) > _MAX_CONTEXTS:
-                        self._cycle_reads[cycle] = dict.fromkeys(cycle)
-                        return self._cycle_reads[cycle]
-                    if now != found[module]:
-                        found[module], changed = now, True
-            self._cycle_reads[cycle] = {module: _final(found[module]) for module in cycle}
+            found = least_fixed_point(cycle, lambda _: set(), self._found, _MAX_CONTEXTS)
+            self._cycle_reads[cycle] = (
+                dict.fromkeys(cycle)
+                if found is None
+                else {module: final(found[module]) for module in cycle}
+            )
         return self._cycle_reads[cycle]
 
-    def _ways_in(self, module: str) -> Iterator[tuple[str, list[Load]]]:
+    def _ways_in(self, module: str) -> list[tuple[str, list[Load]]]:
         """Each import statement of ``module`` that runs before it can: the module it lies
-        in, and the loads the walk recorded there."""
+        in, and the loads the walk recorded there (read once: a cycle's are read again on
+        every round)."""
+        if module not in self._ways:
+            self._ways[module] = list(self._read_ways_in(module))
+        return self._ways[module]
+
+    def _read_ways_in(self, module: str) -> Iterator[tuple[str, list[Load]]]:
         for path, line in self.statements.get(module, ()):
             if _within(self.module_of.get(path, ""), module):
                 continue  # the package itself, or a submodule of it: it ran first
@@ -606,10 +607,10 @@ def _statements(source: str) -> Iterable[re.Match[str]]:
             yield match
 
 
-def _final(found: set[Context]) -> tuple[Context, ...] | None:
-    """The ways in, in order; None where one runs under no condition or there are too many
-    to follow: the module runs wherever it is imported."""
-    if not found or any(context.none for context in found) or len(found) > _MAX_CONTEXTS:
+def final(found: set[Context], limit: int = _MAX_CONTEXTS) -> tuple[Context, ...] | None:
+    """The ways in, in order; None where there is none, one runs under no condition, or
+    there are more than ``limit`` to follow: it runs wherever it is reached."""
+    if not found or any(context.none for context in found) or len(found) > limit:
         return None
     return tuple(sorted(found, key=repr))
 
