@@ -63,15 +63,12 @@ def _only_defined_and_bound(
         if word not in source:
             continue
         lines = source.splitlines()
-        line, at = 1, 0
-        for start in callers.occurrences(source, word):
-            line += source.count(b"\n", at, start)
-            at = start
+        for line, column in callers.occurrences(source, word):
             if (path, line) in bindings:
                 continue
             if _defines(lines[line - 1], word):
                 continue
-            if not prose(path, line, at - (source.rfind(b"\n", 0, at) + 1)):
+            if not prose(path, line, column):
                 return False
     return True
 
