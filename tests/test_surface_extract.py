@@ -1238,6 +1238,102 @@ def test_a_name_bound_on_both_sides_of_a_version_test_is_used_through_each(tmp_p
     assert where(refs, "transformers.Seq2SeqTrainer.train") == [(10, (), ())]
 
 
+DISPATCH = """\
+    from transformers import AutoModel, T5EncoderModel, DebertaV2Model
+
+    def encoder(config, fast):
+        kind = config.__class__.__name__
+        if kind in ("T5Config", "MT5Config"):
+            Model = T5EncoderModel
+        elif kind == "DebertaV2Config":
+            Model = DebertaV2Model
+        else:
+            Model = AutoModel
+        if fast:
+            return Model.fast_path
+        {use}
+"""
+
+
+@pytest.mark.parametrize(
+    ("use", "through"),
+    [
+        # gliclass: the branches that chose the class decide which reads it takes
+        (
+            'if kind in ("T5Config", "DebertaV2Config"):\n'
+            "            return Model._from_config(config)\n"
+            "        return Model.from_config(config)",
+            {
+                "T5EncoderModel._from_config",
+                "DebertaV2Model._from_config",
+                "T5EncoderModel.from_config",  # an MT5Config gets there
+                "AutoModel.from_config",
+            },
+        ),
+        (
+            'if kind not in ("T5Config", "MT5Config"):\n            return Model.load',
+            {"DebertaV2Model.load", "AutoModel.load"},
+        ),
+        (
+            'if kind == "T5Config" or kind == "MT5Config":\n            return Model.load',
+            {"T5EncoderModel.load"},
+        ),
+        (
+            'if not kind.startswith("T5"):\n            return Model.load',
+            {"T5EncoderModel.load", "DebertaV2Model.load", "AutoModel.load"},
+        ),
+        # a test of another name, or one not about strings, rules nothing out
+        (
+            'if config.kind == "T5Config":\n            return Model.load',
+            {"T5EncoderModel.load", "DebertaV2Model.load", "AutoModel.load"},
+        ),
+    ],
+)
+def test_a_name_bound_on_one_value_of_a_tested_name_is_not_used_where_that_value_is_ruled_out(
+    tmp_path, use, through
+):
+    refs = surface(tmp_path, {"proj/__init__.py": "", "proj/m.py": DISPATCH.format(use=use)})
+    loads = {r.target.removeprefix("transformers.") for r in refs if r.kind is Kind.ATTRIBUTE}
+    assert (
+        loads - {f"{m}.fast_path" for m in ("T5EncoderModel", "DebertaV2Model", "AutoModel")}
+        == through
+    )
+    assert {f"{m}.fast_path" for m in ("T5EncoderModel", "DebertaV2Model", "AutoModel")} <= loads
+
+
+@pytest.mark.parametrize(
+    "rebinding",
+    [
+        "kind = kind.lower()",  # bound twice: the test after may see another value
+        "global kind",
+    ],
+)
+def test_a_tested_name_that_may_change_rules_nothing_out(tmp_path, rebinding):
+    source = DISPATCH.replace("        if fast:", f"        {rebinding}\n        if fast:").format(
+        use='if kind == "T5Config":\n            return Model.load'
+    )
+    refs = surface(tmp_path, {"proj/__init__.py": "", "proj/m.py": source})
+    loads = {r.target.removeprefix("transformers.") for r in refs if r.kind is Kind.ATTRIBUTE}
+    assert {"T5EncoderModel.load", "DebertaV2Model.load", "AutoModel.load"} <= loads
+
+
+def test_a_tested_name_bound_in_a_loop_rules_nothing_out(tmp_path):
+    source = """\
+        from transformers import AutoModel, T5EncoderModel
+
+        def encoders(configs):
+            for config in configs:
+                kind = config.kind
+                if kind == "T5Config":
+                    Model = T5EncoderModel
+                if kind == "BertConfig":
+                    Model.load  # the one an earlier config chose
+                Model = AutoModel
+    """
+    refs = surface(tmp_path, {"proj/__init__.py": "", "proj/m.py": source})
+    assert "transformers.T5EncoderModel.load" in targets(refs, Kind.ATTRIBUTE)
+
+
 def test_a_site_is_after_the_upstream_imports_its_function_made_before_it(tmp_path):
     refs = surface(
         tmp_path,

@@ -9,7 +9,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 
 from canary.surface import anchortests, guards, probes, versiontests
-from canary.surface.extract import syntax
+from canary.surface.extract import domains, syntax
 from canary.surface.extract.scopes import (
     VERSION_HELPER,
     Bound,
@@ -304,37 +304,62 @@ class Conditions(Values):
 
     def _selection(self, test: ast.expr, *, positive: bool) -> frozenset[str] | None:
         """The method names the selector parameter can have where ``test`` is ``positive``
-        (None: the test does not say): ``name == "x"``, ``name != "x"``, ``name in (...)``,
-        ``not``, ``and``/``or`` of those."""
-        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-            return self._selection(test.operand, positive=not positive)
-        if isinstance(test, ast.BoolOp):
-            parts = [self._selection(value, positive=positive) for value in test.values]
-            if isinstance(test.op, ast.Or) == positive:  # a or b; not (a and b)
-                if any(part is None for part in parts):
-                    return None
-                return frozenset().union(*parts)  # type: ignore[arg-type]
-            known = [part for part in parts if part is not None]
-            return frozenset.intersection(*known) if known else None
-        single = isinstance(test, ast.Compare) and len(test.ops) == 1 and self.selector
-        return self._compared(test, positive=positive) if single else None  # type: ignore[arg-type]
+        (None: the test does not say, or says only what it is not: "anything but x"
+        selects nothing an anchor can be given)."""
+        if not self.selector:
+            return None
+        said = domains.narrowing(test, positive=positive, strings=self._named_strings)
+        domain = said.get(self.selector)
+        return None if domain is None or domain.allowed is None else domain.allowed
 
-    def _compared(self, test: ast.Compare, *, positive: bool) -> frozenset[str] | None:
-        left, op, right = test.left, test.ops[0], test.comparators[0]
-        if isinstance(op, (ast.Eq, ast.NotEq)) and syntax.is_name(right, self.selector or ""):
-            left, right = right, left
-        value = self.value(right) if syntax.is_name(left, self.selector or "") else None
+    def _named_strings(self, node: ast.expr, many: bool) -> frozenset[str] | None:
+        """The method names ``node`` spells (``many``: as a container's elements)."""
+        value = self.value(node)
         if not isinstance(value, Literals) or value.fragments:
             return None
-        names: tuple[str, ...] = ()
-        if isinstance(op, (ast.Eq, ast.NotEq)):
-            names = value.strings()
-        elif isinstance(op, (ast.In, ast.NotIn)):
+        if many:
             items = elements(value)
-            names = items.strings() if items is not None else ()
-        if not names or isinstance(op, (ast.Eq, ast.In)) != positive:
-            return None  # "anything but x" selects nothing an anchor can be given
-        return frozenset(names)
+            value = items if items is not None else Literals(())
+        return frozenset(value.strings()) or None
+
+    def _narrowing(self, test: ast.expr, *, positive: bool) -> domains.Narrowing:
+        """What the tests around say where ``test`` is ``positive`` too, of the function's
+        names that keep one value all through it (nothing at a module's or class's level,
+        whose names other code may rebind)."""
+        node = self.function_node
+        if node is None or self.scope.is_class or self.function != id(node):
+            return self.narrowing
+        said = domains.narrowing(test, positive=positive, strings=self._exact_strings)
+        if not said:
+            return self.narrowing
+        if id(node) not in self.single_valued:
+            self.single_valued[id(node)] = domains.single_valued(node)
+        return self.narrowing & said.only(self.single_valued[id(node)])
+
+    def _exact_strings(self, node: ast.expr, many: bool) -> frozenset[str] | None:
+        """Every value ``node`` may be, all strings (``many``: the elements of a literal
+        display, or of a tuple constant: a list or set constant may grow); None: not all
+        known."""
+        if many and isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            items = self.literal(node)
+        else:
+            value = self.value(node)
+            single = isinstance(value, Literals) and not value.fragments and len(value.values) == 1
+            items = value.values[0] if single else NOT_LITERAL  # type: ignore[union-attr]
+            if not many:
+                items = (items,)
+            elif not isinstance(items, tuple):
+                return None
+        if items is NOT_LITERAL or not all(isinstance(i, str) for i in items):  # type: ignore[union-attr]
+            return None
+        return frozenset(items)  # type: ignore[arg-type]
+
+    def _held_here(self, name: str, narrowing: domains.Narrowing) -> bool:
+        """The binding of ``name`` made where the tests said ``narrowing`` may be the one
+        seen here: not where the tests around here rule that out, in the same function."""
+        if not self.narrowing or self.scope.binder(name) is not self.scope:
+            return True
+        return not narrowing.disjoint(self.narrowing)
 
     def _window(self, test: ast.expr, *, positive: bool) -> guards.Window:
         """The releases where ``test`` is ``positive`` (every release: not readable)."""
@@ -564,43 +589,42 @@ class Conditions(Values):
         if kind is Kind.IMPORT and 0 < self.guarded == self.reraising:
             raises = True  # every guard around it raises its ImportError again
         star = self.star_of(node, target)
-        self.uses.append(
-            Use(
-                kind=kind,
-                target=target,
-                path=self.path,
-                line=getattr(node, "lineno", 0),
-                guarded=(self.guarded > 0 if guarded is None else guarded) or presence,
-                anchor=anchor,
-                match=match,
-                scope=self.function,
-                presence=presence,
-                unset=self._admits_absent(target),
-                replaces=replaces,
-                aliases=aliases,
-                exports=exports,
-                function=function,
-                bound_object=bound_object,
-                stash=stash,
-                constant=constant,
-                reads_self=reads_self,
-                versions=bound.window.specifiers(),
-                undecided=self.undecided,
-                fallback_of=bound.fallback_of,
-                requires=self._required(target, presence=presence),
-                lacks=self._lacked(),
-                spot=spot,
-                partners=partners,
-                read_from=read_from,
-                star=star,
-                raises=raises,
-                deletes=deletes,
-                within=self.within,
-                after=tuple(sorted(self.imported - {target})),
-                handled=self._handled_import(node) if kind is Kind.IMPORT else "",
-            )
+        use = Use(
+            kind=kind,
+            target=target,
+            path=self.path,
+            line=getattr(node, "lineno", 0),
+            guarded=(self.guarded > 0 if guarded is None else guarded) or presence,
+            anchor=anchor,
+            match=match,
+            scope=self.function,
+            presence=presence,
+            unset=self._admits_absent(target),
+            replaces=replaces,
+            aliases=aliases,
+            exports=exports,
+            function=function,
+            bound_object=bound_object,
+            stash=stash,
+            constant=constant,
+            reads_self=reads_self,
+            versions=bound.window.specifiers(),
+            undecided=self.undecided,
+            fallback_of=bound.fallback_of,
+            requires=self._required(target, presence=presence),
+            lacks=self._lacked(),
+            spot=spot,
+            partners=partners,
+            read_from=read_from,
+            star=star,
+            raises=raises,
+            deletes=deletes,
+            within=self.within,
+            after=tuple(sorted(self.imported - {target})),
+            handled=self._handled_import(node) if kind is Kind.IMPORT else "",
         )
-        use = self.uses[-1]
+        if self._through_held(target, node):
+            self.uses.append(use)
         for other, where, held in self._alternatives(target, node):
             self.uses.append(
                 replace(
@@ -630,12 +654,28 @@ class Conditions(Values):
         if not target.startswith(primary.path) or rest[:1] not in ("", "."):
             return
         for alternative in self.scope.alternatives_of(root.id):
+            if not self._held_here(root.id, alternative.narrowing):
+                continue
             bound = alternative.bound or Bound()
             yield (
                 alternative.path + rest,
                 Bound(self.window & bound.window, self.fallback_of or bound.fallback_of),
                 alternative.path,
             )
+
+    def _through_held(self, target: str, node: ast.AST) -> bool:
+        """The use of ``target`` is not made through a name whose binding to it the tests
+        around here rule out (``kind == "t5"`` where it was bound under ``kind != "t5"``)."""
+        root = syntax.root_name(node)
+        if root is None or not self.narrowing:
+            return True
+        bound = self.scope.lookup(root.id)
+        if not isinstance(bound, Upstream) or not (
+            target == bound.path or target.startswith(f"{bound.path}.")
+        ):
+            return True
+        narrowed = self.scope.narrowed.get(root.id, domains.NOTHING_KNOWN)
+        return self._held_here(root.id, narrowed)
 
     def _admits_absent(self, target: str) -> bool:
         """The branch walked runs where ``target`` is not there: a test before it found it

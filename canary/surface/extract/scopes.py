@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass, field
 
 from canary.surface import guards
+from canary.surface.extract.domains import NOTHING_KNOWN, Narrowing
 from canary.surface.segments import Definition
 from canary.surface.texts import Value
 
@@ -134,6 +135,7 @@ class Alternative:
 
     path: str
     bound: Bound | None  # where that binding is made (None: on every release)
+    narrowing: Narrowing = NOTHING_KNOWN  # what the tests around that binding said
 
 
 Branch = tuple[int, ...]
@@ -157,6 +159,9 @@ class Scope:
     # branch bound it to that stay in place where that one is not made
     made_in: dict[str, Branch] = field(default_factory=dict)
     alternatives: dict[str, tuple[Alternative, ...]] = field(default_factory=dict)
+    # what the tests around each name's last binding said (none: nothing), which a use
+    # under tests that rule that out does not see
+    narrowed: dict[str, Narrowing] = field(default_factory=dict)
 
     def binder(self, name: str) -> Scope | None:
         """The scope whose binding of ``name`` is the one seen here: this one, or an outer

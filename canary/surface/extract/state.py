@@ -8,6 +8,7 @@ import itertools
 from typing import Any
 
 from canary.surface import callers, guards, importers
+from canary.surface.extract.domains import NOTHING_KNOWN, Narrowing
 from canary.surface.extract.project import Project
 from canary.surface.extract.scopes import Branch, Scope
 from canary.surface.extract.uses import Use
@@ -38,6 +39,9 @@ class WalkState:
         # the tests of an if/elif chain before the elif walked next, all false there
         self.failed: tuple[ast.expr, ...] = ()
         self.present: frozenset[str] = frozenset()
+        # what the tests around say about the strings the function's single-valued names are
+        self.narrowing: Narrowing = NOTHING_KNOWN
+        self.single_valued: dict[int, frozenset[str]] = {}  # per function node, when asked
         self.conditional = 0  # branches entered within the current scope
         self.branch: Branch = ()  # the branch walked (scopes.Alternative says why)
         self.branches = itertools.count(1)

@@ -11,6 +11,7 @@ from typing import Any
 
 from canary.surface import guards
 from canary.surface.extract import syntax
+from canary.surface.extract.domains import NOTHING_KNOWN
 from canary.surface.extract.scopes import (
     UNBOUND,
     Alternative,
@@ -96,6 +97,10 @@ class Values(WalkState):
         self._keep_alternatives(name, binding)
         self.scope.names[name] = binding
         self.scope.values.pop(name, None)
+        if self.narrowing:
+            self.scope.narrowed[name] = self.narrowing
+        else:
+            self.scope.narrowed.pop(name, None)
         if isinstance(binding, Upstream) and (self.window.bounds or self.fallback_of):
             self.scope.conditions[name] = Bound(self.window, self.fallback_of)
         else:
@@ -112,7 +117,11 @@ class Values(WalkState):
         if isinstance(binding, Upstream) and isinstance(earlier, Upstream):
             made_in = scope.made_in[name]
             if made_in[: len(self.branch)] != self.branch:
-                here = Alternative(earlier.path, scope.conditions.get(name))
+                here = Alternative(
+                    earlier.path,
+                    scope.conditions.get(name),
+                    scope.narrowed.get(name, NOTHING_KNOWN),
+                )
                 kept = tuple(
                     a for a in (here, *scope.alternatives.get(name, ())) if a.path != binding.path
                 )

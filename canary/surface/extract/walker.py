@@ -14,6 +14,7 @@ from typing import Any
 from canary.surface import callers, fallbacks, guards, importers, probes, versiontests
 from canary.surface.extract import syntax
 from canary.surface.extract.anchoring import Anchoring
+from canary.surface.extract.domains import NOTHING_KNOWN
 from canary.surface.extract.project import Project
 from canary.surface.extract.scopes import (
     BINDERS,
@@ -243,6 +244,7 @@ class Walker(Anchoring):
             depth=depth,
             function=id(node),
             function_node=node,
+            narrowing=NOTHING_KNOWN,
             within=function.name if self._module_level(function) else "",
         ):
             self.block(node.body)
@@ -329,6 +331,7 @@ class Walker(Anchoring):
             "guarded",
             "present",
             "selected",
+            "narrowing",
             "window",
             "undecided",
             "tested",
@@ -376,6 +379,7 @@ class Walker(Anchoring):
                         self.guarded += 1
                     self.present |= self._present(node.test, positive=False)
                     self.selected = self._narrowed(node.test, positive=False)
+                    self.narrowing = self._narrowing(node.test, positive=False)
                     self.window &= self._window(node.test, positive=False)
 
     def statement(self, node: ast.stmt, *, nested: bool = True) -> None:
@@ -526,6 +530,7 @@ class Walker(Anchoring):
                         failed=(*failed, node.test) if not positive and elif_ else (),
                         present=self.present | self._present(node.test, positive=positive),
                         selected=self._narrowed(node.test, positive=positive),
+                        narrowing=self._narrowing(node.test, positive=positive),
                         window=window,
                         tested=self.tested + tested,
                         fallback_of=self.fallback_of or self._failed(node.test, positive=positive),
@@ -956,6 +961,7 @@ class Walker(Anchoring):
             function=id(node),
             imported=frozenset(),
             function_node=node,
+            narrowing=NOTHING_KNOWN,
             within=within,
             swallowing=0,
         ):
