@@ -4,6 +4,7 @@ reads offline."""
 
 from __future__ import annotations
 
+import tarfile
 import zipfile
 
 import pytest
@@ -59,3 +60,25 @@ def test_the_index_metadata_gives_each_pins_core_requirements(tmp_path):
     assert found == {"vlmkit": {"transformers": ">=5.14.0"}, "other": {"transformers": "<6"}}
     with pytest.raises(InfrastructureError, match="pip could not read the metadata of vlmkit"):
         index_requirements({"vlmkit": "9.9"}, pip_args=local)
+
+
+def test_a_pin_published_only_as_source_is_never_built(tmp_path):
+    # gft-cpu pins numpy==1.21, which has no wheel for this Python: reading its metadata
+    # would run its build, code from the index; it is read as not found instead
+    marker = tmp_path / "built"
+    source = tmp_path / "source"
+    (source / "srconly").mkdir(parents=True)
+    (source / "srconly" / "__init__.py").write_text("")
+    (source / "setup.py").write_text(
+        f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\n"
+        "from setuptools import setup\nsetup(name='srconly', version='1.0', packages=['srconly'])\n"
+    )
+    links = tmp_path / "links"
+    links.mkdir()
+    with tarfile.open(links / "srconly-1.0.tar.gz", "w:gz") as archive:
+        archive.add(source, arcname="srconly-1.0")
+    # no build isolation: the build needs nothing from an index, so only the rule stops it
+    local = ("--no-index", "--find-links", str(links), "--no-build-isolation")
+    with pytest.raises(InfrastructureError, match="pip could not read the metadata of srconly"):
+        index_requirements({"srconly": "1.0"}, pip_args=local)
+    assert not marker.exists()

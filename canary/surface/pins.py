@@ -45,7 +45,8 @@ def index_requirements(
     """The core requirements of each pinned release (name -> version), as the index's
     metadata states them, read by one ``pip install --dry-run --no-deps --report``;
     ``pip_args``: where pip looks (a test's ``--no-index --find-links``). A release pip
-    cannot find (no wheel for this platform, a typo) fails the whole reading."""
+    cannot find (no wheel for this platform, only a source archive, a typo) fails the whole
+    reading."""
     command = [
         sys.executable,
         "-m",
@@ -56,6 +57,9 @@ def index_requirements(
         "--ignore-installed",
         "--quiet",
         "--disable-pip-version-check",
+        # a release published only as source would be built to read its metadata: code
+        # from the index, run here; such a pin is read as not found (it narrows nothing)
+        "--only-binary=:all:",
         "--report",
         "-",
         *pip_args,
