@@ -1438,3 +1438,31 @@ def test_a_module_level_site_is_named_for_the_model_unless_the_package_imports_i
     (found,) = [r for r in surface(tmp_path, files) if r.target == "transformers.masking_utils"]
     expected = "transformers.models.qwen3_vl" if named else ""
     assert [site.named_for for site in found.sites] == [expected]
+
+
+MATCHED = """\
+    from transformers import AutoModel, T5EncoderModel, DebertaV2Model
+
+    def encoder(kind):
+        match kind:
+            case "T5Config" | "MT5Config":
+                Model = T5EncoderModel
+            case "DebertaV2Config":
+                Model = DebertaV2Model
+            case _:
+                Model = AutoModel
+        Model.everywhere
+        if kind == "DebertaV2Config":
+            Model.deberta_only
+"""
+
+
+def test_a_name_bound_in_each_case_of_a_match_is_used_through_each(tmp_path):
+    refs = surface(tmp_path, {"proj/__init__.py": "", "proj/m.py": MATCHED})
+    loads = {r.target.removeprefix("transformers.") for r in refs if r.kind is Kind.ATTRIBUTE}
+    assert loads == {
+        "T5EncoderModel.everywhere",
+        "DebertaV2Model.everywhere",
+        "AutoModel.everywhere",
+        "DebertaV2Model.deberta_only",  # the wildcard case runs only for the other kinds
+    }

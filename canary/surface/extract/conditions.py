@@ -326,11 +326,13 @@ class Conditions(Values):
         """What the tests around say where ``test`` is ``positive`` too, of the function's
         names that keep one value all through it (nothing at a module's or class's level,
         whose names other code may rebind)."""
-        node = self.function_node
-        if node is None or self.scope.is_class or self.function != id(node):
-            return self.narrowing
         said = domains.narrowing(test, positive=positive, strings=self._exact_strings)
-        if not said:
+        return self._narrowed_to(said)
+
+    def _narrowed_to(self, said: domains.Narrowing) -> domains.Narrowing:
+        """What the tests around say, and ``said`` of the names it may narrow."""
+        node = self.function_node
+        if not said or node is None or self.scope.is_class or self.function != id(node):
             return self.narrowing
         if id(node) not in self.single_valued:
             self.single_valued[id(node)] = domains.single_valued(node)

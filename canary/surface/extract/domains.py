@@ -107,6 +107,32 @@ def narrowing(test: ast.expr, *, positive: bool, strings: Strings) -> Narrowing:
     return NOTHING_KNOWN
 
 
+def matched(
+    subject: ast.expr, pattern: ast.pattern, earlier: frozenset[str]
+) -> tuple[Narrowing, frozenset[str]]:
+    """What a ``case`` of ``match subject`` says about it where its body runs, after cases
+    that took the strings ``earlier`` (and had no guard), and the strings this one takes:
+    ``case "a" | "b":``; a wildcard or a capture takes what is left."""
+    if not isinstance(subject, ast.Name):
+        return NOTHING_KNOWN, frozenset()
+    taken = _pattern_strings(pattern)
+    if taken is None and not earlier:
+        return NOTHING_KNOWN, frozenset()
+    return Narrowing(((subject.id, Domain(taken, earlier)),)), taken or frozenset()
+
+
+def _pattern_strings(pattern: ast.pattern) -> frozenset[str] | None:
+    """The strings a pattern matches, where it matches only literal strings (None: not)."""
+    if isinstance(pattern, ast.MatchValue):
+        value = pattern.value
+        is_string = isinstance(value, ast.Constant) and isinstance(value.value, str)
+        return frozenset({value.value}) if is_string else None  # type: ignore[union-attr]
+    if isinstance(pattern, ast.MatchOr):
+        parts = [_pattern_strings(part) for part in pattern.patterns]
+        return None if any(p is None for p in parts) else frozenset().union(*parts)  # type: ignore[arg-type]
+    return None
+
+
 def _compared(
     left: ast.expr, op: ast.cmpop, right: ast.expr, positive: bool, strings: Strings
 ) -> Narrowing:

@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from canary.surface import callers, fallbacks, guards, importers, probes, versiontests
-from canary.surface.extract import syntax
+from canary.surface.extract import domains, syntax
 from canary.surface.extract.anchoring import Anchoring
 from canary.surface.extract.domains import NOTHING_KNOWN
 from canary.surface.extract.project import Project
@@ -490,9 +490,14 @@ class Walker(Anchoring):
     def s_match(self, node: ast.Match, nested: bool) -> None:
         if nested:
             self.expr(node.subject)
+        earlier: frozenset[str] = frozenset()  # the strings an earlier case took
         with self.entered(conditional=self.conditional + 1):
             for case in node.cases:
-                self.body(case.body, nested)
+                said, taken = domains.matched(node.subject, case.pattern, earlier)
+                if case.guard is None:
+                    earlier |= taken
+                with self.entered(narrowing=self._narrowed_to(said)), self.branched():
+                    self.body(case.body, nested)
 
     def body(self, statements: list[ast.stmt], nested: bool) -> None:
         if nested:
