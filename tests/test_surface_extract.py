@@ -376,6 +376,12 @@ def test_a_private_function_bound_under_its_own_name_and_called_nowhere_is_uncal
                 def public(self):
                     return 1
 
+                def _wrapped(self):  # lmflow's binding spans three lines
+                    return 1
+
+                ml.LlamaModel._wrapped = (
+                    _wrapped
+                )
                 ml.LlamaModel._prepare = _prepare
                 ml.LlamaModel._shared = _shared
                 ml.LlamaModel._other = _other
@@ -390,7 +396,13 @@ def test_a_private_function_bound_under_its_own_name_and_called_nowhere_is_uncal
         r.target.rpartition(".")[2]: r.sites[0].uncalled for r in refs if r.kind is Kind.PATCH
     }
     # the project calls _shared through self, _other from another file; public is anyone's
-    assert uncalled == {"_prepare": True, "_shared": False, "_other": False, "public": False}
+    assert uncalled == {
+        "_prepare": True,
+        "_wrapped": True,
+        "_shared": False,
+        "_other": False,
+        "public": False,
+    }
 
 
 def test_a_binding_the_projects_own_method_bound_beside_it_reads_through_self(tmp_path):

@@ -59,7 +59,7 @@ import enum
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol, TypeVar
+from typing import NamedTuple, Protocol, TypeVar
 
 from canary.surface.cycles import least_fixed_point, on_cycles
 from canary.surface.importers import Context, Load, Sited, conditioned, copies, final
@@ -309,7 +309,7 @@ class _Ways:
                 continue
             source = self.text(path)
             lines: list[bytes] | None = None
-            for line, column in occurrences(source, word):
+            for line, column, _ in occurrences(source, word):
                 if (path, line, column) in spots:
                     continue
                 lines = lines if lines is not None else source.splitlines()
@@ -342,10 +342,17 @@ def carried(name: str) -> bool:
 _WORD_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
 
-def occurrences(source: bytes, word: bytes) -> Iterator[tuple[int, int]]:
-    """Where ``word`` stands as a whole identifier (``m._f`` included), as (line, byte
-    column), 1-based lines: found by ``bytes.find``, many times faster than a pattern with
-    look-arounds on 2 MB files."""
+class Occurrence(NamedTuple):
+    """Where a word stands in a file: 1-based line, byte column, byte offset."""
+
+    line: int
+    column: int
+    at: int
+
+
+def occurrences(source: bytes, word: bytes) -> Iterator[Occurrence]:
+    """Where ``word`` stands as a whole identifier (``m._f`` included): found by
+    ``bytes.find``, many times faster than a pattern with look-arounds on 2 MB files."""
     line, counted = 1, 0
     at = source.find(word)
     while at != -1:
@@ -355,7 +362,7 @@ def occurrences(source: bytes, word: bytes) -> Iterator[tuple[int, int]]:
         ):
             line += source.count(b"\n", counted, at)  # counted on from the last one
             counted = at
-            yield line, at - (source.rfind(b"\n", 0, at) + 1)
+            yield Occurrence(line, at - (source.rfind(b"\n", 0, at) + 1), at)
         at = source.find(word, end)
 
 

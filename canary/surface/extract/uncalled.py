@@ -63,14 +63,23 @@ def _only_defined_and_bound(
         if word not in source:
             continue
         lines = source.splitlines()
-        for line, column in callers.occurrences(source, word):
-            if (path, line) in bindings:
+        for line, column, at in callers.occurrences(source, word):
+            if (path, line) in bindings or (path, _value_of(source, at)) in bindings:
                 continue
             if _defines(lines[line - 1], word):
                 continue
             if not prose(path, line, column):
                 return False
     return True
+
+
+def _value_of(source: bytes, at: int) -> int:
+    """The line of the ``=`` whose whole value the word at ``at`` is, written on the lines
+    after it (``X._f = (\n    _f\n)``); 0: none."""
+    before = source[:at].rstrip(b" \t\r\n(\\")
+    if not before.endswith(b"=") or before.endswith((b"==", b"!=", b"<=", b">=")):
+        return 0
+    return source.count(b"\n", 0, len(before)) + 1
 
 
 def _defines(line: bytes, name: bytes) -> bool:
