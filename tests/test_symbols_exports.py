@@ -244,6 +244,40 @@ def test_a_deprecation_getattr_serves_the_names_of_its_tables_and_no_other():
     assert tree.lookup("pkg.other.AnyName").found is None  # a __getattr__ not read
 
 
+PIPELINES = {
+    "pkg/__init__.py": "",
+    "pkg/pipelines/__init__.py": """
+        import importlib
+        from typing import TYPE_CHECKING
+
+        _CLASS_TO_MODULE = {"TextPipeline": "pkg.pipelines.text"}
+
+        if TYPE_CHECKING:
+            from .text import TextPipeline
+            from .gone import GonePipeline
+
+        def __getattr__(name):
+            if name in _CLASS_TO_MODULE:
+                module = importlib.import_module(_CLASS_TO_MODULE[name])
+                return getattr(module, name)
+            raise AttributeError(name)
+    """,
+    "pkg/pipelines/text.py": "class TextPipeline:\n    pass\n",
+    "pkg/pipelines/gone.py": "class GonePipeline:\n    pass\n",
+}
+
+
+def test_a_getattr_serving_a_table_of_modules_serves_its_keys_from_them():
+    # transformers 5.23+ pipelines/__init__.py: the classes are imported for type checkers
+    # and loaded at run time by __getattr__ from _PIPELINE_CLASS_TO_MODULE
+    tree = package("pkg", PIPELINES)
+    text = tree.lookup("pkg.pipelines.TextPipeline")
+    assert (text.found, text.path) == (True, "pkg/pipelines/text.py")
+    # imported for type checkers only, and not in the table: nothing serves it at run time
+    assert tree.lookup("pkg.pipelines.GonePipeline").found is False
+    assert tree.lookup("pkg.pipelines.Other").found is False
+
+
 def test_a_module_writing_its_globals_makes_a_miss_unknown():
     tree = package(
         "pkg",

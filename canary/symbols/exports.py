@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import replace
 
-from canary.codeindex import Import, Module
+from canary.codeindex import NOT_LITERAL, Import, Module
 from canary.symbols.dynamic import Served, served, served_by_assignment
 from canary.symbols.effects import declared_all, effect_text
 from canary.symbols.lazy import (
@@ -244,14 +244,23 @@ class Resolver:
         if name in module.assignments:
             return Lookup(True, ASSIGNMENT, module.path, name)
         if imported is not None:
-            return unknown(
-                NAME,
-                module.path,
-                name,
-                f"{dotted} binds {name!r} only for type checkers ({imported.statement} under "
-                "if TYPE_CHECKING), not at run time",
-            )
+            return self._typing_only(module, dotted, name, imported)
         return None
+
+    def _typing_only(self, module: Module, dotted: str, name: str, imported: Import) -> Lookup:
+        """A name the module imports only for type checkers: at run time, what its
+        ``__getattr__`` serves under it, where that is known (nothing, where it serves only
+        other names); else unknown."""
+        by = _getattr_serves(module)
+        if by is not None and (name in by.names or by.closed):
+            return self._served_by_getattr(module, dotted, name, by)
+        return unknown(
+            NAME,
+            module.path,
+            name,
+            f"{dotted} binds {name!r} only for type checkers ({imported.statement} under "
+            "if TYPE_CHECKING), not at run time",
+        )
 
     def _starred(self, module: Module, name: str) -> Lookup | None:
         """``name`` through the module's star imports, the last one first; None when none
@@ -541,9 +550,14 @@ def _getattr_serves(module: Module) -> Served | None:
     one canary cannot read)."""
     function = module.functions.get("__getattr__")
     if function is not None:
-        return served(function)
+        return served(function, lambda name: _literal(module, name))
     assigned = module.assignments.get("__getattr__")
     return served_by_assignment(assigned.value) if assigned is not None else None
+
+
+def _literal(module: Module, name: str) -> object:
+    assignment = module.assignments.get(name)
+    return assignment.literal if assignment is not None else NOT_LITERAL
 
 
 def _unbound(module: Module, dotted: str, name: str) -> Lookup:
