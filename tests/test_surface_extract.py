@@ -1294,6 +1294,11 @@ DISPATCH = """\
             'if not kind.startswith("T5"):\n            return Model.load',
             {"T5EncoderModel.load", "DebertaV2Model.load", "AutoModel.load"},
         ),
+        # the same test with its operands swapped reads the same
+        (
+            'if "DebertaV2Config" == kind:\n            return Model.load',
+            {"DebertaV2Model.load"},
+        ),
         # a test of another name, or one not about strings, rules nothing out
         (
             'if config.kind == "T5Config":\n            return Model.load',
