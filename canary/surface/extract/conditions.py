@@ -646,17 +646,12 @@ class Conditions(Values):
         hold (:class:`Alternative`: ``X`` imported from a new home in a ``try`` and from
         its old one in the ``except ImportError``), where that binding is made, and that
         object."""
-        root = syntax.root_name(node)
-        if root is None:
+        through = self._through(target, node)
+        if through is None:
             return
-        primary = self.scope.lookup(root.id)
-        if not isinstance(primary, Upstream):
-            return
-        rest = target[len(primary.path) :]
-        if not target.startswith(primary.path) or rest[:1] not in ("", "."):
-            return
-        for alternative in self.scope.alternatives_of(root.id):
-            if not self._held_here(root.id, alternative.narrowing):
+        name, rest = through
+        for alternative in self.scope.alternatives_of(name):
+            if not self._held_here(name, alternative.narrowing):
                 continue
             bound = alternative.bound or Bound()
             yield (
@@ -668,16 +663,26 @@ class Conditions(Values):
     def _through_held(self, target: str, node: ast.AST) -> bool:
         """The use of ``target`` is not made through a name whose binding to it the tests
         around here rule out (``kind == "t5"`` where it was bound under ``kind != "t5"``)."""
+        through = self._through(target, node) if self.narrowing else None
+        if through is None:
+            return True
+        name = through[0]
+        return self._held_here(name, self.scope.narrowed.get(name, domains.NOTHING_KNOWN))
+
+    def _through(self, target: str, node: ast.AST) -> tuple[str, str] | None:
+        """The name ``node`` starts from, where the use of ``target`` goes through the
+        upstream object it is bound to, and what the use reads past that object
+        (``""`` or ``".m"``); None: it goes through no such name."""
         root = syntax.root_name(node)
-        if root is None or not self.narrowing:
-            return True
-        bound = self.scope.lookup(root.id)
-        if not isinstance(bound, Upstream) or not (
-            target == bound.path or target.startswith(f"{bound.path}.")
-        ):
-            return True
-        narrowed = self.scope.narrowed.get(root.id, domains.NOTHING_KNOWN)
-        return self._held_here(root.id, narrowed)
+        if root is None:
+            return None
+        primary = self.scope.lookup(root.id)
+        if not isinstance(primary, Upstream):
+            return None
+        rest = target[len(primary.path) :]
+        if not target.startswith(primary.path) or rest[:1] not in ("", "."):
+            return None
+        return root.id, rest
 
     def _admits_absent(self, target: str) -> bool:
         """The branch walked runs where ``target`` is not there: a test before it found it
