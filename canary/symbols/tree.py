@@ -6,8 +6,11 @@ from canary.codeindex import Class
 from canary.symbols.alltext import AllReader
 from canary.symbols.classes import Classes
 from canary.symbols.exports import Resolver
+from canary.symbols.instances import callee, constructor
 from canary.symbols.lookup import (
+    ASSIGNMENT,
     CLASS,
+    CLASS_ATTRIBUTE,
     EXTERNAL,
     MODULE,
     NAME,
@@ -104,11 +107,51 @@ class PackageTree:
             return answer
         if found.kind in (CLASS, NESTED_CLASS) and found.cls is not None and found.path:
             return self._classes.member(found.path, found.cls, part)
+        if (made := self._instance_of(found)) is not None:
+            return self._classes.member(made[0], made[1], part)
         if found.kind == EXTERNAL:
             why = f"{where} is {found.why}, outside {self.import_name}"
         else:
             why = f"{where} is a {found.kind}: what it holds is not known statically"
         return unknown(NAME, found.path, f"{where}.{part}", why)
+
+    def _instance_of(self, found: Lookup) -> tuple[str, Class] | None:
+        """The class (its path and definition) whose instance a module name or a class
+        attribute that was found holds (:mod:`canary.symbols.instances`), where that is
+        exact: the class is the package's and no class of its MRO defines ``__new__``."""
+        held = self._held_call(found)
+        if held is None:
+            return None
+        entry = self._classes.base(*held)
+        if isinstance(entry, Lookup) or entry.cls is None or entry.path is None:
+            return None
+        mro = self._classes.mro(entry.path, entry.cls)
+        if isinstance(mro, Lookup) or any(e.cls and "__new__" in e.cls.methods for e in mro):
+            return None
+        return entry.path, entry.cls
+
+    def _held_call(self, found: Lookup, *, named: bool = False) -> tuple[str, str] | None:
+        """Where, and the callee of the call whose result, a found module name or class
+        attribute holds; a class attribute may name such a module name (``_model_mapping =
+        MODEL_MAPPING``)."""
+        module = self._files.load(found.path) if found.found and found.path else None
+        if module is None or found.qualname is None:
+            return None
+        if found.kind == ASSIGNMENT:
+            made = constructor(module, found.qualname)
+            return (found.path, made) if made and found.path else None
+        if found.kind != CLASS_ATTRIBUTE or named:
+            return None
+        owner, _, name = found.qualname.rpartition(".")
+        cls = self._class(module.path, owner)
+        attribute = None if isinstance(cls, Lookup) else cls.attributes.get(name)
+        value = attribute.value if attribute is not None else None
+        if value is not None and value.isidentifier():  # a module name of the class's module
+            return self._held_call(
+                self._resolver.attribute(dotted_of(module.path), value), named=True
+            )
+        made = callee(value) if value is not None else None
+        return (module.path, made) if made else None
 
     def _class(self, path: str, qualname: str) -> Class | Lookup:
         module = self._files.load(path)

@@ -1,0 +1,75 @@
+"""Names bound to an instance of the package's class: their attributes are the class's
+members (canary.symbols.instances through PackageTree.lookup)."""
+
+from __future__ import annotations
+
+import pytest
+from symbols_trees import package
+
+REGISTRY = """
+    class Registry:
+        def __init__(self, tasks):
+            self.tasks = tasks
+
+        def register(self, name):
+            self.tasks[name] = None
+"""
+
+MADE = "from .registry import Registry\nR = Registry({})\n"
+
+
+def lookup(module: str, dotted: str):
+    """``dotted`` in a package whose ``pkg/registry.py`` defines Registry and
+    ``pkg/mod.py`` is ``module``."""
+    tree = package(
+        "pkg",
+        {"pkg/__init__.py": "", "pkg/registry.py": REGISTRY, "pkg/mod.py": module},
+    )
+    return tree.lookup(dotted)
+
+
+@pytest.mark.parametrize(
+    ("module", "dotted", "found"),
+    [
+        # a method, an instance attribute, a method the class does not have
+        (MADE, "pkg.mod.R.register", True),
+        (MADE, "pkg.mod.R.tasks", True),
+        (MADE, "pkg.mod.R.register_pipeline", False),
+        ("from . import registry\nR = registry.Registry({})\n", "pkg.mod.R.gone", False),
+        # annotated, and bound twice: the last binding is what the module holds
+        ("from .registry import Registry\nR: Registry = Registry({})\n", "pkg.mod.R.gone", False),
+        ("from .registry import Registry\nR = None\nR = Registry({})\n", "pkg.mod.R.gone", False),
+        # a class attribute naming such a module name, or holding the call itself
+        (
+            "from .registry import Registry\nR = Registry({})\nclass Auto:\n    _map = R\n",
+            "pkg.mod.Auto._map.gone",
+            False,
+        ),
+        (
+            "from .registry import Registry\nclass Auto:\n    _map = Registry({})\n",
+            "pkg.mod.Auto._map.register",
+            True,
+        ),
+    ],
+)
+def test_an_attribute_of_an_instance_is_a_member_of_its_class(module, dotted, found):
+    assert lookup(module, dotted).found is found
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        "from .registry import Registry\nif FLAG:\n    R = Registry({})\n",  # under an if
+        "from .registry import Registry\nR = Registry({})\nR.gone = 1\n",  # set on it
+        "from .registry import Registry\nR = Registry({})\nsetattr(R, 'gone', 1)\n",
+        "from .registry import Registry\nR = Registry({})\nR.__dict__.update(gone=1)\n",
+        "from .registry import Registry\nR = Registry({})\ndef f():\n    global R\n    R = 1\n",
+        "from .registry import Registry\nR = Registry({}) or None\n",  # not only a call
+        "from .registry import Registry\nR = Registry.make()\n",  # what make returns
+        "from torch import Registry\nR = Registry({})\n",  # a class outside the package
+        "class New:\n    def __new__(cls):\n        return 1\nR = New()\n",
+        "class Lazy:\n    def __getattr__(self, name):\n        return 1\nR = Lazy()\n",
+    ],
+)
+def test_a_name_not_exactly_an_instance_of_a_class_read_here_stays_unknown(module):
+    assert lookup(module, "pkg.mod.R.gone").found is None
