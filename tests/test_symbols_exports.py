@@ -306,9 +306,29 @@ def test_what_the_import_system_sets_on_every_module_is_there_but_all_is_not():
 
 
 ALIASES = {
-    "pkg/__init__.py": "from .config import PretrainedConfig, Guarded, Called\n",
+    "pkg/__init__.py": (
+        "from .config import PretrainedConfig, Guarded, Called, BartConfig, Tried, Rebound\n"
+    ),
+    "pkg/base.py": """
+        class RobertaConfig:
+            def to_dict(self):
+                return {}
+    """,
     "pkg/config.py": """
         import sys
+
+        from .base import RobertaConfig as _RobertaConfig
+
+        try:
+            from .base import RobertaConfig as _Tried
+        except ImportError:
+            _Tried = None
+        from .base import RobertaConfig as _Rebound
+        _Rebound = dict
+
+        BartConfig = _RobertaConfig
+        Tried = _Tried
+        Rebound = _Rebound
 
 
         class PreTrainedConfig:
@@ -330,8 +350,12 @@ def test_a_plain_alias_of_a_class_is_that_class():
     assert (alias.found, alias.kind, alias.qualname) == (True, "class", "PreTrainedConfig")
     assert tree.lookup("pkg.PretrainedConfig.to_dict").found is True
     assert tree.lookup("pkg.PretrainedConfig.from_dict").found is False
-    # under a test, or any other value: an assignment, whose members are not known
-    for name in ("Guarded", "Called"):
+    # of an imported class: that class (transformers 5's BartTokenizer = _RobertaTokenizer)
+    assert tree.lookup("pkg.BartConfig.to_dict").found is True
+    assert tree.lookup("pkg.BartConfig.from_dict").found is False
+    # under a test, any other value, or a name imported under a try or bound again: an
+    # assignment, whose members are not known
+    for name in ("Guarded", "Called", "Tried", "Rebound"):
         assert tree.lookup(f"pkg.{name}.to_dict").found is None, name
 
 

@@ -607,16 +607,20 @@ def _has_all(module: Module | None) -> bool:
 
 def _plain_alias(module: Module, name: str) -> str | None:
     """The other name ``name`` is a plain alias of (``PretrainedConfig = PreTrainedConfig``,
-    unconditional, at module level, of a class or function the module defines): None where
-    it is anything else."""
+    unconditional, at module level, of a class or function the module defines, or of a
+    name it imports unconditionally and binds no other way: transformers 5's ``BartTokenizer
+    = _RobertaTokenizer``): None where it is anything else."""
     assignment = module.assignments[name]
     value = assignment.value
     if assignment.op is not None or assignment.guards or value == name:
         return None
     shadowed = name in module.classes or name in module.functions or name in module.imports
-    if shadowed:  # bound otherwise too: which binding wins is not read here
+    if shadowed or not value.isidentifier():  # bound otherwise too: which binding wins?
         return None
-    if not value.isidentifier() or (value not in module.classes and value not in module.functions):
+    if value in module.classes or value in module.functions:
+        return value
+    imported = module.imports.get(value)
+    if imported is None or imported.guards or value in module.assignments:
         return None
     return value
 
