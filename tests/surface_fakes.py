@@ -38,8 +38,11 @@ class FakeTree:
     def star_exports(self, dotted: str) -> frozenset[str] | None:
         return None  # a fake module lists no __all__: a star import takes its public names
 
-    def lookup(self, dotted: str, *, bound_only: bool = False) -> FakeLookup:  # noqa: PLR0911
-        # bound_only: the real tree may skip parsing; a fake has nothing to skip.
+    def lookup(  # noqa: PLR0911
+        self, dotted: str, *, bound_only: bool = False, imported: bool = False
+    ) -> FakeLookup:
+        # bound_only: the real tree may skip parsing; a fake has nothing to skip. imported:
+        # a fake's modules are never also attributes of another kind.
         FakeTree.lookups.append(dotted)
         parts = dotted.split(".")
         for cut in range(len(parts), 0, -1):

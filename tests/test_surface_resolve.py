@@ -166,6 +166,22 @@ def test_a_name_read_through_a_star_import_is_there_only_where_the_star_gives_it
     assert Resolved.from_json(gone.to_json()) == gone  # the JSON keeps which star import
 
 
+def test_an_import_reads_the_module_an_attribute_of_the_same_name_hides(tmp_path):
+    # transformers' __init__ serves the function convert_slow_tokenizer under the name of
+    # its module: `from transformers.convert_slow_tokenizer import x` still imports the module
+    init = b"from .conv import conv\n"
+    trees = {
+        "1.0": {
+            "toy/__init__.py": init,
+            "toy/conv.py": b"def conv():\n    pass\n\ndef x():\n    pass\n",
+        },
+        "2.0": {"toy/__init__.py": init, "toy/conv.py": b"def conv():\n    pass\n"},
+    }
+    cases = {"toy": [Case("toy", label, "index") for label in trees]}
+    (found,) = resolve([ref("toy.conv.x", Kind.IMPORT)], cases, workspace(tmp_path, trees))
+    assert [found.outcomes[v] for v in trees] == [Outcome.OK, Outcome.MISSING]
+
+
 def test_a_release_is_resolved_once_ever(tmp_path):
     refs = [ref("toy.trainer.Trainer.compute_loss", Kind.PATCH), ref("toy.Trainer")]
     first = resolve(refs, CASES, workspace(tmp_path, TREES), make_tree=FakeTree)

@@ -379,3 +379,19 @@ def test_a_name_a_function_declares_global_is_bound_at_run_time():
     hub = tree.lookup("pkg.mxfp4.triton_kernels_hub")
     assert (hub.found, hub.kind, hub.path) == (True, "run_time_global", "pkg/mxfp4.py")
     assert tree.lookup("pkg.mxfp4.forward_hub").found is False
+
+
+def test_an_import_finds_the_submodule_an_attribute_of_the_same_name_hides():
+    # transformers/__init__ serves convert_slow_tokenizer, the function, as an attribute;
+    # `from transformers.convert_slow_tokenizer import x` imports the module of that name
+    tree = package(
+        "pkg",
+        {
+            "pkg/__init__.py": "from .conv import conv\n",
+            "pkg/conv.py": "def conv():\n    pass\n\ndef helper():\n    pass\n",
+        },
+    )
+    assert tree.lookup("pkg.conv.helper", imported=True).found is True
+    assert tree.lookup("pkg.conv.gone", imported=True).found is False
+    assert tree.lookup("pkg.conv.helper").found is None  # an attribute of the function
+    assert tree.lookup("pkg.conv", imported=True).kind == "function"  # the last part: getattr

@@ -61,7 +61,9 @@ class Lookup(Protocol):
 
 
 class PackageTree(Protocol):
-    def lookup(self, dotted: str, *, bound_only: bool = False) -> Lookup: ...
+    def lookup(
+        self, dotted: str, *, bound_only: bool = False, imported: bool = False
+    ) -> Lookup: ...
 
     def star_exports(self, dotted: str) -> frozenset[str] | None: ...
 
@@ -476,7 +478,8 @@ def _decide(
             return Outcome.OK, f"{NOT_READ}: {why or f'{chosen} is read instead'}"
     if ref.star is not None and (unexported := _not_star_exported(ref.star, ref.target, tree)):
         return Outcome.MISSING, unexported
-    return _outcome(ref, tree.lookup(ref.target, bound_only=_bound_only(ref)), files)
+    found = tree.lookup(ref.target, bound_only=_bound_only(ref), imported=ref.kind is Kind.IMPORT)
+    return _outcome(ref, found, files)
 
 
 def _not_star_exported(star: str, target: str, tree: PackageTree) -> str:

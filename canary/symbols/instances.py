@@ -30,7 +30,7 @@ def constructor(module: Module, name: str) -> str | None:
         or name in module.imports
         or name in module.run_time_globals
     )
-    if bound_otherwise or any(_sets_attributes(effect, name) for effect in module.effects):
+    if bound_otherwise or any(sets_attributes(effect, name) for effect in module.effects):
         return None
     return callee(assignment.value)
 
@@ -49,7 +49,7 @@ def callee(value: str) -> str | None:
     return ast.unparse(node.func) if isinstance(func, ast.Name) else None
 
 
-def _sets_attributes(effect: Effect, name: str) -> bool:
+def sets_attributes(effect: Effect, name: str) -> bool:
     """A module statement that may give ``name``'s object attributes its class does not:
     an assignment to one of its attributes or items, a write to its ``__dict__``, or a
     ``setattr`` on it."""
@@ -65,4 +65,4 @@ def _sets_attributes(effect: Effect, name: str) -> bool:
     return not isinstance(first, ast.Name) or first.id == name
 
 
-__all__ = ["callee", "constructor"]
+__all__ = ["callee", "constructor", "sets_attributes"]

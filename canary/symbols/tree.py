@@ -54,13 +54,19 @@ class PackageTree:
         ``__init__.py``); None when there is no such file."""
         return self._files.module_file(dotted)
 
-    def lookup(self, dotted: str, *, bound_only: bool = False) -> Lookup:
+    def lookup(self, dotted: str, *, bound_only: bool = False, imported: bool = False) -> Lookup:
         """Any dotted path in the package: a module, ``module.name``, or
         ``module.Class.member[.more]``, as attribute access after ``import`` would see it.
 
         ``bound_only``: only whether the last name is bound matters (not the object, its
         source or its members): a module whose text shows a top-level definition of it
-        answers without being parsed, and the answer then holds no function or class."""
+        answers without being parsed, and the answer then holds no function or class.
+
+        ``imported``: the path is what an import statement names (``from a.b import c``),
+        so each part but the last is the module of that name where the package has one:
+        the import system finds a submodule through its package's ``__path__``, never
+        through its attributes (transformers' ``convert_slow_tokenizer`` is a module, and
+        as an attribute of ``transformers`` a function)."""
         parts = dotted.split(".")
         if parts[0] != self.import_name:
             return unknown(NAME, None, dotted, f"{dotted} is not in {self.import_name}")
@@ -68,8 +74,12 @@ class PackageTree:
         for i, part in enumerate(parts[1:], start=1):
             if found.found is not True:
                 return found
-            last = bound_only and i == len(parts) - 1
-            found = self._step(found, part, ".".join(parts[:i]), bound_only=last)
+            last = i == len(parts) - 1
+            within = ".".join(parts[: i + 1])
+            if imported and not last and self._files.module_file(within) is not None:
+                found = self._resolver.module(within)
+                continue
+            found = self._step(found, part, ".".join(parts[:i]), bound_only=bound_only and last)
         return found
 
     def star_exports(self, dotted: str) -> frozenset[str] | None:
