@@ -261,7 +261,7 @@ def test_lookup_walks_dotted_paths_through_modules_and_classes():
     nested = tree.lookup("pkg.models.llama.modeling_llama.LlamaForCausalLM.Output")
     assert (nested.found, nested.kind) == (True, "nested_class")
     deeper = tree.lookup("pkg.models.llama.modeling_llama.LlamaForCausalLM.forward.__code__")
-    assert deeper.found is None  # what a function holds is not known statically
+    assert (deeper.found, deeper.kind) == (True, "inherited")  # every function has one
 
 
 def test_a_missing_base_makes_the_mro_empty_and_members_missing_with_the_reason():

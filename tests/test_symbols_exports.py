@@ -393,5 +393,5 @@ def test_an_import_finds_the_submodule_an_attribute_of_the_same_name_hides():
     )
     assert tree.lookup("pkg.conv.helper", imported=True).found is True
     assert tree.lookup("pkg.conv.gone", imported=True).found is False
-    assert tree.lookup("pkg.conv.helper").found is None  # an attribute of the function
+    assert tree.lookup("pkg.conv.helper").found is False  # an attribute of the function
     assert tree.lookup("pkg.conv", imported=True).kind == "function"  # the last part: getattr

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from canary.codeindex import Class
 from canary.symbols.alltext import AllReader
+from canary.symbols.callables import function_attribute, property_attribute, set_on, wrapper
 from canary.symbols.classes import Classes
 from canary.symbols.exports import Resolver
 from canary.symbols.instances import callee, constructor
@@ -12,9 +13,14 @@ from canary.symbols.lookup import (
     CLASS,
     CLASS_ATTRIBUTE,
     EXTERNAL,
+    FUNCTION,
+    INHERITED,
+    MEMBER,
+    METHOD,
     MODULE,
     NAME,
     NESTED_CLASS,
+    PROPERTY,
     Lookup,
     missing,
     unknown,
@@ -119,11 +125,40 @@ class PackageTree:
             return self._classes.member(found.path, found.cls, part)
         if (made := self._instance_of(found)) is not None:
             return self._classes.member(made[0], made[1], part)
+        if (attribute := self._callable_attribute(found, part, where)) is not None:
+            return attribute
         if found.kind == EXTERNAL:
             why = f"{where} is {found.why}, outside {self.import_name}"
         else:
             why = f"{where} is a {found.kind}: what it holds is not known statically"
         return unknown(NAME, found.path, f"{where}.{part}", why)
+
+    def _callable_attribute(self, found: Lookup, part: str, where: str) -> Lookup | None:
+        """``part`` of a function, method or property that was found, where Python's tables
+        decide it (:mod:`canary.symbols.callables`); None where they do not."""
+        function = found.function
+        if found.kind not in (FUNCTION, METHOD, PROPERTY) or function is None or not found.path:
+            return None
+        if found.kind == PROPERTY:
+            has, what = property_attribute(function, part), "a property"
+        else:
+            made = wrapper(function)
+            has = (
+                None
+                if made is None
+                else function_attribute(made, part, method=found.kind == METHOD)
+            )
+            what = f"a {made.value}" if made is not None else ""
+            module = self._files.load(found.path) if has is False else None
+            if has is False and (module is None or set_on(module, found.qualname or "")):
+                has = None  # its module sets attributes on it
+        qualname = f"{found.qualname}.{part}"
+        if has is None:
+            return None
+        if has:
+            return Lookup(True, INHERITED, found.path, qualname, f"{what} object's own")
+        why = f"{where} is {what} object, which has no {part!r}, and nothing sets it"
+        return missing(MEMBER, found.path, qualname, why)
 
     def _instance_of(self, found: Lookup) -> tuple[str, Class] | None:
         """The class (its path and definition) whose instance a module name or a class
