@@ -228,9 +228,11 @@ def test_names_imported_in_a_class_body_are_members():
 
 def test_dunder_names_no_class_binds_are_unknown_not_missing():
     tree = package("pkg", THREE_FILES)
-    fields = tree.member(LLAMA, "LlamaOutput", "__dataclass_fields__")
-    assert fields.found is None
+    assert tree.member(LLAMA, "LlamaOutput", "__match_args__").found is None
     assert tree.member(LLAMA, "LlamaOutput", "__init__").found is True  # object's
+    # what @dataclass sets on the class, and only on a dataclass
+    assert tree.member(LLAMA, "LlamaOutput", "__dataclass_fields__").found is True
+    assert tree.member(LLAMA, "LlamaForCausalLM", "__dataclass_fields__").found is None
 
 
 def test_a_getattr_in_the_mro_makes_a_miss_unknown():

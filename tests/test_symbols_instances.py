@@ -73,3 +73,23 @@ def test_an_attribute_of_an_instance_is_a_member_of_its_class(module, dotted, fo
 )
 def test_a_name_not_exactly_an_instance_of_a_class_read_here_stays_unknown(module):
     assert lookup(module, "pkg.mod.R.gone").found is None
+
+
+@pytest.mark.parametrize(
+    ("module", "dotted", "found"),
+    [
+        ('__version__ = "4.46.1"\n', "pkg.mod.__version__.split", True),
+        ('__version__ = "4.46.1"\n', "pkg.mod.__version__.major", False),
+        ("NAMES = ['a']\nNAMES.append('b')\n", "pkg.mod.NAMES.extend", True),
+        ("NAMES = ['a']\n", "pkg.mod.NAMES.add", False),
+        ("class Model:\n    _no_split = ['Layer']\n", "pkg.mod.Model._no_split.append", True),
+        ("class Model:\n    _no_split = ['Layer']\n", "pkg.mod.Model._no_split.add", False),
+        # a placeholder another module or a subclass replaces; a test; a later rebinding
+        ("class Model:\n    config_class = None\n", "pkg.mod.Model.config_class.gone", None),
+        ("if FLAG:\n    NAMES = ['a']\n", "pkg.mod.NAMES.add", None),
+        ("NAMES = ['a']\nNAMES += ('b',)\n", "pkg.mod.NAMES.add", None),
+        ("N = 1\n", "pkg.mod.N.is_integer", None),  # int gained it in 3.12
+    ],
+)
+def test_an_attribute_of_a_literal_is_its_builtin_types(module, dotted, found):
+    assert lookup(module, dotted).found is found

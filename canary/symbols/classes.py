@@ -72,6 +72,8 @@ _PROPERTIES = frozenset(
 )
 _DATACLASS_LIKE = ("dataclass", "define", "frozen", "attrs", "struct")
 _FIELD_BASES = frozenset({"NamedTuple", "TypedDict", "BaseModel"})
+# What @dataclasses.dataclass sets on every class it decorates (Python 3.10 to 3.13).
+_DATACLASS_DUNDERS = frozenset({"__dataclass_fields__", "__dataclass_params__"})
 
 
 @dataclass(frozen=True)
@@ -230,10 +232,8 @@ def _not_declared(path: str, cls: Class, name: str, mro: tuple[_Entry, ...]) -> 
     inside = [e.cls for e in mro if e.cls is not None]
     outside = [e.name for e in mro if e.cls is None]
     qualname = f"{cls.qualname}.{name}"
-    if name in OBJECT_MEMBERS:
-        return Lookup(True, INHERITED, path, qualname, "object")
-    if name in NN_MODULE_MEMBERS and NN_MODULE.intersection(outside):
-        return Lookup(True, INHERITED, path, qualname, "torch.nn.Module")
+    if (provider := _well_known(name, inside, outside)) is not None:
+        return Lookup(True, INHERITED, path, qualname, provider)
     if name.startswith("__"):
         # Python and decorators add these (__dataclass_fields__, __match_args__, a
         # decorator's __backends): what the source binds does not list them.
@@ -337,6 +337,22 @@ def _receiver(method: Function) -> str | None:
         return None
     params = method.signature.params
     return params[0].name if params else None
+
+
+def _well_known(name: str, inside: list[Class], outside: list[str]) -> str | None:
+    """What provides ``name`` that every reader knows: ``object``, ``torch.nn.Module``'s
+    common members where it is a base, what ``@dataclass`` sets on a class it decorates."""
+    if name in OBJECT_MEMBERS:
+        return "object"
+    if name in NN_MODULE_MEMBERS and NN_MODULE.intersection(outside):
+        return "torch.nn.Module"
+    if name in _DATACLASS_DUNDERS and any(_decorated_dataclass(c) for c in inside):
+        return "dataclasses.dataclass"
+    return None
+
+
+def _decorated_dataclass(cls: Class) -> bool:
+    return any(d.split("(")[0].rpartition(".")[2] == "dataclass" for d in cls.decorators)
 
 
 def _dataclass_like(cls: Class) -> bool:

@@ -1,5 +1,6 @@
 """Names a package binds to an instance of a class (``PIPELINE_REGISTRY =
-PipelineRegistry(...)``, ``TOKENIZER_MAPPING = _LazyAutoMapping(...)``): the call they hold.
+PipelineRegistry(...)``, ``TOKENIZER_MAPPING = _LazyAutoMapping(...)``): the call they hold;
+or to a literal (``__version__ = "4.46.1"``), whose attributes are its builtin type's.
 
 The proof: after the module ran, such a name holds what its last binding, one plain
 ``name = C(...)`` outside any ``if``, returned; ``C(...)`` returns an instance of ``C``
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import ast
 
-from canary.codeindex import Effect, Module
+from canary.codeindex import NOT_LITERAL, Effect, Module
 
 _SETTERS = frozenset({"setattr", "object.__setattr__"})
 
@@ -24,15 +25,50 @@ def constructor(module: Module, name: str) -> str | None:
     assignment = module.assignments.get(name)
     if assignment is None or assignment.op is not None or assignment.guards:
         return None
-    bound_otherwise = (
+    if _bound_otherwise(module, name) or any(
+        sets_attributes(effect, name) for effect in module.effects
+    ):
+        return None
+    return callee(assignment.value)
+
+
+# The builtin types a literal may hold whose attributes are the same on Python 3.10 to
+# 3.13 (int gained is_integer in 3.12): an instance has exactly the type's, none of its own.
+# Not None: a placeholder another module or a subclass replaces (``config_class = None``).
+LITERAL_TYPES = (str, bytes, tuple, list, dict, set, frozenset)
+
+
+def literal(module: Module, name: str) -> object:
+    """The literal ``name`` holds after ``module`` ran, where its last binding is one plain
+    ``name = <literal>`` outside any ``if`` and the module binds it no other way (a later
+    ``name[k] = v`` or ``name.append(v)`` changes what it holds, not its type); else
+    NOT_LITERAL."""
+    assignment = module.assignments.get(name)
+    if assignment is None or assignment.op is not None or assignment.guards:
+        return NOT_LITERAL
+    if _bound_otherwise(module, name):
+        return NOT_LITERAL
+    return assignment.literal
+
+
+def literal_attribute(value: object, name: str) -> bool | None:
+    """Whether a literal ``value`` has attribute ``name``: its type's (True), not there
+    (False), or None (not a type of :data:`LITERAL_TYPES`, or a dunder it lacks, which a
+    later Python may add)."""
+    if not isinstance(value, LITERAL_TYPES):
+        return None
+    if hasattr(type(value), name):
+        return True
+    return None if name.startswith("__") else False
+
+
+def _bound_otherwise(module: Module, name: str) -> bool:
+    return (
         name in module.classes
         or name in module.functions
         or name in module.imports
         or name in module.run_time_globals
     )
-    if bound_otherwise or any(sets_attributes(effect, name) for effect in module.effects):
-        return None
-    return callee(assignment.value)
 
 
 def callee(value: str) -> str | None:
@@ -65,4 +101,11 @@ def sets_attributes(effect: Effect, name: str) -> bool:
     return not isinstance(first, ast.Name) or first.id == name
 
 
-__all__ = ["callee", "constructor", "sets_attributes"]
+__all__ = [
+    "LITERAL_TYPES",
+    "callee",
+    "constructor",
+    "literal",
+    "literal_attribute",
+    "sets_attributes",
+]

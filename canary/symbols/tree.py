@@ -7,7 +7,7 @@ from canary.symbols.alltext import AllReader
 from canary.symbols.callables import function_attribute, property_attribute, set_on, wrapper
 from canary.symbols.classes import Classes
 from canary.symbols.exports import Resolver
-from canary.symbols.instances import callee, constructor
+from canary.symbols.instances import callee, constructor, literal, literal_attribute
 from canary.symbols.lookup import (
     ASSIGNMENT,
     CLASS,
@@ -123,15 +123,22 @@ class PackageTree:
             return answer
         if found.kind in (CLASS, NESTED_CLASS) and found.cls is not None and found.path:
             return self._classes.member(found.path, found.cls, part)
-        if (made := self._instance_of(found)) is not None:
-            return self._classes.member(made[0], made[1], part)
-        if (attribute := self._callable_attribute(found, part, where)) is not None:
-            return attribute
+        if (held := self._held_attribute(found, part, where)) is not None:
+            return held
         if found.kind == EXTERNAL:
             why = f"{where} is {found.why}, outside {self.import_name}"
         else:
             why = f"{where} is a {found.kind}: what it holds is not known statically"
         return unknown(NAME, found.path, f"{where}.{part}", why)
+
+    def _held_attribute(self, found: Lookup, part: str, where: str) -> Lookup | None:
+        """``part`` of what a found name holds, where that is known: an instance of the
+        package's class, a function, method or property, or a literal."""
+        if (made := self._instance_of(found)) is not None:
+            return self._classes.member(made[0], made[1], part)
+        return self._callable_attribute(found, part, where) or self._literal_attribute(
+            found, part, where
+        )
 
     def _callable_attribute(self, found: Lookup, part: str, where: str) -> Lookup | None:
         """``part`` of a function, method or property that was found, where Python's tables
@@ -159,6 +166,30 @@ class PackageTree:
             return Lookup(True, INHERITED, found.path, qualname, f"{what} object's own")
         why = f"{where} is {what} object, which has no {part!r}, and nothing sets it"
         return missing(MEMBER, found.path, qualname, why)
+
+    def _literal_attribute(self, found: Lookup, part: str, where: str) -> Lookup | None:
+        """``part`` of a module name or class attribute that holds a literal of a builtin
+        type (:mod:`canary.symbols.instances`); None where that does not decide it."""
+        module = self._files.load(found.path) if found.found and found.path else None
+        if module is None or found.qualname is None:
+            return None
+        if found.kind == ASSIGNMENT:
+            value = literal(module, found.qualname)
+        elif found.kind == CLASS_ATTRIBUTE:
+            owner, _, name = found.qualname.rpartition(".")
+            cls = self._class(module.path, owner)
+            attribute = None if isinstance(cls, Lookup) else cls.attributes.get(name)
+            value = attribute.literal if attribute is not None else None
+        else:
+            return None
+        has = literal_attribute(value, part)
+        qualname = f"{found.qualname}.{part}"
+        if has is None:
+            return None
+        what = type(value).__name__
+        if has:
+            return Lookup(True, INHERITED, found.path, qualname, what)
+        return missing(MEMBER, found.path, qualname, f"{where} is a {what}, which has no {part!r}")
 
     def _instance_of(self, found: Lookup) -> tuple[str, Class] | None:
         """The class (its path and definition) whose instance a module name or a class
