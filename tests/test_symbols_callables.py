@@ -37,6 +37,13 @@ UTILS = """
     tagged.registry = {}
 
 
+    def rebound():
+        pass
+
+
+    rebound = lru_cache(rebound)
+
+
     class Config:
         def method(self):
             pass
@@ -48,6 +55,11 @@ UTILS = """
         @property
         def size(self):
             return 1
+
+        def compiled(self):
+            pass
+
+        compiled = torch.compile(compiled)
 
         @functools.cached_property
         def lazy(self):
@@ -69,6 +81,8 @@ UTILS = """
         ("wrapped.cache_clear", None),  # the decorator may return anything
         ("wrapped.__name__", None),
         ("tagged.registry", None),  # its module sets attributes on it
+        ("rebound.cache_clear", None),  # the name holds what the call returned
+        ("Config.compiled.cache_clear", None),
         ("Config.method.__code__", True),
         ("Config.method.cache_clear", False),
         ("Config.method.__func__", None),  # through an instance, a bound method has it

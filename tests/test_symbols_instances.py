@@ -69,6 +69,10 @@ def test_an_attribute_of_an_instance_is_a_member_of_its_class(module, dotted, fo
         "from torch import Registry\nR = Registry({})\n",  # a class outside the package
         "class New:\n    def __new__(cls):\n        return 1\nR = New()\n",
         "class Lazy:\n    def __getattr__(self, name):\n        return 1\nR = Lazy()\n",
+        # attributes given otherwise than by self.x = ...: set from kwargs, registered
+        "class Kw:\n    def __init__(self, **kw):\n        for k, v in kw.items():\n"
+        "            setattr(self, k, v)\nR = Kw(gone=1)\n",
+        "from torch import nn\nclass Net(nn.Module):\n    pass\nR = Net()\n",
     ],
 )
 def test_a_name_not_exactly_an_instance_of_a_class_read_here_stays_unknown(module):

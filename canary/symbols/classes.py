@@ -264,6 +264,19 @@ def _not_declared(path: str, cls: Class, name: str, mro: tuple[_Entry, ...]) -> 
     return unknown(MEMBER, path, qualname, why)
 
 
+def dynamic(name: str, cls: Class | None) -> bool:
+    """Whether an instance of a class with this class (or base outside the package:
+    ``name``) in its MRO may hold attributes its source does not bind by ``self.x = ...``,
+    or its call return another object: ``torch.nn.Module`` (registered submodules,
+    parameters and buffers), ``__new__``, ``__getattribute__``, a method that writes
+    ``setattr(self, ...)`` or the instance's ``__dict__``."""
+    if cls is None:
+        return name in NN_MODULE
+    if "__new__" in cls.methods or "__getattribute__" in cls.methods:
+        return True
+    return any("setattr(" in m.source or "__dict__" in m.source for m in cls.methods.values())
+
+
 def _dotted(text: str) -> list[str] | None:
     """``"nn.Module"`` -> ["nn", "Module"]; ``Generic[T]`` -> ["Generic"]; None for
     anything else (a call)."""
@@ -361,4 +374,4 @@ def _dataclass_like(cls: Class) -> bool:
     return any(b.rpartition(".")[2] in _FIELD_BASES for b in cls.bases)
 
 
-__all__ = ["CLASS", "Classes"]
+__all__ = ["CLASS", "Classes", "dynamic"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from canary.codeindex import Class
 from canary.symbols.alltext import AllReader
 from canary.symbols.callables import function_attribute, property_attribute, set_on, wrapper
-from canary.symbols.classes import Classes
+from canary.symbols.classes import Classes, dynamic
 from canary.symbols.exports import Resolver
 from canary.symbols.instances import callee, constructor, literal, literal_attribute
 from canary.symbols.lookup import (
@@ -156,9 +156,8 @@ class PackageTree:
                 else function_attribute(made, part, method=found.kind == METHOD)
             )
             what = f"a {made.value}" if made is not None else ""
-            module = self._files.load(found.path) if has is False else None
-            if has is False and (module is None or set_on(module, found.qualname or "")):
-                has = None  # its module sets attributes on it
+            if has is not None and self._rebound(found):
+                has = None  # the def is not what the name holds, or gains attributes
         qualname = f"{found.qualname}.{part}"
         if has is None:
             return None
@@ -191,10 +190,27 @@ class PackageTree:
             return Lookup(True, INHERITED, found.path, qualname, what)
         return missing(MEMBER, found.path, qualname, f"{where} is a {what}, which has no {part!r}")
 
+    def _rebound(self, found: Lookup) -> bool:
+        """Whether the module of a found function or method binds its name another way too
+        (``f = lru_cache(f)``, ``forward = torch.compile(forward)`` in the class body) or
+        sets attributes on it (:func:`canary.symbols.callables.set_on`)."""
+        module = self._files.load(found.path) if found.path else None
+        if module is None or not found.qualname:
+            return True
+        owner, _, name = found.qualname.rpartition(".")
+        if not owner:
+            bound = name in module.assignments or name in module.imports
+            return bound or set_on(module, name)
+        cls = self._class(module.path, owner)
+        return isinstance(cls, Lookup) or name in cls.attributes or set_on(module, found.qualname)
+
     def _instance_of(self, found: Lookup) -> tuple[str, Class] | None:
         """The class (its path and definition) whose instance a module name or a class
         attribute that was found holds (:mod:`canary.symbols.instances`), where that is
-        exact: the class is the package's and no class of its MRO defines ``__new__``."""
+        exact: the class is the package's, and no class of its MRO may make the call return
+        something else or give the instance attributes other than by ``self.x = ...``
+        (:func:`canary.symbols.classes.dynamic`: ``__new__``, ``setattr(self, k, v)``,
+        ``torch.nn.Module``'s registered submodules)."""
         held = self._held_call(found)
         if held is None:
             return None
@@ -202,7 +218,7 @@ class PackageTree:
         if isinstance(entry, Lookup) or entry.cls is None or entry.path is None:
             return None
         mro = self._classes.mro(entry.path, entry.cls)
-        if isinstance(mro, Lookup) or any(e.cls and "__new__" in e.cls.methods for e in mro):
+        if isinstance(mro, Lookup) or any(dynamic(e.name, e.cls) for e in mro):
             return None
         return entry.path, entry.cls
 
