@@ -17,6 +17,11 @@ REGISTRY = """
 
 MADE = "from .registry import Registry\nR = Registry({})\n"
 
+ENUM = (
+    "from enum import Enum\nfrom .registry import Registry\n"
+    "class Padding(str, Enum):\n    LONGEST = 'longest'\n    MADE = Registry({})\n"
+)
+
 
 def lookup(module: str, dotted: str):
     """``dotted`` in a package whose ``pkg/registry.py`` defines Registry and
@@ -93,6 +98,10 @@ def test_a_name_not_exactly_an_instance_of_a_class_read_here_stays_unknown(modul
         ("if FLAG:\n    NAMES = ['a']\n", "pkg.mod.NAMES.add", None),
         ("NAMES = ['a']\nNAMES += ('b',)\n", "pkg.mod.NAMES.add", None),
         ("N = 1\n", "pkg.mod.N.is_integer", None),  # int gained it in 3.12
+        # an Enum's class attributes are its members, a NamedTuple's its fields
+        (ENUM, "pkg.mod.Padding.LONGEST.value", None),
+        (ENUM, "pkg.mod.Padding.MADE.value", None),
+        ("import typing\nclass T(typing.NamedTuple):\n    x: list = []\n", "pkg.mod.T.x.add", None),
     ],
 )
 def test_an_attribute_of_a_literal_is_its_builtin_types(module, dotted, found):

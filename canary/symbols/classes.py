@@ -45,6 +45,8 @@ from canary.symbols.outside import TORCH_VERSION, provided
 
 # The bases outside the package whose members are well known, and those members.
 NN_MODULE = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
+# The bases outside the package that leave a class's attributes as its body binds them.
+PLAIN_BASES = NN_MODULE | {"object", "builtins.object", "abc.ABC", "typing.Generic"}
 NN_MODULE_MEMBERS = frozenset(
     {
         "forward", "__init__", "__call__", "__getattr__", "__setattr__", "__delattr__",
@@ -374,4 +376,4 @@ def _dataclass_like(cls: Class) -> bool:
     return any(b.rpartition(".")[2] in _FIELD_BASES for b in cls.bases)
 
 
-__all__ = ["CLASS", "Classes", "dynamic"]
+__all__ = ["CLASS", "PLAIN_BASES", "Classes", "dynamic"]

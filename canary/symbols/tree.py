@@ -5,7 +5,7 @@ from __future__ import annotations
 from canary.codeindex import Class
 from canary.symbols.alltext import AllReader
 from canary.symbols.callables import function_attribute, property_attribute, set_on, wrapper
-from canary.symbols.classes import Classes, dynamic
+from canary.symbols.classes import PLAIN_BASES, Classes, dynamic
 from canary.symbols.exports import Resolver
 from canary.symbols.instances import callee, constructor, literal, literal_attribute
 from canary.symbols.lookup import (
@@ -177,7 +177,9 @@ class PackageTree:
         elif found.kind == CLASS_ATTRIBUTE:
             owner, _, name = found.qualname.rpartition(".")
             cls = self._class(module.path, owner)
-            attribute = None if isinstance(cls, Lookup) else cls.attributes.get(name)
+            if isinstance(cls, Lookup) or not self._plain(module.path, cls):
+                return None  # an Enum's class attribute is a member, a NamedTuple's a field
+            attribute = cls.attributes.get(name)
             value = attribute.literal if attribute is not None else None
         else:
             return None
@@ -189,6 +191,15 @@ class PackageTree:
         if has:
             return Lookup(True, INHERITED, found.path, qualname, what)
         return missing(MEMBER, found.path, qualname, f"{where} is a {what}, which has no {part!r}")
+
+    def _plain(self, path: str, cls: Class) -> bool:
+        """Whether the class keeps its class attributes as its body binds them: its bases
+        outside the package are only ``object``, ``torch.nn.Module``, ``abc.ABC`` and
+        ``typing.Generic`` (an ``Enum`` makes them members, a ``NamedTuple`` fields)."""
+        mro = self._classes.mro(path, cls)
+        return not isinstance(mro, Lookup) and all(
+            e.cls is not None or e.name in PLAIN_BASES for e in mro
+        )
 
     def _rebound(self, found: Lookup) -> bool:
         """Whether the module of a found function or method binds its name another way too
@@ -236,7 +247,9 @@ class PackageTree:
             return None
         owner, _, name = found.qualname.rpartition(".")
         cls = self._class(module.path, owner)
-        attribute = None if isinstance(cls, Lookup) else cls.attributes.get(name)
+        if isinstance(cls, Lookup) or not self._plain(module.path, cls):
+            return None  # an Enum's class attribute is a member, a NamedTuple's a field
+        attribute = cls.attributes.get(name)
         value = attribute.value if attribute is not None else None
         if value is not None and value.isidentifier():  # a module name of the class's module
             return self._held_call(
