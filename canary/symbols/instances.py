@@ -73,16 +73,13 @@ def _bound_otherwise(module: Module, name: str) -> bool:
 
 def callee(value: str) -> str | None:
     """``C(...)`` or ``m.C(...)`` -> "C" or "m.C"; None for any other expression."""
-    try:
-        node = ast.parse(value, mode="eval").body
-    except SyntaxError:
+    call = _call(value)
+    if call is None:
         return None
-    if not isinstance(node, ast.Call):
-        return None
-    func = node.func
+    func = call.func
     while isinstance(func, ast.Attribute):
         func = func.value
-    return ast.unparse(node.func) if isinstance(func, ast.Name) else None
+    return ast.unparse(call.func) if isinstance(func, ast.Name) else None
 
 
 def sets_attributes(effect: Effect, name: str) -> bool:
@@ -93,12 +90,18 @@ def sets_attributes(effect: Effect, name: str) -> bool:
         return effect.op != "call" or "__dict__" in effect.target or "__setattr__" in effect.target
     if effect.op != "call" or effect.target not in _SETTERS:
         return False
-    try:
-        call = ast.parse(effect.value, mode="eval").body
-    except SyntaxError:
-        return True
-    first = call.args[0] if isinstance(call, ast.Call) and call.args else None
+    call = _call(effect.value)
+    first = call.args[0] if call is not None and call.args else None
     return not isinstance(first, ast.Name) or first.id == name
+
+
+def _call(text: str) -> ast.Call | None:
+    """The call ``text`` is, parsed; None for any other expression, or none."""
+    try:
+        node = ast.parse(text, mode="eval").body
+    except SyntaxError:
+        return None
+    return node if isinstance(node, ast.Call) else None
 
 
 __all__ = [

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from canary.codeindex import Class
+from canary.codeindex import Class, ClassAttribute, Module
 from canary.symbols.alltext import AllReader
 from canary.symbols.callables import function_attribute, property_attribute, set_on, wrapper
 from canary.symbols.classes import PLAIN_BASES, Classes, dynamic
@@ -26,6 +26,9 @@ from canary.symbols.lookup import (
     unknown,
 )
 from canary.symbols.modules import Lister, Loader, ModuleFiles, TextReader, dotted_of
+
+# What a found name is that may hold an instance or a literal: a module name, a class's.
+_HOLDERS = frozenset({ASSIGNMENT, CLASS_ATTRIBUTE})
 
 
 class PackageTree:
@@ -169,20 +172,14 @@ class PackageTree:
     def _literal_attribute(self, found: Lookup, part: str, where: str) -> Lookup | None:
         """``part`` of a module name or class attribute that holds a literal of a builtin
         type (:mod:`canary.symbols.instances`); None where that does not decide it."""
-        module = self._files.load(found.path) if found.found and found.path else None
+        module = self._module_of(found)
         if module is None or found.qualname is None:
             return None
         if found.kind == ASSIGNMENT:
             value = literal(module, found.qualname)
-        elif found.kind == CLASS_ATTRIBUTE:
-            owner, _, name = found.qualname.rpartition(".")
-            cls = self._class(module.path, owner)
-            if isinstance(cls, Lookup) or not self._plain(module.path, cls):
-                return None  # an Enum's class attribute is a member, a NamedTuple's a field
-            attribute = cls.attributes.get(name)
-            value = attribute.literal if attribute is not None else None
         else:
-            return None
+            attribute = self._plain_class_attribute(module, found.qualname)
+            value = attribute.literal if attribute is not None else None
         has = literal_attribute(value, part)
         qualname = f"{found.qualname}.{part}"
         if has is None:
@@ -191,6 +188,22 @@ class PackageTree:
         if has:
             return Lookup(True, INHERITED, found.path, qualname, what)
         return missing(MEMBER, found.path, qualname, f"{where} is a {what}, which has no {part!r}")
+
+    def _module_of(self, found: Lookup) -> Module | None:
+        """The module a found module name or class attribute is bound in; None for any
+        other kind of answer."""
+        if found.found is not True or not found.path or found.kind not in _HOLDERS:
+            return None
+        return self._files.load(found.path)
+
+    def _plain_class_attribute(self, module: Module, qualname: str) -> ClassAttribute | None:
+        """The class attribute ``qualname`` ("Class.name") of ``module``, where its class
+        keeps it as its body binds it (:meth:`_plain`)."""
+        owner, _, name = qualname.rpartition(".")
+        cls = self._class(module.path, owner)
+        if isinstance(cls, Lookup) or not self._plain(module.path, cls):
+            return None  # an Enum's class attribute is a member, a NamedTuple's a field
+        return cls.attributes.get(name)
 
     def _plain(self, path: str, cls: Class) -> bool:
         """Whether the class keeps its class attributes as its body binds them: its bases
@@ -237,19 +250,13 @@ class PackageTree:
         """Where, and the callee of the call whose result, a found module name or class
         attribute holds; a class attribute may name such a module name (``_model_mapping =
         MODEL_MAPPING``)."""
-        module = self._files.load(found.path) if found.found and found.path else None
+        module = self._module_of(found) if found.kind == ASSIGNMENT or not named else None
         if module is None or found.qualname is None:
             return None
         if found.kind == ASSIGNMENT:
             made = constructor(module, found.qualname)
-            return (found.path, made) if made and found.path else None
-        if found.kind != CLASS_ATTRIBUTE or named:
-            return None
-        owner, _, name = found.qualname.rpartition(".")
-        cls = self._class(module.path, owner)
-        if isinstance(cls, Lookup) or not self._plain(module.path, cls):
-            return None  # an Enum's class attribute is a member, a NamedTuple's a field
-        attribute = cls.attributes.get(name)
+            return (module.path, made) if made else None
+        attribute = self._plain_class_attribute(module, found.qualname)
         value = attribute.value if attribute is not None else None
         if value is not None and value.isidentifier():  # a module name of the class's module
             return self._held_call(
