@@ -354,6 +354,7 @@ def test_a_declared_parser_gives_windows_as_packaging_does(tmp_path, imports, pa
     assert windows(refs, Kind.PATCH, "transformers.trainer.B") == [
         {"transformers": ">=4.50,>=5.0.0"}
     ]
+    assert [s.undecided for r in refs if r.kind is Kind.PATCH for s in r.sites] == ["", ""]
     # undeclared, the same wrapper orders nothing canary trusts: every release
     refs = surface(tmp_path, files)
     assert windows(refs, Kind.PATCH, "transformers.trainer.A") == [{}]

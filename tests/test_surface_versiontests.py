@@ -190,6 +190,43 @@ def test_a_mandatory_check_that_raises_gates_what_follows_llamafactory_style(tmp
     assert windows(refs, Kind.IMPORT, f"{llama}.LlamaSdpaAttention") == [{}]
 
 
+def test_an_early_return_inside_a_try_whose_handlers_leave_gates_what_follows_unsloth_style(
+    tmp_path,
+):
+    refs = surface(
+        tmp_path,
+        {
+            "uz/__init__.py": "",
+            "uz/patches.py": """\
+                def shim():
+                    try:
+                        import transformers
+                        from packaging.version import Version
+                        if Version(transformers.__version__) < Version("5.0.0"):
+                            return
+                    except Exception:
+                        return
+                    from transformers.models.llama import modeling_llama
+                    modeling_llama.LlamaShim = 1
+
+                def goes_on():
+                    try:
+                        import transformers
+                        from packaging.version import Version
+                        if Version(transformers.__version__) < Version("5.0.0"):
+                            return
+                    except Exception:
+                        pass  # a test that raised lets what follows run anywhere
+                    from transformers.models.llama import modeling_llama
+                    modeling_llama.LlamaOther = 1
+            """,
+        },
+    )
+    llama = "transformers.models.llama.modeling_llama"
+    assert windows(refs, Kind.PATCH, f"{llama}.LlamaShim") == [{"transformers": ">=5.0.0"}]
+    assert windows(refs, Kind.PATCH, f"{llama}.LlamaOther") == [{}]
+
+
 def test_a_version_helper_it_cannot_read_makes_its_sites_undecided(tmp_path):
     refs = surface(
         tmp_path,

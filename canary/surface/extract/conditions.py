@@ -213,8 +213,8 @@ class Conditions(Values):
                 if outside := self._outside_version_test(part, function):
                     return outside
                 continue
-            if VERSION_HELPER.search(function.name) is None:
-                continue
+            if VERSION_HELPER.search(function.name) is None or self.version_parser(part.func):
+                continue  # a parser declared as one orders versions: the comparison is read
             if check and not self.project.may_check(function):
                 continue  # it returns wherever it is called: what follows runs
             outcome = self.helper_outcome(part)

@@ -340,47 +340,69 @@ class Walker(Anchoring):
         ):
             for node in statements:
                 self.statement(node)
-                catching = self.catching == self.function
-                if isinstance(node, (ast.Import, ast.ImportFrom)) and (self.function or catching):
-                    targets = self._imports_only([node])
-                    if self.function:
-                        self.imported |= set(targets)
-                    if catching:
-                        # in a try body whose handler catches its ImportError, what follows an
-                        # import runs only where it imported: a failure leaves the body there
-                        self.present |= {f"+{target}" for target in targets}
-                if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
-                    # check_version("trl>=0.9"): what follows runs only where it returned
-                    returns = self.returns_where(node.value)
-                    if returns is not None:
-                        self.window &= returns
-                    else:
-                        self.undecided = self.undecided or self._undecided(node.value, check=True)
-                if isinstance(node, ast.Try) and (imports := self._upstream_imported(node.body)):
-                    leaving = [h for h in node.handlers if fallbacks.catches_import_error(h)]
-                    # another handler that goes on may come from a statement before an import
-                    others = all(guards.exits(h.body, silently=True) for h in node.handlers)
-                    if (
-                        leaving
-                        and all(guards.exits(h.body, silently=True) for h in leaving)
-                        and (others or self._imports_only(node.body))
-                    ):
-                        # except ImportError: return: what follows runs where they imported
-                        self.present |= {f"+{target}" for target in imports}
-                    if not self.fallback_of and (tried := self._returned_from(node)):
-                        # try: import new; return new / except ImportError: pass: what
-                        # follows is the fallback, run only where one of them failed
-                        self.fallback_of = tried
-                if isinstance(node, ast.If) and guards.exits(node.body):
-                    self.tested += self.anchor_branches(node).rest
-                    self.undecided = self.undecided or self._undecided(node.test)
-                    # what follows runs only where the test failed
-                    if guards.exits(node.body, silently=True) and guards.is_guard_test(node.test):
-                        self.guarded += 1
-                    self.present |= self._present(node.test, positive=False)
-                    self.selected = self._narrowed(node.test, positive=False)
-                    self.narrowing = self._narrowing(node.test, positive=False)
-                    self.window &= self._window(node.test, positive=False)
+                self._narrow_past(node)
+
+    def _narrow_past(self, node: ast.stmt) -> None:
+        """What running ``node`` and going on past it says of where the statements after
+        it in its block run."""
+        catching = self.catching == self.function
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and (self.function or catching):
+            targets = self._imports_only([node])
+            if self.function:
+                self.imported |= set(targets)
+            if catching:
+                # in a try body whose handler catches its ImportError, what follows an
+                # import runs only where it imported: a failure leaves the body there
+                self.present |= {f"+{target}" for target in targets}
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            self._past_check(node.value)
+        if isinstance(node, ast.Try):
+            self._past_try(node)
+        if isinstance(node, ast.If) and guards.exits(node.body):
+            self._past_exit(node)
+
+    def _past_check(self, call: ast.Call) -> None:
+        """check_version("trl>=0.9"): what follows runs only where it returned."""
+        returns = self.returns_where(call)
+        if returns is not None:
+            self.window &= returns
+        else:
+            self.undecided = self.undecided or self._undecided(call, check=True)
+
+    def _past_try(self, node: ast.Try) -> None:
+        if imports := self._upstream_imported(node.body):
+            leaving = [h for h in node.handlers if fallbacks.catches_import_error(h)]
+            # another handler that goes on may come from a statement before an import
+            others = all(guards.exits(h.body, silently=True) for h in node.handlers)
+            if (
+                leaving
+                and all(guards.exits(h.body, silently=True) for h in leaving)
+                and (others or self._imports_only(node.body))
+            ):
+                # except ImportError: return: what follows runs where they imported
+                self.present |= {f"+{target}" for target in imports}
+            if not self.fallback_of and (tried := self._returned_from(node)):
+                # try: import new; return new / except ImportError: pass: what
+                # follows is the fallback, run only where one of them failed
+                self.fallback_of = tried
+        if all(guards.exits(h.body) for h in node.handlers):
+            # every handler leaves: past the try its body ran to its end, so each of its
+            # `if test: return` failed and each version check returned (unsloth_zoo's
+            # `try: if Version(transformers.__version__) < Version("5"): return`)
+            for inner in node.body:
+                if isinstance(inner, (ast.If, ast.Expr)):
+                    self._narrow_past(inner)
+
+    def _past_exit(self, node: ast.If) -> None:
+        """``if test: return``: what follows runs only where the test failed."""
+        self.tested += self.anchor_branches(node).rest
+        self.undecided = self.undecided or self._undecided(node.test)
+        if guards.exits(node.body, silently=True) and guards.is_guard_test(node.test):
+            self.guarded += 1
+        self.present |= self._present(node.test, positive=False)
+        self.selected = self._narrowed(node.test, positive=False)
+        self.narrowing = self._narrowing(node.test, positive=False)
+        self.window &= self._window(node.test, positive=False)
 
     def statement(self, node: ast.stmt, *, nested: bool = True) -> None:
         """One statement; ``nested`` False: the module-level binding pass, which enters
