@@ -134,6 +134,26 @@ def test_nested_tests_conjoin_and_elif_negates_what_came_before(tmp_path):
     assert windows(refs, Kind.PATCH, f"{trainer}.G") == [{}]
 
 
+@pytest.mark.parametrize(
+    ("spelling", "window"),
+    [
+        ('importlib.metadata.version("transformers")', {"transformers": ">=4.50"}),
+        ('pkg_resources.get_distribution("transformers").version', {"transformers": ">=4.50"}),
+        ('importlib.metadata.distribution("transformers").version', {"transformers": ">=4.50"}),
+        ('pkg_resources.get_distribution("torch").version', {}),  # not upstream's
+        ('pkg_resources.get_distribution("transformers").location', {}),  # no version
+    ],
+)
+def test_each_spelling_of_the_installed_version_is_read(tmp_path, spelling, window):
+    source = (
+        "import importlib.metadata\nimport pkg_resources\nimport transformers.trainer as t\n"
+        f"from packaging.version import Version\nif Version({spelling}) >= Version('4.50'):\n"
+        "    t.A = 1\n"
+    )
+    refs = surface(tmp_path, {"proj/__init__.py": "", "proj/a.py": source})
+    assert windows(refs, Kind.PATCH, "transformers.trainer.A") == [window]
+
+
 def test_the_major_number_of_the_installed_text_is_read_as_a_window(tmp_path):
     # granite-tsfm: major = int(transformers.__version__.split(".")[0]); if major >= 5: ...
     source = """\

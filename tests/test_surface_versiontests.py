@@ -257,6 +257,57 @@ def test_a_version_helper_it_cannot_read_makes_its_sites_undecided(tmp_path):
     assert undecided("A") == ""  # no version helper by name: the site runs, as before
 
 
+# trl 0.7's import_utils, kept by forks (trl-fpo 0.0.15): named for no version, it compares
+# the installed version's text, so "4.100" < "4.33"; modeling_base.py imports by its answer.
+GREATER_THAN = """\
+import sys
+from importlib.metadata import version
+
+def is_transformers_greater_than(current_version):
+    if sys.version_info >= (3, 8):
+        _transformers_version = version("transformers")
+    else:
+        import pkg_resources
+        _transformers_version = pkg_resources.get_distribution("transformers").version
+    return _transformers_version > current_version
+
+def is_parsed_greater_than(current_version):
+    from packaging.version import parse
+    return parse(version("transformers")) > parse(current_version)
+
+def is_debug():
+    import os
+    return os.environ.get("DEBUG") == "1"
+"""
+
+
+@pytest.mark.parametrize(
+    ("test", "why"),
+    [
+        (
+            'is_transformers_greater_than("4.33.0")',
+            "compares transformers's installed version as text",
+        ),
+        ("is_parsed_greater_than(low)", "with an unread value"),  # read, but not the bound
+        ('is_parsed_greater_than("4.33.0")', ""),  # a window: decided
+        ("is_debug()", ""),  # compares no version: the site runs, as before
+    ],
+)
+def test_a_helper_seen_comparing_an_installed_version_it_cannot_read_leaves_sites_undecided(
+    tmp_path, test, why
+):
+    user = (
+        "from vp.compat import *\n"
+        f"def apply(low):\n    if {test}:\n        from {QWEN} import A\n"
+        f"    else:\n        from {QWEN} import B\n"
+    )
+    refs = surface(tmp_path, {"vp/__init__.py": "", "vp/compat.py": GREATER_THAN, "vp/m.py": user})
+    for name in ("A", "B"):  # the branch it takes and the other: neither is decided
+        (found,) = [r for r in refs if r.target == f"{QWEN}.{name}"]
+        (site,) = found.sites
+        assert (why in site.undecided) if why else site.undecided == ""
+
+
 def test_a_name_bound_under_a_version_test_carries_its_window_to_later_uses(tmp_path):
     refs = surface(
         tmp_path,

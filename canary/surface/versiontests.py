@@ -8,7 +8,9 @@ booleans whose value is a window (``and``/``or``/``not``, ``x is None`` of a bou
 parameter, locals assigned under ``if``, early ``return``/``raise``, nested helpers). An
 upstream ``require_version("pkg<spec>")`` raises outside its requirement. Whatever it cannot
 read is *unknown* and gives no window, so a window is never narrower than the truth: a site
-is only ever left out on releases where it certainly does not run.
+is only ever left out on releases where it certainly does not run. An unknown outcome that
+compared an upstream package's installed version says so (:attr:`Outcome.unread`): the call
+then decides where a site runs, and canary cannot say where.
 """
 
 from __future__ import annotations
@@ -22,12 +24,15 @@ from packaging.requirements import InvalidRequirement, Requirement
 
 from canary.surface.guards import (
     EVERY_RELEASE,
+    InstalledNumber,
+    InstalledRelease,
     InstalledVersion,
     Names,
     VersionGate,
     Window,
     called_name,
     catches,
+    version_fact,
     version_window,
 )
 
@@ -81,6 +86,9 @@ class Outcome:
 
     value: Cond
     returns: Cond
+    # why it depends on an upstream package's installed version in a way not read as a
+    # window ("": it compares none, or every comparison was read)
+    unread: str = ""
 
 
 _NOT_CONSTANT = object()
@@ -140,6 +148,7 @@ class Evaluator:
         self.locals: dict[str, Cond] = {}
         self.operators: dict[str, str] = {}  # a local bound to a comparison: its symbol
         self.steps = 0
+        self.unread = ""  # the first installed version compared and not read (Outcome.unread)
 
     # expressions
 
@@ -174,10 +183,32 @@ class Evaluator:
                 return compared
             outcome = self.call(node)
             if outcome is not None:
+                self.unread = self.unread or outcome.unread
                 return outcome.value  # where it raises, no value: the window stays wide
+        return self._window(node)
+
+    def _window(self, node: ast.expr) -> Cond:
+        """``node`` as a version test, read by :func:`version_window`."""
         true = version_window(node, self.names, positive=True)
         false = version_window(node, self.names, positive=False)
+        if true is None and false is None:
+            self.unread = self.unread or self._compares_installed(node)
         return Cond(true, false)
+
+    def _compares_installed(self, node: ast.expr) -> str:
+        """Why ``node``, read as no window, compares an upstream package's installed version
+        all the same ("": it compares none): as text (trl's old ``version("transformers") >
+        current_version``: "4.100" < "4.33"), or with an operand canary does not know."""
+        for part in ast.walk(node):
+            if not isinstance(part, ast.Compare):
+                continue
+            for side in (part.left, *part.comparators):
+                fact = version_fact(side, self.names)
+                if isinstance(fact, InstalledVersion) and not fact.parsed:
+                    return f"it compares {fact.package}'s installed version as text"
+                if isinstance(fact, (InstalledVersion, InstalledNumber, InstalledRelease)):
+                    return f"it compares {fact.package}'s installed version with an unread value"
+        return ""
 
     def _compared(self, node: ast.Call) -> Cond | None:
         """``op(a, b)`` of a local bound to an ``operator`` comparison (read as ``a <op>
@@ -351,7 +382,10 @@ class Evaluator:
             return UNKNOWN if window is None else Cond(window, _negation(window))
         if kind == "helper":
             outcome = self.call(node)
-            return None if outcome is None else outcome.returns
+            if outcome is None:
+                return None
+            self.unread = self.unread or outcome.unread
+            return outcome.returns
         return None
 
 

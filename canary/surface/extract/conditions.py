@@ -28,6 +28,11 @@ from canary.surface.model import Kind, Match, ReadFrom, model_requirement
 from canary.surface.texts import Literals, elements
 
 _ORDERINGS = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+# the calls whose result's ``.version`` is a distribution's installed version
+_DISTRIBUTIONS = (
+    Stdlib("pkg_resources.get_distribution"),
+    Stdlib("importlib.metadata.distribution"),
+)
 # a fact of a branch beside "+x" (there) and "-x" (not there): where x is not there, the
 # branch runs, and where it is, it may too
 ADMITS_ABSENT = "~"
@@ -200,8 +205,9 @@ class Conditions(Values):
 
     def _undecided(self, node: ast.expr, *, check: bool = False) -> str:
         """Why a test or check decides where what follows runs and canary cannot say
-        where: a call of a project function named for versions or requirements that was
-        not read as a window (""): none); ``check``: a call made as a statement, where
+        where: a call of a project function named for versions or requirements, or seen
+        comparing an installed version (:attr:`versiontests.Outcome.unread`), that was not
+        read as a window (""): none); ``check``: a call made as a statement, where
         what matters is whether it returns, not its value."""
         for part in ast.walk(node):
             if isinstance(part, ast.Compare) and (compared := self._compared_as_text(part)):
@@ -213,17 +219,21 @@ class Conditions(Values):
                 if outside := self._outside_version_test(part, function):
                     return outside
                 continue
-            if VERSION_HELPER.search(function.name) is None or self.version_parser(part.func):
+            if self.version_parser(part.func):
                 continue  # a parser declared as one orders versions: the comparison is read
             if check and not self.project.may_check(function):
                 continue  # it returns wherever it is called: what follows runs
             outcome = self.helper_outcome(part)
+            unread = "" if outcome is None else outcome.unread
+            if VERSION_HELPER.search(function.name) is None and not unread:
+                continue  # neither named for versions nor seen comparing one
             cond = None if outcome is None else outcome.returns if check else outcome.value
             readable = cond is not None and (cond.constant is not None or cond.gate is not None)
             if not readable:
                 call = ast.unparse(part)
                 call = call if len(call) <= 80 else f"{call[:77]}..."
-                return f"runs only where {call} allows, which canary cannot evaluate"
+                why = f" ({unread})" if unread else ""
+                return f"runs only where {call} allows, which canary cannot evaluate{why}"
         return ""
 
     def _outside_version_test(self, node: ast.Call, callee: object) -> str:
@@ -409,6 +419,8 @@ class Conditions(Values):
                 if package is not None and package in self.project.upstream:
                     return guards.InstalledVersion(package)
             return self.returned_version(node)
+        if (package := self._distribution_version(node)) is not None:
+            return guards.InstalledVersion(package)
         if isinstance(node, (ast.Name, ast.Attribute)):
             binding, _, complete = self.chain(node)
             if isinstance(binding, Upstream) and complete:
@@ -416,6 +428,20 @@ class Conditions(Values):
                 if name == "__version__":
                     return guards.InstalledVersion(package)
         return self._literal_string(node)
+
+    def _distribution_version(self, node: ast.expr) -> str | None:
+        """The upstream package whose installed version ``node`` reads through its
+        distribution (``pkg_resources.get_distribution("transformers").version``, older
+        projects' spelling, or ``importlib.metadata.distribution(...).version``); None: none."""
+        if not (isinstance(node, ast.Attribute) and node.attr == "version"):
+            return None
+        call = node.value
+        if not (isinstance(call, ast.Call) and len(call.args) == 1 and not call.keywords):
+            return None
+        if self._callee(call) not in _DISTRIBUTIONS:
+            return None
+        package = self._literal_string(call.args[0])
+        return package if package is not None and package in self.project.upstream else None
 
     def _failed(self, test: ast.expr, *, positive: bool) -> tuple[str, ...]:
         """The upstream imports or reads one of which failed where ``test`` is

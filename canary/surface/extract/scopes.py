@@ -83,6 +83,7 @@ STDLIB = frozenset(
         "operator",
         "enum",
         "aenum",
+        "pkg_resources",
     }
 )
 # the calls that bind an attribute named by their second argument on their first, as

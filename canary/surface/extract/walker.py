@@ -274,7 +274,8 @@ class Walker(Anchoring):
         with self.entered(helper_depth=depth):
             upstream = self.project.upstream
             evaluator = versiontests.Evaluator(self, constants, upstream, self.helper_outcome)
-            return evaluator.block(function.node.body)
+            outcome = evaluator.block(function.node.body)
+            return replace(outcome, unread=evaluator.unread)
 
     def returns_where(self, node: ast.Call) -> guards.Window | None:
         """Where a called check returns instead of raising (None: everywhere, or unread).
