@@ -182,6 +182,21 @@ def test_an_import_reads_the_module_an_attribute_of_the_same_name_hides(tmp_path
     assert [found.outcomes[v] for v in trees] == [Outcome.OK, Outcome.MISSING]
 
 
+def test_a_patch_through_a_module_an_attribute_hides_is_undecided_not_missing(tmp_path):
+    # siirl's vendored InternLM2 tokenizer: `from transformers.convert_slow_tokenizer import
+    # SLOW_TO_FAST_CONVERTERS` then `SLOW_TO_FAST_CONVERTERS["InternLM2Tokenizer"] = ...`:
+    # the module's dict, though `transformers.convert_slow_tokenizer` is a function
+    init = b"from .conv import conv\n"
+    trees = {
+        "1.0": {"toy/__init__.py": init, "toy/conv.py": b"def conv():\n    pass\n\nTABLE = {}\n"},
+        "2.0": {"toy/__init__.py": init, "toy/conv.py": b"def conv():\n    pass\n"},
+    }
+    cases = {"toy": [Case("toy", label, "index") for label in trees]}
+    (found,) = resolve([ref("toy.conv.TABLE", Kind.PATCH)], cases, workspace(tmp_path, trees))
+    assert [found.outcomes[v] for v in trees] == [Outcome.UNKNOWN, Outcome.MISSING]
+    assert "which an attribute of its package hides" in found.why["1.0"]
+
+
 def test_a_release_is_resolved_once_ever(tmp_path):
     refs = [ref("toy.trainer.Trainer.compute_loss", Kind.PATCH), ref("toy.Trainer")]
     first = resolve(refs, CASES, workspace(tmp_path, TREES), make_tree=FakeTree)

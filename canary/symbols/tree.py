@@ -75,10 +75,26 @@ class PackageTree:
         so each part but the last is the module of that name where the package has one:
         the import system finds a submodule through its package's ``__path__``, never
         through its attributes (transformers' ``convert_slow_tokenizer`` is a module, and
-        as an attribute of ``transformers`` a function)."""
+        as an attribute of ``transformers`` a function). Without it, a path missing as
+        attributes that such a module holds is unknown, not missing: the name may have been
+        bound by an import (siirl's ``from transformers.convert_slow_tokenizer import
+        SLOW_TO_FAST_CONVERTERS``, then an item assigned in it) or reached as attributes,
+        and the dotted path alone does not say which."""
         parts = dotted.split(".")
         if parts[0] != self.import_name:
             return unknown(NAME, None, dotted, f"{dotted} is not in {self.import_name}")
+        found = self._walk(parts, bound_only=bound_only, imported=imported)
+        if found.found is False and not imported and self._hides_a_module(parts):
+            through = self._walk(parts, bound_only=bound_only, imported=True)
+            if through.found is True:
+                why = (
+                    f"{dotted} is there through the module of that name, which an attribute "
+                    "of its package hides: which the site reads depends on how it was bound"
+                )
+                return unknown(NAME, through.path, dotted, why)
+        return found
+
+    def _walk(self, parts: list[str], *, bound_only: bool, imported: bool) -> Lookup:
         found = self._resolver.module(self.import_name)
         for i, part in enumerate(parts[1:], start=1):
             if found.found is not True:
@@ -90,6 +106,18 @@ class PackageTree:
                 continue
             found = self._step(found, part, ".".join(parts[:i]), bound_only=bound_only and last)
         return found
+
+    def _hides_a_module(self, parts: list[str]) -> bool:
+        """Some prefix of the path (past the package, before its last name) is a module
+        that, as an attribute of its package, is something else."""
+        for end in range(2, len(parts)):
+            within = ".".join(parts[:end])
+            if self._files.module_file(within) is None:
+                continue
+            attribute = self._walk(parts[:end], bound_only=False, imported=False)
+            if attribute.found is True and attribute.kind != MODULE:
+                return True
+        return False
 
     def star_exports(self, dotted: str) -> frozenset[str] | None:
         """The names ``from dotted import *`` binds, where the module lists them exactly
