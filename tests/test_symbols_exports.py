@@ -395,6 +395,7 @@ def test_an_import_finds_the_submodule_an_attribute_of_the_same_name_hides():
     assert tree.lookup("pkg.conv.gone", imported=True).found is False
     # as attributes, the function's; which the site reads depends on how it bound the name
     hidden = tree.lookup("pkg.conv.helper")
-    assert hidden.found is None and "which an attribute of its package hides" in hidden.why
+    assert hidden.found is None
+    assert "which an attribute of its package hides" in hidden.why
     assert tree.lookup("pkg.conv.gone").found is False  # in neither: missing
     assert tree.lookup("pkg.conv", imported=True).kind == "function"  # the last part: getattr
