@@ -458,6 +458,17 @@ def version_fact(node: ast.expr, names: Names) -> VersionFact | None:
     return VersionGate(true, false) if true is not None or false is not None else None
 
 
+def installed_operands(
+    node: ast.Compare, names: Names
+) -> Iterator[InstalledVersion | InstalledNumber | InstalledRelease]:
+    """The operands of a comparison that are an upstream package's installed version (its
+    text or parsed), or numbers of it, in order."""
+    for side in (node.left, *node.comparators):
+        fact = version_fact(side, names)
+        if isinstance(fact, (InstalledVersion, InstalledNumber, InstalledRelease)):
+            yield fact
+
+
 def version_window(  # noqa: PLR0911 - one return per form of test
     test: ast.expr, names: Names, *, positive: bool = True
 ) -> Window | None:

@@ -24,15 +24,13 @@ from packaging.requirements import InvalidRequirement, Requirement
 
 from canary.surface.guards import (
     EVERY_RELEASE,
-    InstalledNumber,
-    InstalledRelease,
     InstalledVersion,
     Names,
     VersionGate,
     Window,
     called_name,
     catches,
-    version_fact,
+    installed_operands,
     version_window,
 )
 
@@ -202,12 +200,10 @@ class Evaluator:
         for part in ast.walk(node):
             if not isinstance(part, ast.Compare):
                 continue
-            for side in (part.left, *part.comparators):
-                fact = version_fact(side, self.names)
+            for fact in installed_operands(part, self.names):
                 if isinstance(fact, InstalledVersion) and not fact.parsed:
                     return f"it compares {fact.package}'s installed version as text"
-                if isinstance(fact, (InstalledVersion, InstalledNumber, InstalledRelease)):
-                    return f"it compares {fact.package}'s installed version with an unread value"
+                return f"it compares {fact.package}'s installed version with an unread value"
         return ""
 
     def _compared(self, node: ast.Call) -> Cond | None:
@@ -257,6 +253,12 @@ class Evaluator:
         return self.names.constant_of(node)
 
     # statements
+
+    def outcome(self, statements: list[ast.stmt]) -> Outcome:
+        """The helper's outcome, running its body: :meth:`block`'s, with what it compared
+        and could not read."""
+        found = self.block(statements)
+        return Outcome(found.value, found.returns, self.unread)
 
     def block(self, statements: list[ast.stmt]) -> Outcome:  # noqa: PLR0911 - per statement
         """The outcome of running ``statements`` to their end (falling off: None)."""

@@ -83,9 +83,9 @@ class PackageTree:
         parts = dotted.split(".")
         if parts[0] != self.import_name:
             return unknown(NAME, None, dotted, f"{dotted} is not in {self.import_name}")
-        found = self._walk(parts, bound_only=bound_only, imported=imported)
-        if found.found is False and not imported and self._hides_a_module(parts):
-            through = self._walk(parts, bound_only=bound_only, imported=True)
+        found, hidden = self._walk(parts, bound_only=bound_only, imported=imported)
+        if found.found is False and hidden:
+            through, _ = self._walk(parts, bound_only=bound_only, imported=True)
             if through.found is True:
                 why = (
                     f"{dotted} is there through the module of that name, which an attribute "
@@ -94,30 +94,23 @@ class PackageTree:
                 return unknown(NAME, through.path, dotted, why)
         return found
 
-    def _walk(self, parts: list[str], *, bound_only: bool, imported: bool) -> Lookup:
-        found = self._resolver.module(self.import_name)
+    def _walk(self, parts: list[str], *, bound_only: bool, imported: bool) -> tuple[Lookup, bool]:
+        """The path's lookup, and whether the walk stepped, as attributes, into something
+        other than a module where a module of that name is (past the package, before the
+        last name: an attribute of the package hides it)."""
+        found, hidden = self._resolver.module(self.import_name), False
         for i, part in enumerate(parts[1:], start=1):
             if found.found is not True:
-                return found
+                return found, hidden
             last = i == len(parts) - 1
             within = ".".join(parts[: i + 1])
-            if imported and not last and self._files.module_file(within) is not None:
+            module = not last and self._files.module_file(within) is not None
+            if imported and module:
                 found = self._resolver.module(within)
                 continue
             found = self._step(found, part, ".".join(parts[:i]), bound_only=bound_only and last)
-        return found
-
-    def _hides_a_module(self, parts: list[str]) -> bool:
-        """Some prefix of the path (past the package, before its last name) is a module
-        that, as an attribute of its package, is something else."""
-        for end in range(2, len(parts)):
-            within = ".".join(parts[:end])
-            if self._files.module_file(within) is None:
-                continue
-            attribute = self._walk(parts[:end], bound_only=False, imported=False)
-            if attribute.found is True and attribute.kind != MODULE:
-                return True
-        return False
+            hidden = hidden or (module and found.found is True and found.kind != MODULE)
+        return found, hidden
 
     def star_exports(self, dotted: str) -> frozenset[str] | None:
         """The names ``from dotted import *`` binds, where the module lists them exactly

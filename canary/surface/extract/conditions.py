@@ -283,8 +283,7 @@ class Conditions(Values):
         text, "4.100.0" < "4.47.0" and "10.0.0" < "4.0", so it is no window of releases."""
         if len(node.ops) != 1 or not isinstance(node.ops[0], _ORDERINGS):
             return ""
-        for side in (node.left, node.comparators[0]):
-            fact = guards.version_fact(side, self)
+        for fact in guards.installed_operands(node, self):
             if isinstance(fact, guards.InstalledVersion) and not fact.parsed:
                 test = ast.unparse(node)
                 test = test if len(test) <= 80 else f"{test[:77]}..."

@@ -274,8 +274,7 @@ class Walker(Anchoring):
         with self.entered(helper_depth=depth):
             upstream = self.project.upstream
             evaluator = versiontests.Evaluator(self, constants, upstream, self.helper_outcome)
-            outcome = evaluator.block(function.node.body)
-            return replace(outcome, unread=evaluator.unread)
+            return evaluator.outcome(function.node.body)
 
     def returns_where(self, node: ast.Call) -> guards.Window | None:
         """Where a called check returns instead of raising (None: everywhere, or unread).
